@@ -1,0 +1,125 @@
+#include "wire/error.h"
+
+namespace iwarpx::wire {
+
+TermCause TerminateCauseFor(WireError e) {
+  switch (e) {
+    case WireError::kMpaBadKey:
+    case WireError::kMpaBadRevision:
+    case WireError::kMpaReservedBits:
+    case WireError::kMpaPrivateDataTooLong:
+    case WireError::kMpaRejectInRequest:
+    case WireError::kMpaBadIrdOrd:
+    case WireError::kMpaRejected:
+    case WireError::kMpaMarkersRefused:
+    case WireError::kMpaCrcRefused:
+    case WireError::kMpaTrailingBytes:
+      return term::kLlpInvalidReqRep;
+    case WireError::kMpaInsufficientIrd:
+      return term::kLlpInsufficientIrd;
+    case WireError::kMpaNoMatchingRtr:
+      return term::kLlpNoMatchingRtr;
+    case WireError::kFpduTooLong:
+    case WireError::kFpduTooShort:
+    case WireError::kBadMarker:
+      return term::kLlpMarkerMismatch;
+    case WireError::kBadCrc:
+      return term::kLlpCrcError;
+    case WireError::kDdpTaggedBadVersion:
+      return term::kDdpTaggedBadVersion;
+    case WireError::kDdpUntaggedBadVersion:
+      return term::kDdpUntaggedBadVersion;
+    case WireError::kDdpBadQueueNumber:
+      return term::kDdpUntaggedInvalidQn;
+    case WireError::kDdpBadMessageOffset:
+      return term::kDdpUntaggedInvalidMo;
+    case WireError::kDdpToWrap:
+      return term::kDdpTaggedToWrap;
+    case WireError::kRdmapBadVersion:
+      return term::kRdmapBadVersion;
+    case WireError::kRdmapBadOpcode:
+      return term::kRdmapUnexpectedOpcode;
+    case WireError::kTruncated:
+    case WireError::kNoSpace:
+    case WireError::kInvalidArgument:
+    case WireError::kDdpReservedBits:
+    case WireError::kRdmapReservedBits:
+    case WireError::kRdmapBadHeaderForOpcode:
+    case WireError::kRdmapBadLength:
+    case WireError::kTerminateMissingFlags:
+    case WireError::kTerminateBadCause:
+    case WireError::kAtomicBadOp:
+    case WireError::kDgramBadMagic:
+    case WireError::kDgramBadVersion:
+    case WireError::kDgramReservedBits:
+    case WireError::kDgramBadLength:
+    case WireError::kDgramBadSegment:
+      return term::kRdmapOpUnspecified;
+  }
+  return term::kRdmapOpUnspecified;
+}
+
+const char* ToString(WireError e) {
+  switch (e) {
+    case WireError::kTruncated: return "truncated";
+    case WireError::kNoSpace: return "no space in output buffer";
+    case WireError::kInvalidArgument: return "invalid argument";
+    case WireError::kMpaBadKey: return "MPA: bad key";
+    case WireError::kMpaBadRevision: return "MPA: unsupported revision";
+    case WireError::kMpaReservedBits: return "MPA: reserved bits set";
+    case WireError::kMpaPrivateDataTooLong: return "MPA: private data too long";
+    case WireError::kMpaRejectInRequest: return "MPA: R flag in request";
+    case WireError::kMpaBadIrdOrd: return "MPA: missing IRD/ORD block";
+    case WireError::kMpaRejected: return "MPA: rejected by peer";
+    case WireError::kMpaMarkersRefused: return "MPA: markers refused";
+    case WireError::kMpaCrcRefused: return "MPA: CRC refused";
+    case WireError::kMpaInsufficientIrd: return "MPA: insufficient IRD";
+    case WireError::kMpaNoMatchingRtr: return "MPA: no matching RTR type";
+    case WireError::kMpaTrailingBytes: return "MPA: bytes after request before reply";
+    case WireError::kFpduTooLong: return "FPDU: ULPDU length too long";
+    case WireError::kFpduTooShort: return "FPDU: ULPDU length too short";
+    case WireError::kBadCrc: return "FPDU: bad CRC";
+    case WireError::kBadMarker: return "FPDU: bad marker";
+    case WireError::kDdpTaggedBadVersion: return "DDP: bad version (tagged)";
+    case WireError::kDdpUntaggedBadVersion: return "DDP: bad version (untagged)";
+    case WireError::kDdpReservedBits: return "DDP: reserved bits set";
+    case WireError::kDdpBadQueueNumber: return "DDP: bad queue number";
+    case WireError::kDdpBadMessageOffset: return "DDP: bad message offset";
+    case WireError::kDdpToWrap: return "DDP: tagged offset wraps";
+    case WireError::kRdmapBadVersion: return "RDMAP: bad version";
+    case WireError::kRdmapReservedBits: return "RDMAP: reserved bits set";
+    case WireError::kRdmapBadOpcode: return "RDMAP: unexpected opcode";
+    case WireError::kRdmapBadHeaderForOpcode: return "RDMAP: header does not fit opcode";
+    case WireError::kRdmapBadLength: return "RDMAP: bad length for opcode";
+    case WireError::kTerminateMissingFlags: return "Terminate: header flags do not match content";
+    case WireError::kTerminateBadCause: return "Terminate: unknown layer/type/code";
+    case WireError::kAtomicBadOp: return "Atomic: unknown operation";
+    case WireError::kDgramBadMagic: return "datagram: bad magic";
+    case WireError::kDgramBadVersion: return "datagram: unsupported version";
+    case WireError::kDgramReservedBits: return "datagram: reserved bits set";
+    case WireError::kDgramBadLength: return "datagram: bad length";
+    case WireError::kDgramBadSegment: return "datagram: bad segmentation fields";
+  }
+  return "unknown wire error";
+}
+
+bool IsKnownTermCause(TermCause c) {
+  switch (c.layer) {
+    case term::kLayerRdmap:
+      if (c.etype == 0) return c.code == 0x00;
+      if (c.etype == 1) return c.code <= 0x04 || c.code == 0x09 || c.code == 0xFF;
+      if (c.etype == 2) return (c.code >= 0x05 && c.code <= 0x09) || c.code == 0xFF;
+      return false;
+    case term::kLayerDdp:
+      if (c.etype == 0) return c.code == 0x00;
+      if (c.etype == 1) return c.code <= 0x04;
+      if (c.etype == 2) return c.code >= 0x01 && c.code <= 0x06;
+      return false;
+    case term::kLayerLlp:
+      return c.etype == 0 && c.code >= 0x01 && c.code <= 0x07;
+    default:
+      return false;
+  }
+}
+
+}  // namespace iwarpx::wire
