@@ -53,10 +53,18 @@ class ByteReader {
   // The bytes not yet consumed (empty after a failure).
   ByteSpan rest() const { return ok_ ? data_.subspan(pos_) : ByteSpan{}; }
 
-  bool ReadU8(uint8_t& out) { return Read(1, [&](const uint8_t* p) { out = p[0]; }); }
-  bool ReadBe16(uint16_t& out) { return Read(2, [&](const uint8_t* p) { out = LoadBe16(p); }); }
-  bool ReadBe32(uint32_t& out) { return Read(4, [&](const uint8_t* p) { out = LoadBe32(p); }); }
-  bool ReadBe64(uint64_t& out) { return Read(8, [&](const uint8_t* p) { out = LoadBe64(p); }); }
+  bool ReadU8(uint8_t& out) {
+    return Read(1, [&](const uint8_t* p) { out = p[0]; });
+  }
+  bool ReadBe16(uint16_t& out) {
+    return Read(2, [&](const uint8_t* p) { out = LoadBe16(p); });
+  }
+  bool ReadBe32(uint32_t& out) {
+    return Read(4, [&](const uint8_t* p) { out = LoadBe32(p); });
+  }
+  bool ReadBe64(uint64_t& out) {
+    return Read(8, [&](const uint8_t* p) { out = LoadBe64(p); });
+  }
   // Copies exactly out.size() bytes.
   bool ReadBytes(MutableByteSpan out) {
     return Read(out.size(), [&](const uint8_t* p) {
@@ -98,10 +106,18 @@ class ByteWriter {
   // The bytes written so far.
   ByteSpan view() const { return ByteSpan(out_.data(), pos_); }
 
-  bool WriteU8(uint8_t v) { return Write(1, [&](uint8_t* p) { p[0] = v; }); }
-  bool WriteBe16(uint16_t v) { return Write(2, [&](uint8_t* p) { StoreBe16(p, v); }); }
-  bool WriteBe32(uint32_t v) { return Write(4, [&](uint8_t* p) { StoreBe32(p, v); }); }
-  bool WriteBe64(uint64_t v) { return Write(8, [&](uint8_t* p) { StoreBe64(p, v); }); }
+  bool WriteU8(uint8_t v) {
+    return Write(1, [&](uint8_t* p) { p[0] = v; });
+  }
+  bool WriteBe16(uint16_t v) {
+    return Write(2, [&](uint8_t* p) { StoreBe16(p, v); });
+  }
+  bool WriteBe32(uint32_t v) {
+    return Write(4, [&](uint8_t* p) { StoreBe32(p, v); });
+  }
+  bool WriteBe64(uint64_t v) {
+    return Write(8, [&](uint8_t* p) { StoreBe64(p, v); });
+  }
   bool WriteBytes(ByteSpan v) {
     return Write(v.size(), [&](uint8_t* p) {
       if (!v.empty()) std::memcpy(p, v.data(), v.size());

@@ -13,32 +13,20 @@ TermCause TerminateCauseFor(WireError e) {
     case WireError::kMpaRejected:
     case WireError::kMpaMarkersRefused:
     case WireError::kMpaCrcRefused:
-    case WireError::kMpaTrailingBytes:
-      return term::kLlpInvalidReqRep;
-    case WireError::kMpaInsufficientIrd:
-      return term::kLlpInsufficientIrd;
-    case WireError::kMpaNoMatchingRtr:
-      return term::kLlpNoMatchingRtr;
+    case WireError::kMpaTrailingBytes: return term::kLlpInvalidReqRep;
+    case WireError::kMpaInsufficientIrd: return term::kLlpInsufficientIrd;
+    case WireError::kMpaNoMatchingRtr: return term::kLlpNoMatchingRtr;
     case WireError::kFpduTooLong:
     case WireError::kFpduTooShort:
-    case WireError::kBadMarker:
-      return term::kLlpMarkerMismatch;
-    case WireError::kBadCrc:
-      return term::kLlpCrcError;
-    case WireError::kDdpTaggedBadVersion:
-      return term::kDdpTaggedBadVersion;
-    case WireError::kDdpUntaggedBadVersion:
-      return term::kDdpUntaggedBadVersion;
-    case WireError::kDdpBadQueueNumber:
-      return term::kDdpUntaggedInvalidQn;
-    case WireError::kDdpBadMessageOffset:
-      return term::kDdpUntaggedInvalidMo;
-    case WireError::kDdpToWrap:
-      return term::kDdpTaggedToWrap;
-    case WireError::kRdmapBadVersion:
-      return term::kRdmapBadVersion;
-    case WireError::kRdmapBadOpcode:
-      return term::kRdmapUnexpectedOpcode;
+    case WireError::kBadMarker: return term::kLlpMarkerMismatch;
+    case WireError::kBadCrc: return term::kLlpCrcError;
+    case WireError::kDdpTaggedBadVersion: return term::kDdpTaggedBadVersion;
+    case WireError::kDdpUntaggedBadVersion: return term::kDdpUntaggedBadVersion;
+    case WireError::kDdpBadQueueNumber: return term::kDdpUntaggedInvalidQn;
+    case WireError::kDdpBadMessageOffset: return term::kDdpUntaggedInvalidMo;
+    case WireError::kDdpToWrap: return term::kDdpTaggedToWrap;
+    case WireError::kRdmapBadVersion: return term::kRdmapBadVersion;
+    case WireError::kRdmapBadOpcode: return term::kRdmapUnexpectedOpcode;
     case WireError::kTruncated:
     case WireError::kNoSpace:
     case WireError::kInvalidArgument:
@@ -53,8 +41,7 @@ TermCause TerminateCauseFor(WireError e) {
     case WireError::kDgramBadVersion:
     case WireError::kDgramReservedBits:
     case WireError::kDgramBadLength:
-    case WireError::kDgramBadSegment:
-      return term::kRdmapOpUnspecified;
+    case WireError::kDgramBadSegment: return term::kRdmapOpUnspecified;
   }
   return term::kRdmapOpUnspecified;
 }
@@ -115,10 +102,8 @@ bool IsKnownTermCause(TermCause c) {
       if (c.etype == 1) return c.code <= 0x04;
       if (c.etype == 2) return c.code >= 0x01 && c.code <= 0x06;
       return false;
-    case term::kLayerLlp:
-      return c.etype == 0 && c.code >= 0x01 && c.code <= 0x07;
-    default:
-      return false;
+    case term::kLayerLlp: return c.etype == 0 && c.code >= 0x01 && c.code <= 0x07;
+    default: return false;
   }
 }
 

@@ -14,29 +14,29 @@ namespace iwarpx::wire {
 
 enum class WireError : uint8_t {
   // Generic.
-  kTruncated = 1,   // fewer bytes than the structure needs
-  kNoSpace,         // encoder: output buffer too small
-  kInvalidArgument, // encoder: a field value the format cannot carry
+  kTruncated = 1,    // fewer bytes than the structure needs
+  kNoSpace,          // encoder: output buffer too small
+  kInvalidArgument,  // encoder: a field value the format cannot carry
 
   // MPA connection setup (RFC 5044 §7.1, RFC 6581).
   kMpaBadKey,
   kMpaBadRevision,
   kMpaReservedBits,
   kMpaPrivateDataTooLong,
-  kMpaRejectInRequest,   // R flag set in a Request
-  kMpaBadIrdOrd,         // v2 enhanced frame without its 4-byte IRD/ORD block
-  kMpaRejected,          // peer Reply carried R=1
-  kMpaMarkersRefused,    // peer wants markers and local policy refuses
-  kMpaCrcRefused,        // peer wants CRC and local policy refuses (never by default)
-  kMpaInsufficientIrd,   // RFC 6581: our ORD exceeds the peer's IRD
-  kMpaNoMatchingRtr,     // RFC 6581: no common RTR type
-  kMpaTrailingBytes,     // bytes after a Request before our Reply was sent
+  kMpaRejectInRequest,  // R flag set in a Request
+  kMpaBadIrdOrd,        // v2 enhanced frame without its 4-byte IRD/ORD block
+  kMpaRejected,         // peer Reply carried R=1
+  kMpaMarkersRefused,   // peer wants markers and local policy refuses
+  kMpaCrcRefused,       // peer wants CRC and local policy refuses (never by default)
+  kMpaInsufficientIrd,  // RFC 6581: our ORD exceeds the peer's IRD
+  kMpaNoMatchingRtr,    // RFC 6581: no common RTR type
+  kMpaTrailingBytes,    // bytes after a Request before our Reply was sent
 
   // MPA framing (RFC 5044 §4).
-  kFpduTooLong,      // ULPDU_Length above the negotiated/allowed maximum
-  kFpduTooShort,     // ULPDU_Length below the smallest DDP header
+  kFpduTooLong,   // ULPDU_Length above the negotiated/allowed maximum
+  kFpduTooShort,  // ULPDU_Length below the smallest DDP header
   kBadCrc,
-  kBadMarker,        // marker FPDUPTR does not point at the FPDU start, or reserved bits set
+  kBadMarker,  // marker FPDUPTR does not point at the FPDU start, or reserved bits set
 
   // DDP (RFC 5041).
   kDdpTaggedBadVersion,
@@ -44,7 +44,7 @@ enum class WireError : uint8_t {
   kDdpReservedBits,
   kDdpBadQueueNumber,
   kDdpBadMessageOffset,
-  kDdpToWrap,        // TO + length wraps 2^64
+  kDdpToWrap,  // TO + length wraps 2^64
 
   // RDMAP (RFC 5040, RFC 7306).
   kRdmapBadVersion,

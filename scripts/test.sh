@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# scripts/test.sh - every test of the project, in stages, each bounded in time:
+#   1. main build (build/): unit, functional, wire-check (tshark) and MCA tests (ctest)
+#   2. ASan+UBSan build (build-asan/): the unit tests again under the sanitizers
+#   3. libFuzzer build with clang (build-fuzz/): each fuzzer for IWARPX_FUZZ_SECONDS (default 20)
+#   4. lint: clang-format and clang-tidy clean, layer dependencies point down only
+# Prints one "N passed, N failed" line at the end; exits non-zero if anything failed.
+# Run ./autogen.sh first (the README's test command does).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+fuzz_seconds=${IWARPX_FUZZ_SECONDS:-20}
+total_pass=0
+total_fail=0
+failed_stages=()
+
+# run_ctest STAGE BUILD_DIR [ctest args...]: runs ctest, adds its counts to the totals.
+run_ctest() {
+  local stage=$1 dir=$2
+  shift 2
+  local log
+  log=$(mktemp)
+  echo "=== [$stage] ctest $*"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" "$@" 2>&1 | tee "$log"
+  local line pass fail total
+  line=$(grep -E "tests passed, [0-9]+ tests? failed out of [0-9]+" "$log" | tail -1)
+  if [[ -z $line ]]; then
+    echo "=== [$stage] ctest ran no test or did not finish" >&2
+    total_fail=$((total_fail + 1))
+    failed_stages+=("$stage")
+  else
+    fail=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
+    total=$(sed -E 's/.* failed out of ([0-9]+).*/\1/' <<<"$line")
+    pass=$((total - fail))
+    total_pass=$((total_pass + pass))
+    total_fail=$((total_fail + fail))
+    ((fail)) && failed_stages+=("$stage")
+    ((total == 0)) && { failed_stages+=("$stage (no tests)"); total_fail=$((total_fail + 1)); }
+  fi
+  rm -f "$log"
+}
+
+# stage STAGE CMD...: a non-ctest step that counts as one test.
+stage() {
+  local name=$1
+  shift
+  echo "=== [$name] $*"
+  if "$@"; then
+    total_pass=$((total_pass + 1))
+  else
+    total_fail=$((total_fail + 1))
+    failed_stages+=("$name")
+  fi
+}
+
+configure_and_build() {
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -G Ninja "$@" >/dev/null || return 1
+  cmake --build "$dir" -j "$jobs"
+}
+
+# 1. Main build.
+stage build configure_and_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+run_ctest main build --timeout 600
+
+# 2. Sanitizers over the unit tests.
+stage build-asan configure_and_build build-asan -DCMAKE_BUILD_TYPE=Debug -DIWARPX_SANITIZE=ON \
+  -DIWARPX_BUILD_MCA=OFF
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  run_ctest asan build-asan -L unit --timeout 600
+
+# 3. Bounded fuzz runs.
+stage build-fuzz configure_and_build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DIWARPX_FUZZ=ON \
+  -DIWARPX_FUZZ_SECONDS="$fuzz_seconds"
+run_ctest fuzz build-fuzz -L fuzz
+
+# 4. Lint.
+stage lint scripts/lint.sh build
+
+echo
+if ((${#failed_stages[@]})); then
+  echo "failed stages: ${failed_stages[*]}"
+fi
+echo "$total_pass passed, $total_fail failed"
+((total_fail == 0))
