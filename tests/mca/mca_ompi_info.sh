@@ -1,0 +1,61 @@
+#!/bin/sh
+# Usage: mca_ompi_info.sh <ompi_info> <Open MPI component dir> <build mca dir>
+# ompi_info must discover both iwarpx components from the build tree and list their
+# parameters with help text. The component path has to come from the environment:
+# `ompi_info --mca mca_base_component_path ...` is ignored for discovery.
+set -eu
+
+ompi_info=$1
+ompi_dir=$2
+mca_dir=$3
+# shellcheck source=tests/mca/mca_common.sh
+. "$(dirname "$0")/mca_common.sh"
+warn_installed_copy "$ompi_dir"
+
+for f in "$mca_dir/mca_btl_iwarpx.so" "$mca_dir/mca_osc_iwarpx.so"; do
+  [ -f "$f" ] || { echo "FAIL: $f not built" >&2; exit 1; }
+done
+
+fail=0
+# expect <framework> <line pattern (grep -E)> <what>
+check() {
+  if printf '%s\n' "$out" | grep -Eq -- "$2"; then
+    echo "ok: $1: $3"
+  else
+    echo "FAIL: $1: $3 (no line matching /$2/)" >&2
+    fail=1
+  fi
+}
+
+for fw in btl osc; do
+  out=$(OMPI_MCA_mca_base_component_path="$ompi_dir:$mca_dir" \
+        timeout -k 5 60 "$ompi_info" --param "$fw" iwarpx --level 9 --parsable 2>&1) || {
+    echo "FAIL: $ompi_info --param $fw iwarpx exited with $?:" >&2
+    printf '%s\n' "$out" >&2
+    exit 1
+  }
+  check $fw "^mca:$fw:iwarpx:version:\"component:[0-9]+\.[0-9]+\.[0-9]+\"" "component listed"
+  case $fw in
+    btl)
+      check btl '^mca:btl:iwarpx:version:"api:3\.1\.0"' "BTL API 3.1.0"
+      params="btl_iwarpx_verbose btl_iwarpx_enable" ;;
+    osc)
+      check osc '^mca:osc:iwarpx:version:"api:3\.0\.0"' "OSC API 3.0.0"
+      params="osc_iwarpx_verbose osc_iwarpx_priority" ;;
+  esac
+  for p in $params; do
+    check $fw "^mca:$fw:iwarpx:param:$p:value:" "parameter $p registered"
+    check $fw "^mca:$fw:iwarpx:param:$p:help:.{20,}" "parameter $p has help text"
+  done
+  if [ $fail -ne 0 ]; then
+    echo "--- ompi_info output ($fw) ---" >&2
+    printf '%s\n' "$out" | grep ":iwarpx:" >&2 || echo "(no iwarpx lines)" >&2
+  fi
+done
+
+# The human-readable form the README shows, for the log.
+OMPI_MCA_mca_base_component_path="$ompi_dir:$mca_dir" \
+  timeout -k 5 60 "$ompi_info" --param btl iwarpx --level 9 | grep -E 'MCA btl: iwarpx' || true
+OMPI_MCA_mca_base_component_path="$ompi_dir:$mca_dir" \
+  timeout -k 5 60 "$ompi_info" --param osc iwarpx --level 9 | grep -E 'MCA osc: iwarpx' || true
+exit $fail
