@@ -47,11 +47,11 @@ class ByteReader {
  public:
   explicit ByteReader(ByteSpan data) : data_(data) {}
 
-  size_t remaining() const { return data_.size() - pos_; }
-  size_t position() const { return pos_; }
-  bool ok() const { return ok_; }
+  [[nodiscard]] size_t remaining() const { return data_.size() - pos_; }
+  [[nodiscard]] size_t position() const { return pos_; }
+  [[nodiscard]] bool ok() const { return ok_; }
   // The bytes not yet consumed (empty after a failure).
-  ByteSpan rest() const { return ok_ ? data_.subspan(pos_) : ByteSpan{}; }
+  [[nodiscard]] ByteSpan rest() const { return ok_ ? data_.subspan(pos_) : ByteSpan{}; }
 
   bool ReadU8(uint8_t& out) {
     return Read(1, [&](const uint8_t* p) { out = p[0]; });
@@ -100,11 +100,11 @@ class ByteWriter {
  public:
   explicit ByteWriter(MutableByteSpan out) : out_(out) {}
 
-  size_t written() const { return pos_; }
-  size_t remaining() const { return out_.size() - pos_; }
-  bool ok() const { return ok_; }
+  [[nodiscard]] size_t written() const { return pos_; }
+  [[nodiscard]] size_t remaining() const { return out_.size() - pos_; }
+  [[nodiscard]] bool ok() const { return ok_; }
   // The bytes written so far.
-  ByteSpan view() const { return ByteSpan(out_.data(), pos_); }
+  [[nodiscard]] ByteSpan view() const { return ByteSpan(out_.data(), pos_); }
 
   bool WriteU8(uint8_t v) {
     return Write(1, [&](uint8_t* p) { p[0] = v; });

@@ -45,7 +45,9 @@ void ExpectAll(ByteSpan data, uint32_t expected) {
   for (uint32_t v : AllImpls(data)) EXPECT_EQ(v, expected) << ToHex(data);
 }
 
-TEST(Crc32cTest, CheckValue) { ExpectAll(AsBytes("123456789"), 0xE3069283u); }
+TEST(Crc32cTest, CheckValue) {
+  ExpectAll(AsBytes("123456789"), 0xE3069283u);
+}
 
 TEST(Crc32cTest, EmptyIsZero) {
   ExpectAll(ByteSpan{}, 0u);

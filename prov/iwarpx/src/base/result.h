@@ -29,10 +29,10 @@ class [[nodiscard]] Result {
   Result(T value) : ok_(true), value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
   Result(Err<E> err) : ok_(false), error_(err.error) {}     // NOLINT(google-explicit-constructor)
 
-  bool ok() const { return ok_; }
+  [[nodiscard]] bool ok() const { return ok_; }
   explicit operator bool() const { return ok_; }
 
-  const T& value() const& {
+  [[nodiscard]] const T& value() const& {
     assert(ok_);
     return value_;
   }
@@ -44,10 +44,10 @@ class [[nodiscard]] Result {
     assert(ok_);
     return std::move(value_);
   }
-  const T& operator*() const& { return value(); }
+  [[nodiscard]] const T& operator*() const& { return value(); }
   const T* operator->() const { return &value(); }
 
-  E error() const {
+  [[nodiscard]] E error() const {
     assert(!ok_);
     return error_;
   }

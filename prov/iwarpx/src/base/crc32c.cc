@@ -1,0 +1,132 @@
+#include "base/crc32c.h"
+
+#include <array>
+#include <cstddef>
+#include <cstring>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+#define IWARPX_CRC32C_X86 1
+#else
+#define IWARPX_CRC32C_X86 0
+#endif
+
+namespace iwarpx {
+namespace {
+
+constexpr uint32_t kReflectedPoly = 0x82F63B78u;
+
+// kTables[k][b]: register contribution of byte b followed by k zero bytes.
+using SliceTables = std::array<std::array<uint32_t, 256>, 8>;
+
+constexpr SliceTables MakeSliceTables() {
+  SliceTables t{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t c = i;
+    for (int bit = 0; bit < 8; ++bit) c = (c >> 1) ^ ((c & 1u) != 0 ? kReflectedPoly : 0u);
+    t[0][i] = c;
+  }
+  for (size_t s = 1; s < t.size(); ++s) {
+    for (size_t i = 0; i < 256; ++i) {
+      const uint32_t prev = t[s - 1][i];
+      t[s][i] = (prev >> 8) ^ t[0][prev & 0xFFu];
+    }
+  }
+  return t;
+}
+
+constexpr SliceTables kTables = MakeSliceTables();
+static_assert(kTables[0][1] == 0xF26B8303u, "CRC32c table sanity");
+
+// Little-endian load independent of host byte order (the reflected CRC
+// consumes the earliest byte first, in the low bits).
+inline uint32_t LoadLe32(const uint8_t* p) {
+  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
+}
+
+uint32_t ExtendTable(uint32_t state, const uint8_t* p, size_t n) {
+  uint32_t c = state;
+  while (n >= 8) {
+    const uint32_t lo = c ^ LoadLe32(p);
+    const uint32_t hi = LoadLe32(p + 4);
+    c = kTables[7][lo & 0xFFu] ^ kTables[6][(lo >> 8) & 0xFFu] ^ kTables[5][(lo >> 16) & 0xFFu] ^
+        kTables[4][lo >> 24] ^ kTables[3][hi & 0xFFu] ^ kTables[2][(hi >> 8) & 0xFFu] ^
+        kTables[1][(hi >> 16) & 0xFFu] ^ kTables[0][hi >> 24];
+    p += 8;
+    n -= 8;
+  }
+  for (; n != 0; --n, ++p) c = (c >> 8) ^ kTables[0][(c ^ *p) & 0xFFu];
+  return c;
+}
+
+#if IWARPX_CRC32C_X86
+
+__attribute__((target("sse4.2"))) uint32_t ExtendSse42(uint32_t state, const uint8_t* p, size_t n) {
+  uint32_t c = state;
+  // Byte steps up to an 8-byte boundary so the main loop's loads are aligned.
+  while (n != 0 && (reinterpret_cast<uintptr_t>(p) & 7u) != 0) {
+    c = _mm_crc32_u8(c, *p);
+    ++p;
+    --n;
+  }
+  uint64_t c64 = c;
+  while (n >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, sizeof(v));
+    c64 = _mm_crc32_u64(c64, v);
+    p += 8;
+    n -= 8;
+  }
+  c = static_cast<uint32_t>(c64);
+  for (; n != 0; --n, ++p) c = _mm_crc32_u8(c, *p);
+  return c;
+}
+
+bool CpuHasSse42() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("sse4.2") != 0;
+}
+
+#endif  // IWARPX_CRC32C_X86
+
+using ExtendFn = uint32_t (*)(uint32_t, const uint8_t*, size_t);
+
+struct Dispatch {
+  bool has_hardware;
+  ExtendFn fn;
+};
+
+Dispatch Resolve() {
+#if IWARPX_CRC32C_X86
+  if (CpuHasSse42()) return {true, &ExtendSse42};
+#endif
+  return {false, &ExtendTable};
+}
+
+const Dispatch& GetDispatch() {
+  static const Dispatch dispatch = Resolve();
+  return dispatch;
+}
+
+}  // namespace
+
+bool Crc32cHasHardware() {
+  return GetDispatch().has_hardware;
+}
+
+uint32_t Crc32cExtend(uint32_t state, ByteSpan data) {
+  return GetDispatch().fn(state, data.data(), data.size());
+}
+
+uint32_t Crc32cExtendPortable(uint32_t state, ByteSpan data) {
+  return ExtendTable(state, data.data(), data.size());
+}
+
+uint32_t Crc32cExtendHardware(uint32_t state, ByteSpan data) {
+#if IWARPX_CRC32C_X86
+  if (GetDispatch().has_hardware) return ExtendSse42(state, data.data(), data.size());
+#endif
+  return ExtendTable(state, data.data(), data.size());
+}
+
+}  // namespace iwarpx
