@@ -67,7 +67,7 @@ inline uint32_t Crc32cHardware(ByteSpan data) {
 class Crc32cAccumulator {
  public:
   void Update(ByteSpan data) { state_ = Crc32cExtend(state_, data); }
-  uint32_t Value() const { return Crc32cFinalize(state_); }
+  [[nodiscard]] uint32_t Value() const { return Crc32cFinalize(state_); }
   void Reset() { state_ = kCrc32cInit; }
 
  private:
