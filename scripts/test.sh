@@ -12,6 +12,7 @@ jobs=$(nproc)
 fuzz_seconds=${IWARPX_FUZZ_SECONDS:-20}
 total_pass=0
 total_fail=0
+total_skip=0
 failed_stages=()
 
 # run_ctest STAGE BUILD_DIR [ctest args...]: runs ctest, adds its counts to the totals.
@@ -31,7 +32,9 @@ run_ctest() {
   else
     fail=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
     total=$(sed -E 's/.* failed out of ([0-9]+).*/\1/' <<<"$line")
-    pass=$((total - fail))
+    skip=$(grep -cE "\*\*\*(Skipped|Not Run)" "$log" || true)
+    pass=$((total - fail - skip))
+    total_skip=$((total_skip + skip))
     total_pass=$((total_pass + pass))
     total_fail=$((total_fail + fail))
     ((fail)) && failed_stages+=("$stage")
@@ -83,5 +86,5 @@ echo
 if ((${#failed_stages[@]})); then
   echo "failed stages: ${failed_stages[*]}"
 fi
-echo "$total_pass passed, $total_fail failed"
+echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 ((total_fail == 0))
