@@ -93,7 +93,9 @@ const char* ToString(WireError e) {
 bool IsKnownTermCause(TermCause c) {
   switch (c.layer) {
     case term::kLayerRdmap:
-      if (c.etype == 0) return c.code == 0x00;
+      // Local catastrophic: any code (IANA RDDP registry 0x0/0x0/ALL; siw
+      // sends 0xFF when a QP enters TERMINATE).
+      if (c.etype == 0) return true;
       if (c.etype == 1) return c.code <= 0x04 || c.code == 0x09 || c.code == 0xFF;
       if (c.etype == 2) return (c.code >= 0x05 && c.code <= 0x09) || c.code == 0xFF;
       return false;

@@ -144,9 +144,9 @@ struct FpduRxConfig {
   uint64_t stream_offset = 0;
   size_t max_ulpdu = kMaxUlpduLength;  // values above 65535 act as 65535
   size_t min_ulpdu = kMinDdpSegmentLength;
-  // Reject markers whose Reserved field is non-zero (kBadMarker). See
-  // markers.h for why this is a switch.
-  bool strict_marker_reserved = true;
+  // Reject markers whose Reserved field is non-zero (kBadMarker). Off by
+  // default: RFC 5044 says Reserved is ignored on receive (see markers.h).
+  bool strict_marker_reserved = false;
 };
 
 // Pull-style receive core. See the file comment.

@@ -36,10 +36,10 @@
 //   * FPDUPTR must equal the distance from the current FPDU's start. The RFC
 //     says the two low bits are zero on transmit and treated as zero on
 //     receive, so they are masked before the comparison.
-//   * Reserved must be zero when FpduRxConfig::strict_marker_reserved is set
-//     (the default, per this project's wire rules). RFC 5044 says Reserved is
-//     "set to zero on transmit and ignored on receive (except for CRC
-//     calculation)"; clear the switch for that lenient behaviour.
+//   * Reserved is written as zero and, by default, ignored on receive (it still
+//     enters the CRC): RFC 5044 says it is "set to zero on transmit and ignored
+//     on receive (except for CRC calculation)", and interoperability wins.
+//     FpduRxConfig::strict_marker_reserved makes a non-zero value kBadMarker.
 //   * A marker whose FPDUPTR would exceed 16 bits cannot be expressed; FPDUs
 //     that large must not be sent with markers (the transmit side refuses
 //     them with kInvalidArgument; MULPDU keeps real FPDUs far below that).

@@ -39,11 +39,6 @@ bool FlagsMatchContent(const TerminateHeader& t) {
 
 }  // namespace
 
-bool IsAcceptableTermCause(TermCause cause) {
-  if (cause.layer == term::kLayerRdmap && cause.etype == 0) return true;
-  return IsKnownTermCause(cause);
-}
-
 size_t TerminateHeader::size() const {
   size_t n = kTerminateControlSize;
   if (d) n += kTerminateSegmentLengthSize + ddp_header.size();
@@ -61,7 +56,7 @@ Result<TerminateHeader, WireError> DecodeTerminate(ByteSpan body) {
   if ((flags & kTerminateReservedMask2) != 0 || body[3] != 0) {
     return Err{WireError::kRdmapReservedBits};
   }
-  if (!IsAcceptableTermCause(t.cause)) return Err{WireError::kTerminateBadCause};
+  if (!IsKnownTermCause(t.cause)) return Err{WireError::kTerminateBadCause};
   t.m = (flags & kTerminateFlagM) != 0;
   t.d = (flags & kTerminateFlagD) != 0;
   t.r = (flags & kTerminateFlagR) != 0;
@@ -87,8 +82,8 @@ Result<TerminateHeader, WireError> DecodeTerminate(ByteSpan body) {
 }
 
 Result<size_t, WireError> EncodeTerminate(const TerminateHeader& header, MutableByteSpan out) {
-  if (header.cause.layer > 0x0F || header.cause.etype > 0x0F ||
-      !IsAcceptableTermCause(header.cause) || !FlagsMatchContent(header)) {
+  if (header.cause.layer > 0x0F || header.cause.etype > 0x0F || !IsKnownTermCause(header.cause) ||
+      !FlagsMatchContent(header)) {
     return Err{WireError::kInvalidArgument};
   }
   const size_t total = header.size();

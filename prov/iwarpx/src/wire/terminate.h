@@ -38,8 +38,8 @@
 //     (siw_send_terminate()). rdmap_header is then empty.
 //   - A local catastrophic RDMAP error (layer 0, etype 0) is accepted with any
 //     error code: the IANA RDDP registry lists it as 0x0/0x0/ALL, and siw sends
-//     {0, 0, 0xFF} when a QP is moved to TERMINATE. All other causes must pass
-//     IsKnownTermCause().
+//     {0, 0, 0xFF} when a QP is moved to TERMINATE. IsKnownTermCause() encodes
+//     that rule with the rest of the table.
 //   - M without D is refused: the length field exists only with D, and no
 //     known implementation sends it.
 // * Every body DecodeTerminate() accepts re-encodes to the identical bytes.
@@ -78,10 +78,6 @@ struct TerminateHeader {
   // Body bytes this header encodes to.
   size_t size() const;
 };
-
-// True for causes a received Terminate may carry: IsKnownTermCause() plus the
-// RDMAP local catastrophic error with any code (see leniency above).
-bool IsAcceptableTermCause(TermCause cause);
 
 Result<TerminateHeader, WireError> DecodeTerminate(ByteSpan body);
 Result<size_t, WireError> EncodeTerminate(const TerminateHeader& header, MutableByteSpan out);

@@ -147,7 +147,7 @@ TEST(TerminateDecodeTest, CausesAreChecked) {
         const std::vector<uint8_t> body = {static_cast<uint8_t>(layer << 4 | etype),
                                            static_cast<uint8_t>(code), 0, 0};
         auto t = DecodeTerminate(body);
-        const bool want = IsKnownTermCause(c) || (layer == 0 && etype == 0);
+        const bool want = IsKnownTermCause(c);
         ASSERT_EQ(t.ok(), want) << layer << "/" << etype << "/" << code;
         if (!want) {
           ASSERT_EQ(t.error(), WireError::kTerminateBadCause);
