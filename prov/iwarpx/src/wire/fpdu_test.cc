@@ -8,14 +8,18 @@
 #include <gtest/gtest.h>
 
 #include "base/crc32c.h"
+#include "testing/fpdu_recorder.h"
 #include "testing/hex.h"
 
 namespace iwarpx::wire {
 namespace {
 
+using iwarpx::testing::Bytes;
 using iwarpx::testing::FromHex;
+using iwarpx::testing::Iota;
 using iwarpx::testing::ToHex;
-using Bytes = std::vector<uint8_t>;
+using Recorder = iwarpx::testing::FpduRecorder;
+using iwarpx::testing::RandomBytes;
 using Stage = FpduReceiver::Stage;
 
 Bytes Encode(ByteSpan ulpdu, bool crc) {
@@ -25,29 +29,6 @@ Bytes Encode(ByteSpan ulpdu, bool crc) {
   EXPECT_EQ(r.value(), out.size());
   return out;
 }
-
-Bytes Iota(size_t n, uint8_t start = 0) {
-  Bytes v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(start + i);
-  return v;
-}
-
-Bytes RandomBytes(std::mt19937& rng, size_t n) {
-  Bytes v(n);
-  for (auto& b : v) b = static_cast<uint8_t>(rng());
-  return v;
-}
-
-struct Recorder : FpduVisitor {
-  std::vector<Bytes> fpdus;
-  std::vector<const uint8_t*> views;
-  std::vector<WireError> errors;
-  void OnFpdu(ByteSpan ulpdu) override {
-    fpdus.emplace_back(ulpdu.begin(), ulpdu.end());
-    views.push_back(ulpdu.data());
-  }
-  void OnError(WireError e) override { errors.push_back(e); }
-};
 
 FpduRxConfig Config(bool crc, size_t min_ulpdu = 0, size_t max_ulpdu = kMaxUlpduLength) {
   FpduRxConfig c;

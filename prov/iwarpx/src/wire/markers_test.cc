@@ -8,21 +8,18 @@
 #include <gtest/gtest.h>
 
 #include "base/crc32c.h"
+#include "testing/fpdu_recorder.h"
 #include "testing/hex.h"
 #include "wire/fpdu.h"
 
 namespace iwarpx::wire {
 namespace {
 
+using iwarpx::testing::Bytes;
 using iwarpx::testing::FromHex;
+using iwarpx::testing::Iota;
 using iwarpx::testing::ToHex;
-using Bytes = std::vector<uint8_t>;
-
-Bytes Iota(size_t n, uint8_t start = 0) {
-  Bytes v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(start + i);
-  return v;
-}
+using Recorder = iwarpx::testing::FpduRecorder;
 
 // len | ULPDU | PAD, i.e. EncodeFpdu's output without the CRC field.
 Bytes Body(ByteSpan ulpdu) {
@@ -42,13 +39,6 @@ Bytes Mark(uint64_t pos, ByteSpan ulpdu, bool crc) {
   }
   return out;
 }
-
-struct Recorder : FpduVisitor {
-  std::vector<Bytes> fpdus;
-  std::vector<WireError> errors;
-  void OnFpdu(ByteSpan ulpdu) override { fpdus.emplace_back(ulpdu.begin(), ulpdu.end()); }
-  void OnError(WireError e) override { errors.push_back(e); }
-};
 
 FpduRxConfig MarkedConfig(bool crc, uint64_t stream_offset = 0) {
   FpduRxConfig c;

@@ -88,24 +88,24 @@ std::optional<WireError> DecodeBody(RdmapOpcode opcode, ByteSpan body, Segment& 
   return WireError::kRdmapBadOpcode;
 }
 
+// Copies an encoded body into `out`; kNoSpace if it does not fit.
+Result<size_t, WireError> CopyBody(ByteSpan bytes, MutableByteSpan out) {
+  if (!ByteWriter(out).WriteBytes(bytes)) return Err{WireError::kNoSpace};
+  return bytes.size();
+}
+
 // Writes the body of `seg` (which must be the alternative its opcode needs)
-// into `out`, which the caller has sized. Returns kInvalidArgument otherwise.
+// into `out`. Returns kInvalidArgument otherwise, kNoSpace if `out` is short.
 Result<size_t, WireError> EncodeBody(const Segment& seg, MutableByteSpan out) {
   switch (seg.opcode) {
     case Op::kRdmaReadRequest:
-      if (const auto* b = std::get_if<ReadRequestBody>(&seg.body)) {
-        const auto bytes = EncodeReadRequestBody(*b);
-        ByteWriter(out).WriteBytes(bytes);
-        return bytes.size();
-      }
+      if (const auto* b = std::get_if<ReadRequestBody>(&seg.body))
+        return CopyBody(EncodeReadRequestBody(*b), out);
       break;
     case Op::kImmediateData:
     case Op::kImmediateDataWithSe:
-      if (const auto* b = std::get_if<ImmediateDataBody>(&seg.body)) {
-        const auto bytes = EncodeImmediateDataBody(*b);
-        ByteWriter(out).WriteBytes(bytes);
-        return bytes.size();
-      }
+      if (const auto* b = std::get_if<ImmediateDataBody>(&seg.body))
+        return CopyBody(EncodeImmediateDataBody(*b), out);
       break;
     case Op::kAtomicRequest:
       if (const auto* b = std::get_if<AtomicRequestBody>(&seg.body)) {
@@ -113,17 +113,11 @@ Result<size_t, WireError> EncodeBody(const Segment& seg, MutableByteSpan out) {
       }
       break;
     case Op::kAtomicResponse:
-      if (const auto* b = std::get_if<AtomicResponseBody>(&seg.body)) {
-        const auto bytes = EncodeAtomicResponseBody(*b);
-        ByteWriter(out).WriteBytes(bytes);
-        return bytes.size();
-      }
+      if (const auto* b = std::get_if<AtomicResponseBody>(&seg.body))
+        return CopyBody(EncodeAtomicResponseBody(*b), out);
       break;
     case Op::kTerminate:
-      if (const auto* b = std::get_if<TerminateBodyView>(&seg.body)) {
-        ByteWriter(out).WriteBytes(b->bytes);
-        return b->bytes.size();
-      }
+      if (const auto* b = std::get_if<TerminateBodyView>(&seg.body)) return CopyBody(b->bytes, out);
       break;
     case Op::kRdmaWrite:
     case Op::kRdmaReadResponse:
