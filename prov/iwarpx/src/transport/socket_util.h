@@ -1,0 +1,40 @@
+// Small socket helpers shared by tcp.cc and udp.cc (internal to the
+// transport layer; the engine uses tcp.h/udp.h).
+//
+// Contract: every function is a thin wrapper of one or two syscalls; errors
+// are returned as errno values (0 = success), nothing is logged. Thread-safe
+// in the sense of the underlying syscalls (no shared state).
+#pragma once
+
+#include <sys/socket.h>
+
+#include "base/result.h"
+#include "transport/fd.h"
+#include "transport/sock_addr.h"
+#include "transport/transport.h"
+
+namespace iwarpx::transport {
+
+// socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0).
+Result<UniqueFd, IoError> OpenSocket(int family, int type);
+
+// setsockopt with an int value; 0 or errno.
+int SetIntOption(int fd, int level, int name, int value);
+// getsockopt of an int value.
+Result<int, IoError> GetIntOption(int fd, int level, int name);
+
+// getsockname / getpeername; empty SockAddr on failure (e.g. ENOTCONN).
+SockAddr LocalAddressOf(int fd);
+SockAddr PeerAddressOf(int fd);
+
+// Sets SO_SNDBUF / SO_RCVBUF to `bytes` and returns the value the kernel
+// actually applied (Linux doubles the request and caps it at
+// net.core.[rw]mem_max).
+Result<int, IoError> SetBufferSize(int fd, int option, int bytes);
+
+// The iovec count of one syscall: min(iov.size(), kMaxIov).
+inline size_t CappedIovCount(size_t n) {
+  return n < kMaxIov ? n : kMaxIov;
+}
+
+}  // namespace iwarpx::transport

@@ -1,0 +1,112 @@
+#include "transport/udp.h"
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cerrno>
+
+#include "transport/socket_util.h"
+
+namespace iwarpx::transport {
+namespace {
+
+BatchResult BatchError(int e) {
+  if (e == EAGAIN || e == EWOULDBLOCK) return {0, IoStatus::kWouldBlock, 0};
+  return {0, IoStatus::kError, e};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<UdpSocket>, IoError> UdpSocket::Bind(const SockAddr& local) {
+  if (!local.valid()) return Err{IoError{IoStatus::kError, EAFNOSUPPORT}};
+  auto sock = OpenSocket(local.family(), SOCK_DGRAM);
+  if (!sock.ok()) return Err{sock.error()};
+  UniqueFd fd = std::move(sock).value();
+  if (::bind(fd.get(), local.sa(), local.length()) != 0) {
+    return Err{IoError{IoStatus::kError, errno}};
+  }
+  SockAddr bound = LocalAddressOf(fd.get());
+  return std::unique_ptr<UdpSocket>(new UdpSocket(std::move(fd), bound));
+}
+
+IoResult UdpSocket::SendTo(const SockAddr& to, std::span<const iovec> iov) {
+  if (iov.size() > kMaxIov) return IoResult::Error(EMSGSIZE);
+  msghdr msg{};
+  msg.msg_name = const_cast<sockaddr*>(to.sa());  // read only by sendmsg
+  msg.msg_namelen = to.length();
+  msg.msg_iov = const_cast<iovec*>(iov.data());
+  msg.msg_iovlen = iov.size();
+  for (;;) {
+    const ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL);
+    if (n >= 0) return IoResult::Ok(static_cast<size_t>(n));
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return IoResult::WouldBlock();
+    return IoResult::Error(errno);
+  }
+}
+
+BatchResult UdpSocket::SendBatch(std::span<DgramMessage> msgs) {
+  std::array<mmsghdr, kMaxBatch> hdrs{};
+  const size_t n = msgs.size() < kMaxBatch ? msgs.size() : kMaxBatch;
+  if (n == 0) return {};
+  for (size_t i = 0; i < n; ++i) {
+    if (msgs[i].iov.size() > kMaxIov) {
+      if (i == 0) return BatchError(EMSGSIZE);
+      return SendBatch(msgs.first(i));  // send the valid prefix; the bad one fails next call
+    }
+    msghdr& h = hdrs[i].msg_hdr;
+    h.msg_name = const_cast<sockaddr*>(msgs[i].addr.sa());
+    h.msg_namelen = msgs[i].addr.length();
+    h.msg_iov = const_cast<iovec*>(msgs[i].iov.data());
+    h.msg_iovlen = msgs[i].iov.size();
+  }
+  for (;;) {
+    const int sent = ::sendmmsg(fd_.get(), hdrs.data(), static_cast<unsigned>(n), MSG_NOSIGNAL);
+    if (sent >= 0) {
+      for (size_t i = 0; i < static_cast<size_t>(sent); ++i) {
+        msgs[i].bytes = hdrs[i].msg_len;
+        msgs[i].truncated = false;
+      }
+      return {static_cast<size_t>(sent), IoStatus::kOk, 0};
+    }
+    if (errno == EINTR) continue;
+    return BatchError(errno);
+  }
+}
+
+BatchResult UdpSocket::RecvBatch(std::span<DgramMessage> msgs) {
+  std::array<mmsghdr, kMaxBatch> hdrs{};
+  const size_t n = msgs.size() < kMaxBatch ? msgs.size() : kMaxBatch;
+  if (n == 0) return {};
+  for (size_t i = 0; i < n; ++i) {
+    msghdr& h = hdrs[i].msg_hdr;
+    h.msg_name = msgs[i].addr.raw();
+    h.msg_namelen = SockAddr::capacity();
+    h.msg_iov = const_cast<iovec*>(msgs[i].iov.data());
+    h.msg_iovlen = CappedIovCount(msgs[i].iov.size());
+  }
+  for (;;) {
+    const int got =
+        ::recvmmsg(fd_.get(), hdrs.data(), static_cast<unsigned>(n), MSG_DONTWAIT, nullptr);
+    if (got >= 0) {
+      for (size_t i = 0; i < static_cast<size_t>(got); ++i) {
+        msgs[i].addr.Adopt(hdrs[i].msg_hdr.msg_namelen);
+        msgs[i].bytes = hdrs[i].msg_len;
+        msgs[i].truncated = (hdrs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0;
+      }
+      return {static_cast<size_t>(got), IoStatus::kOk, 0};
+    }
+    if (errno == EINTR) continue;
+    return BatchError(errno);
+  }
+}
+
+Result<int, IoError> UdpSocket::SetSendBufferSize(int bytes) {
+  return SetBufferSize(fd_.get(), SO_SNDBUF, bytes);
+}
+
+Result<int, IoError> UdpSocket::SetRecvBufferSize(int bytes) {
+  return SetBufferSize(fd_.get(), SO_RCVBUF, bytes);
+}
+
+}  // namespace iwarpx::transport

@@ -1,0 +1,52 @@
+// UDP implementation of DatagramSocket (transport.h), IPv4 and IPv6.
+//
+// Contract
+// - Bind() opens a non-blocking, close-on-exec socket of the address's
+//   family and binds it (port 0 = ephemeral; read it back with
+//   local_address()). One socket sends to and receives from any peer of its
+//   family (an IPv6 socket also reaches IPv4-mapped peers unless v6only).
+// - SendTo: one sendmsg (MSG_NOSIGNAL); the datagram goes whole or not at
+//   all: kOk with bytes = its size, kWouldBlock (socket buffer full), or
+//   kError (EMSGSIZE above 65507/65527 bytes, ECONNREFUSED reported for an
+//   earlier datagram by ICMP, ...). Datagrams with more than kMaxIov iovecs
+//   are refused with EMSGSIZE rather than silently cut.
+// - SendBatch / RecvBatch: one sendmmsg / recvmmsg of at most kMaxBatch
+//   messages (see BatchResult). RecvBatch fills each message's addr (source),
+//   bytes and truncated (MSG_TRUNC: the datagram did not fit in its iovecs and
+//   the rest was discarded by the kernel). RecvBatch never waits for more
+//   datagrams than are already queued.
+// - Set{Send,Recv}BufferSize return the effective size (Linux doubles the
+//   request and caps it at net.core.[rw]mem_max).
+// - Thread-safety as in transport.h.
+#pragma once
+
+#include <memory>
+
+#include "base/result.h"
+#include "transport/fd.h"
+#include "transport/sock_addr.h"
+#include "transport/transport.h"
+
+namespace iwarpx::transport {
+
+class UdpSocket final : public DatagramSocket {
+ public:
+  static Result<std::unique_ptr<UdpSocket>, IoError> Bind(const SockAddr& local);
+
+  IoResult SendTo(const SockAddr& to, std::span<const iovec> iov) override;
+  BatchResult SendBatch(std::span<DgramMessage> msgs) override;
+  BatchResult RecvBatch(std::span<DgramMessage> msgs) override;
+  [[nodiscard]] int fd() const override { return fd_.get(); }
+  [[nodiscard]] SockAddr local_address() const override { return local_; }
+
+  Result<int, IoError> SetSendBufferSize(int bytes);
+  Result<int, IoError> SetRecvBufferSize(int bytes);
+
+ private:
+  UdpSocket(UniqueFd fd, SockAddr local) : fd_(std::move(fd)), local_(local) {}
+
+  UniqueFd fd_;
+  SockAddr local_;
+};
+
+}  // namespace iwarpx::transport
