@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# fi_info_check.sh FI_INFO LIBIWARPX_FI_SO
+# What an operator sees of the provider through Debian's libfabric: fi_info lists an
+# FI_EP_MSG / FI_PROTO_IWARP entry, fi_info -e lists every FI_IWARPX_* parameter with
+# help text, no utility provider is layered over iwarpx while it has no endpoints, and
+# the library exports fi_prov_ini only.
+set -uo pipefail
+fi_info=$1
+so=$2
+dir=$(dirname "$so")
+export FI_PROVIDER_PATH=$dir
+unset FI_PROVIDER
+rc=0
+fail() { echo "FAIL: $*"; rc=1; }
+
+out=$(timeout 30 "$fi_info" -p iwarpx 2>&1) || fail "fi_info -p iwarpx exited non-zero: $out"
+grep -q 'type: FI_EP_MSG' <<<"$out" || fail "no FI_EP_MSG entry"
+grep -q 'protocol: FI_PROTO_IWARP' <<<"$out" || fail "no FI_PROTO_IWARP entry"
+grep -q 'ofi_rxm' <<<"$out" && fail "ofi_rxm layered over iwarpx before endpoints exist"
+echo "$out" | grep -E 'provider:|type:|protocol:' | sort | uniq -c
+
+params=$(timeout 30 "$fi_info" -e 2>&1 | tr -d '\0')
+for p in MPA_CRC MPA_REV MPA_MARKERS IRD ORD PROGRESS_THREAD MAX_MR; do
+  grep -A1 "^# FI_IWARPX_$p:" <<<"$params" | grep -q '^# iwarpx: ..........' ||
+    fail "fi_info -e: FI_IWARPX_$p missing or without help text"
+done
+n=$(grep -c '^# FI_IWARPX_' <<<"$params")
+echo "fi_info -e: $n FI_IWARPX_* parameters"
+
+syms=$(nm -D --defined-only "$so" | awk '{print $3}')
+[[ $syms == fi_prov_ini ]] || fail "exported symbols are not just fi_prov_ini: $syms"
+((rc == 0)) && echo "PASS"
+exit $rc

@@ -1,0 +1,301 @@
+#include "ofi/cq.h"
+
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include <rdma/fi_errno.h>
+
+#include "ofi/domain.h"
+#include "ofi/getinfo.h"
+#include "ofi/log.h"
+
+namespace iwarpx::ofi {
+namespace {
+
+Cq* Self(struct fid_cq* cq) {
+  return OwnerOf<Cq>(cq);
+}
+
+int CqClose(struct fid* fid) {
+  return Self(reinterpret_cast<struct fid_cq*>(fid))->Close();
+}
+int CqControl(struct fid* fid, int command, void* arg) {
+  return Self(reinterpret_cast<struct fid_cq*>(fid))->Control(command, arg);
+}
+
+ssize_t CqRead(struct fid_cq* cq, void* buf, size_t count) {
+  return Self(cq)->Read(buf, count, nullptr);
+}
+ssize_t CqReadFrom(struct fid_cq* cq, void* buf, size_t count, fi_addr_t* src_addr) {
+  return Self(cq)->Read(buf, count, src_addr);
+}
+ssize_t CqReadErr(struct fid_cq* cq, struct fi_cq_err_entry* buf, uint64_t flags) {
+  return Self(cq)->ReadErr(buf, flags);
+}
+ssize_t CqSRead(struct fid_cq* cq, void* buf, size_t count, const void* cond, int timeout) {
+  return Self(cq)->SRead(buf, count, nullptr, cond, timeout);
+}
+ssize_t CqSReadFrom(struct fid_cq* cq, void* buf, size_t count, fi_addr_t* src_addr,
+                    const void* cond, int timeout) {
+  return Self(cq)->SRead(buf, count, src_addr, cond, timeout);
+}
+int CqSignal(struct fid_cq* cq) {
+  return Self(cq)->Signal();
+}
+
+const char* CqStrError(struct fid_cq* /*cq*/, int prov_errno, const void* /*err_data*/, char* buf,
+                       size_t len) {
+  const char* text = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
+  if (buf != nullptr && len != 0) {
+    std::snprintf(buf, len, "%s", text);
+    return buf;
+  }
+  return text;
+}
+
+const struct fi_ops kCqFiOps = {
+    .size = sizeof(struct fi_ops),
+    .close = CqClose,
+    .bind = fi_no_bind,
+    .control = CqControl,
+    .ops_open = fi_no_ops_open,
+    .tostr = fi_no_tostr,
+    .ops_set = fi_no_ops_set,
+};
+
+const struct fi_ops_cq kCqOps = {
+    .size = sizeof(struct fi_ops_cq),
+    .read = CqRead,
+    .readfrom = CqReadFrom,
+    .readerr = CqReadErr,
+    .sread = CqSRead,
+    .sreadfrom = CqSReadFrom,
+    .signal = CqSignal,
+    .strerror = CqStrError,
+};
+
+}  // namespace
+
+int Cq::Open(struct fid_domain* domain, struct fi_cq_attr* attr, struct fid_cq** cq,
+             void* context) {
+  Domain* d = Domain::From(domain != nullptr ? &domain->fid : nullptr);
+  if (d == nullptr || attr == nullptr || cq == nullptr) {
+    IWX_WARN(cq, "fi_cq_open: domain must be iwarpx's, attr and cq not NULL\n");
+    return -FI_EINVAL;
+  }
+  if (attr->flags != 0) {
+    IWX_WARN(cq, "fi_cq_open: flags %#lx are not supported (no FI_AFFINITY)\n",
+             static_cast<unsigned long>(attr->flags));
+    return -FI_EBADFLAGS;
+  }
+  enum fi_cq_format format = attr->format;
+  switch (format) {
+    case FI_CQ_FORMAT_UNSPEC: format = FI_CQ_FORMAT_CONTEXT; break;
+    case FI_CQ_FORMAT_CONTEXT:
+    case FI_CQ_FORMAT_MSG:
+    case FI_CQ_FORMAT_DATA: break;
+    default:
+      IWX_WARN(cq, "fi_cq_open: format %d is not supported (CONTEXT, MSG or DATA; no FI_TAGGED)\n",
+               static_cast<int>(format));
+      return -FI_ENOSYS;
+  }
+  if (attr->wait_cond != FI_CQ_COND_NONE && attr->wait_cond != FI_CQ_COND_THRESHOLD) {
+    IWX_WARN(cq, "fi_cq_open: unknown wait_cond %d\n", static_cast<int>(attr->wait_cond));
+    return -FI_EINVAL;
+  }
+  if (attr->size > kMaxCqSize) {
+    IWX_WARN(cq, "fi_cq_open: size %zu exceeds the maximum %zu\n", attr->size, kMaxCqSize);
+    return -FI_EINVAL;
+  }
+  auto* c = new (std::nothrow) Cq(d, format, attr->wait_cond);
+  if (c == nullptr) return -FI_ENOMEM;
+  if (const int ret = c->waiter_.Open(attr->wait_obj); ret != 0) {
+    IWX_WARN(cq, "fi_cq_open: wait object %d is not supported (NONE, UNSPEC or FD): %s\n",
+             static_cast<int>(attr->wait_obj), fi_strerror(-ret));
+    delete c;
+    return ret;
+  }
+  if (!c->ring_.Init(attr->size != 0 ? attr->size : kDefaultCqSize)) {
+    delete c;
+    return -FI_ENOMEM;
+  }
+  c->handle_.owner = c;
+  c->handle_.fid.fid.fclass = FI_CLASS_CQ;
+  c->handle_.fid.fid.context = context;
+  c->handle_.fid.fid.ops = const_cast<struct fi_ops*>(&kCqFiOps);
+  c->handle_.fid.ops = const_cast<struct fi_ops_cq*>(&kCqOps);
+  d->Ref();
+  *cq = &c->handle_.fid;
+  IWX_INFO(cq, "cq %p opened (format %d, %zu entries, wait fd %d)\n", static_cast<void*>(c),
+           static_cast<int>(format), c->ring_.capacity(), c->waiter_.fd());
+  return 0;
+}
+
+Cq* Cq::From(struct fid* fid) {
+  if (!IsOurs(fid, FI_CLASS_CQ, &kCqFiOps)) return nullptr;
+  return OwnerOf<Cq>(reinterpret_cast<struct fid_cq*>(fid));
+}
+
+bool Cq::Post(const struct fi_cq_data_entry& c) {
+  std::lock_guard<std::mutex> lock(waiter_.mu);
+  Slot* s = ring_.Push();
+  if (s == nullptr) return false;
+  s->entry = {};
+  s->entry.op_context = c.op_context;
+  s->entry.flags = c.flags;
+  s->entry.len = c.len;
+  s->entry.buf = c.buf;
+  s->entry.data = c.data;
+  s->error = false;
+  waiter_.Signal();
+  return true;
+}
+
+bool Cq::PostError(const struct fi_cq_err_entry& e) {
+  std::lock_guard<std::mutex> lock(waiter_.mu);
+  Slot* s = ring_.Push();
+  if (s == nullptr) return false;
+  s->entry = e;
+  s->entry.err_data = nullptr;
+  s->entry.err_data_size = 0;
+  s->error = true;
+  waiter_.Signal();
+  return true;
+}
+
+size_t Cq::EntrySize() const {
+  switch (format_) {
+    case FI_CQ_FORMAT_MSG: return sizeof(struct fi_cq_msg_entry);
+    case FI_CQ_FORMAT_DATA: return sizeof(struct fi_cq_data_entry);
+    default: return sizeof(struct fi_cq_entry);
+  }
+}
+
+ssize_t Cq::ReadLocked(void* buf, size_t count, fi_addr_t* src_addr) {
+  if (ring_.empty()) return -FI_EAGAIN;
+  if (ring_.front().error) return -FI_EAVAIL;
+  auto* out = static_cast<uint8_t*>(buf);
+  size_t n = 0;
+  const size_t size = EntrySize();
+  while (n < count && !ring_.empty() && !ring_.front().error) {
+    const struct fi_cq_err_entry& e = ring_.front().entry;
+    struct fi_cq_data_entry d = {};
+    d.op_context = e.op_context;
+    d.flags = e.flags;
+    d.len = e.len;
+    d.buf = e.buf;
+    d.data = e.data;
+    // The three formats are prefixes of fi_cq_data_entry.
+    std::memcpy(out + n * size, &d, size);
+    if (src_addr != nullptr) src_addr[n] = FI_ADDR_NOTAVAIL;
+    ring_.Pop();
+    ++n;
+  }
+  return static_cast<ssize_t>(n);
+}
+
+ssize_t Cq::Read(void* buf, size_t count, fi_addr_t* src_addr) {
+  if (buf == nullptr && count != 0) {
+    IWX_WARN(cq, "fi_cq_read: buf is NULL\n");
+    return -FI_EINVAL;
+  }
+  std::lock_guard<std::mutex> lock(waiter_.mu);
+  return ReadLocked(buf, count, src_addr);
+}
+
+ssize_t Cq::ReadErr(struct fi_cq_err_entry* buf, uint64_t flags) {
+  if (buf == nullptr) {
+    IWX_WARN(cq, "fi_cq_readerr: buf is NULL\n");
+    return -FI_EINVAL;
+  }
+  if (flags != 0) {
+    IWX_WARN(cq, "fi_cq_readerr: flags %#lx are not supported\n",
+             static_cast<unsigned long>(flags));
+    return -FI_EBADFLAGS;
+  }
+  std::lock_guard<std::mutex> lock(waiter_.mu);
+  if (ring_.empty() || !ring_.front().error) return -FI_EAGAIN;
+  const struct fi_cq_err_entry& e = ring_.front().entry;
+  // fi_cq(3) since 1.5: err_data points at the caller's buffer when
+  // err_data_size is non-zero; there is no error data yet either way.
+  void* user_err_data = buf->err_data;
+  const size_t user_err_size = buf->err_data_size;
+  *buf = e;
+  buf->err_data = user_err_size != 0 ? user_err_data : nullptr;
+  buf->err_data_size = 0;
+  ring_.Pop();
+  return 1;
+}
+
+ssize_t Cq::SRead(void* buf, size_t count, fi_addr_t* src_addr, const void* cond, int timeout) {
+  if (!waiter_.can_block()) {
+    IWX_WARN(cq, "fi_cq_sread: the CQ was opened with FI_WAIT_NONE (fi_cq(3): not allowed)\n");
+    return -FI_EINVAL;
+  }
+  if (buf == nullptr && count != 0) {
+    IWX_WARN(cq, "fi_cq_sread: buf is NULL\n");
+    return -FI_EINVAL;
+  }
+  size_t threshold = 1;
+  if (wait_cond_ == FI_CQ_COND_THRESHOLD && cond != nullptr) {
+    threshold = *static_cast<const size_t*>(cond);
+    if (threshold == 0) threshold = 1;
+    if (threshold > count) threshold = count;
+  }
+  std::unique_lock<std::mutex> lock(waiter_.mu);
+  // Manual progress will be driven from here once the engine exists.
+  waiter_.WaitUntil(lock, timeout, [&] {
+    return ring_.size() >= threshold || (!ring_.empty() && ring_.front().error) || ring_.full();
+  });
+  return ReadLocked(buf, count, src_addr);
+}
+
+int Cq::Signal() {
+  std::lock_guard<std::mutex> lock(waiter_.mu);
+  waiter_.Interrupt();
+  return 0;
+}
+
+int Cq::Control(int command, void* arg) {
+  switch (command) {
+    case FI_GETWAIT:
+      if (waiter_.fd() < 0) {
+        IWX_WARN(cq, "fi_control(FI_GETWAIT): the CQ has no wait object (FI_WAIT_NONE)\n");
+        return -FI_ENODATA;
+      }
+      if (arg == nullptr) return -FI_EINVAL;
+      *static_cast<int*>(arg) = waiter_.fd();
+      return 0;
+    case FI_GETWAITOBJ:
+      if (arg == nullptr) return -FI_EINVAL;
+      *static_cast<enum fi_wait_obj*>(arg) = waiter_.kind();
+      return 0;
+    default:
+      IWX_WARN(cq, "fi_control: command %d is not supported on a CQ\n", command);
+      return -FI_ENOSYS;
+  }
+}
+
+int Cq::TryWait() {
+  std::lock_guard<std::mutex> lock(waiter_.mu);
+  if (!ring_.empty()) return -FI_EAGAIN;
+  waiter_.Drain();
+  return 0;
+}
+
+int Cq::Close() {
+  // Endpoints bound to the CQ will hold a domain-style reference here; none
+  // exist yet.
+  Domain* d = domain_;
+  IWX_INFO(cq, "cq %p closed\n", static_cast<void*>(this));
+  delete this;
+  d->Unref();
+  return 0;
+}
+
+int CqOpen(struct fid_domain* domain, struct fi_cq_attr* attr, struct fid_cq** cq, void* context) {
+  return Cq::Open(domain, attr, cq, context);
+}
+
+}  // namespace iwarpx::ofi

@@ -1,0 +1,74 @@
+// Completion queues (fi_cq_open): a bounded ring of completions that the
+// engine fills and the application drains, in the format chosen at open
+// (FI_CQ_FORMAT_CONTEXT, _MSG or _DATA; UNSPEC means CONTEXT).
+//
+// Contract
+// - Completions and error completions share one ring, so they are read in the
+//   order they were posted: fi_cq_read returns the successful completions in
+//   front of the first error, then -FI_EAVAIL until fi_cq_readerr takes it.
+// - fi_cq_sread/sreadfrom block (FI_WAIT_FD or FI_WAIT_UNSPEC) until a
+//   completion, an error, fi_cq_signal or the timeout (-FI_EAGAIN); with
+//   FI_WAIT_NONE they are misuse (-FI_EINVAL). fi_control(FI_GETWAIT) gives the
+//   eventfd; fi_trywait drains it when the CQ is empty.
+// - Post/PostError are the engine's side: any thread, never blocking; they
+//   return false when the ring is full (the engine keeps the completion and
+//   retries; iWARP flow control keeps that rare).
+// - MSG endpoints have no address vector: readfrom reports FI_ADDR_NOTAVAIL.
+// All ops are thread-safe (one mutex per CQ).
+#pragma once
+
+#include <atomic>
+
+#include <rdma/fi_domain.h>
+#include <rdma/fi_eq.h>
+
+#include "ofi/common.h"
+#include "ofi/waitq.h"
+
+namespace iwarpx::ofi {
+
+class Domain;
+
+class Cq {
+ public:
+  static int Open(struct fid_domain* domain, struct fi_cq_attr* attr, struct fid_cq** cq,
+                  void* context);
+  // The Cq behind a fid, or nullptr if it is not an iwarpx CQ.
+  static Cq* From(struct fid* fid);
+
+  // Engine side.
+  bool Post(const struct fi_cq_data_entry& c);
+  bool PostError(const struct fi_cq_err_entry& e);
+
+  // Application side (the fi_ops_cq entries map one to one).
+  ssize_t Read(void* buf, size_t count, fi_addr_t* src_addr);
+  ssize_t ReadErr(struct fi_cq_err_entry* buf, uint64_t flags);
+  ssize_t SRead(void* buf, size_t count, fi_addr_t* src_addr, const void* cond, int timeout);
+  int Signal();
+  int Control(int command, void* arg);
+  int TryWait();
+  int Close();
+
+ private:
+  struct Slot {
+    struct fi_cq_err_entry entry;
+    bool error;
+  };
+
+  Cq(Domain* domain, enum fi_cq_format format, enum fi_cq_wait_cond cond)
+      : domain_(domain), format_(format), wait_cond_(cond) {}
+  // mu held.
+  ssize_t ReadLocked(void* buf, size_t count, fi_addr_t* src_addr);
+  size_t EntrySize() const;
+
+  FidHandle<struct fid_cq, Cq> handle_;
+  Domain* domain_;
+  enum fi_cq_format format_;
+  enum fi_cq_wait_cond wait_cond_;
+  Waiter waiter_;
+  Ring<Slot> ring_;  // waiter_.mu
+};
+
+int CqOpen(struct fid_domain* domain, struct fi_cq_attr* attr, struct fid_cq** cq, void* context);
+
+}  // namespace iwarpx::ofi

@@ -1,0 +1,157 @@
+// The engine side of CQs, EQs and counters (Post/PostError/Inc), which the
+// public API cannot reach: ordering of completions and errors, the three
+// formats, overflow, and that posting makes the wait fd readable.
+#include "ofi/cq.h"
+
+#include <poll.h>
+
+#include <gtest/gtest.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+
+#include "ofi/cntr.h"
+#include "ofi/fabric.h"
+
+namespace iwarpx::ofi {
+namespace {
+
+class CqTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fi_fabric_attr fattr{};
+    ASSERT_EQ(FabricOpen(&fattr, &fabric_, nullptr), 0);
+    info_ = fi_allocinfo();
+    ASSERT_EQ(fi_domain(fabric_, info_, &domain_, nullptr), 0);
+  }
+  void TearDown() override {
+    EXPECT_EQ(fi_close(&domain_->fid), 0);
+    EXPECT_EQ(fi_close(&fabric_->fid), 0);
+    fi_freeinfo(info_);
+  }
+  fid_cq* OpenCq(fi_cq_format format, size_t size) {
+    fi_cq_attr attr{};
+    attr.format = format;
+    attr.size = size;
+    attr.wait_obj = FI_WAIT_FD;
+    fid_cq* cq = nullptr;
+    EXPECT_EQ(fi_cq_open(domain_, &attr, &cq, nullptr), 0);
+    return cq;
+  }
+
+  fid_fabric* fabric_ = nullptr;
+  fid_domain* domain_ = nullptr;
+  fi_info* info_ = nullptr;
+};
+
+fi_cq_data_entry Completion(int n) {
+  fi_cq_data_entry c{};
+  c.op_context = reinterpret_cast<void*>(static_cast<uintptr_t>(0x1000 + n));
+  c.flags = FI_SEND | FI_MSG;
+  c.len = static_cast<size_t>(n);
+  c.data = static_cast<uint64_t>(n) * 7;
+  return c;
+}
+
+TEST_F(CqTest, DataFormatKeepsEveryField) {
+  fid_cq* cq = OpenCq(FI_CQ_FORMAT_DATA, 8);
+  Cq* c = Cq::From(&cq->fid);
+  ASSERT_NE(c, nullptr);
+  int fd = -1;
+  ASSERT_EQ(fi_control(&cq->fid, FI_GETWAIT, &fd), 0);
+  ASSERT_TRUE(c->Post(Completion(1)));
+  pollfd p = {fd, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 1);
+  ASSERT_TRUE(c->Post(Completion(2)));
+  fi_cq_data_entry out[4] = {};
+  ASSERT_EQ(fi_cq_read(cq, out, 4), 2);
+  EXPECT_EQ(out[0].op_context, Completion(1).op_context);
+  EXPECT_EQ(out[1].len, 2u);
+  EXPECT_EQ(out[1].data, 14u);
+  EXPECT_EQ(out[1].flags, FI_SEND | FI_MSG);
+  EXPECT_EQ(fi_cq_read(cq, out, 4), -FI_EAGAIN);
+  EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+TEST_F(CqTest, ContextAndMsgFormatsArePacked) {
+  fid_cq* cq = OpenCq(FI_CQ_FORMAT_CONTEXT, 8);
+  Cq* c = Cq::From(&cq->fid);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(c->Post(Completion(i)));
+  fi_cq_entry ctx[3] = {};
+  ASSERT_EQ(fi_cq_read(cq, ctx, 3), 3);
+  EXPECT_EQ(ctx[2].op_context, Completion(2).op_context);
+  EXPECT_EQ(fi_close(&cq->fid), 0);
+
+  cq = OpenCq(FI_CQ_FORMAT_MSG, 8);
+  c = Cq::From(&cq->fid);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(c->Post(Completion(i)));
+  fi_cq_msg_entry msg[3] = {};
+  fi_addr_t src[3] = {};
+  ASSERT_EQ(fi_cq_readfrom(cq, msg, 3, src), 3);
+  EXPECT_EQ(msg[2].len, 2u);
+  EXPECT_EQ(src[0], FI_ADDR_NOTAVAIL);
+  EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+TEST_F(CqTest, ErrorsKeepTheirPlaceInOrder) {
+  fid_cq* cq = OpenCq(FI_CQ_FORMAT_MSG, 8);
+  Cq* c = Cq::From(&cq->fid);
+  ASSERT_TRUE(c->Post(Completion(1)));
+  fi_cq_err_entry err{};
+  err.op_context = &err;
+  err.err = FI_EIO;
+  err.prov_errno = 5;
+  ASSERT_TRUE(c->PostError(err));
+  ASSERT_TRUE(c->Post(Completion(3)));
+  fi_cq_msg_entry out[4] = {};
+  EXPECT_EQ(fi_cq_read(cq, out, 4), 1);  // the completion before the error
+  EXPECT_EQ(fi_cq_read(cq, out, 4), -FI_EAVAIL);
+  EXPECT_EQ(fi_cq_sread(cq, out, 4, nullptr, 1000), -FI_EAVAIL);
+  fi_cq_err_entry got{};
+  ASSERT_EQ(fi_cq_readerr(cq, &got, 0), 1);
+  EXPECT_EQ(got.err, FI_EIO);
+  EXPECT_EQ(got.op_context, &err);
+  EXPECT_EQ(got.err_data_size, 0u);
+  EXPECT_NE(fi_cq_strerror(cq, got.prov_errno, nullptr, nullptr, 0), nullptr);
+  EXPECT_EQ(fi_cq_readerr(cq, &got, 0), -FI_EAGAIN);
+  EXPECT_EQ(fi_cq_sread(cq, out, 4, nullptr, 1000), 1);
+  EXPECT_EQ(out[0].len, 3u);
+  EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+TEST_F(CqTest, FullRingRefusesAndTryWaitSeesPending) {
+  fid_cq* cq = OpenCq(FI_CQ_FORMAT_CONTEXT, 2);
+  Cq* c = Cq::From(&cq->fid);
+  ASSERT_TRUE(c->Post(Completion(1)));
+  ASSERT_TRUE(c->Post(Completion(2)));
+  EXPECT_FALSE(c->Post(Completion(3)));
+  fid* fids[] = {&cq->fid};
+  EXPECT_EQ(fi_trywait(fabric_, fids, 1), -FI_EAGAIN);
+  fi_cq_entry out[2];
+  EXPECT_EQ(fi_cq_read(cq, out, 2), 2);
+  EXPECT_EQ(fi_trywait(fabric_, fids, 1), 0);
+  int fd = -1;
+  ASSERT_EQ(fi_control(&cq->fid, FI_GETWAIT, &fd), 0);
+  pollfd p = {fd, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 0);  // drained by fi_trywait
+  EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+TEST_F(CqTest, CounterIncWakesWait) {
+  fi_cntr_attr attr{};
+  attr.wait_obj = FI_WAIT_UNSPEC;
+  fid_cntr* cntr = nullptr;
+  ASSERT_EQ(fi_cntr_open(domain_, &attr, &cntr, nullptr), 0);
+  Cntr* c = Cntr::From(&cntr->fid);
+  ASSERT_NE(c, nullptr);
+  c->Inc();
+  c->Inc();
+  EXPECT_EQ(fi_cntr_wait(cntr, 2, 1000), 0);
+  c->IncErr();
+  EXPECT_EQ(fi_cntr_readerr(cntr), 1u);
+  EXPECT_EQ(fi_close(&cntr->fid), 0);
+}
+
+}  // namespace
+}  // namespace iwarpx::ofi

@@ -1,0 +1,417 @@
+#include "ofi/getinfo.h"
+
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include <rdma/fi_errno.h>
+
+#include "ofi/fabric.h"
+#include "ofi/log.h"
+#include "ofi/prov.h"
+
+namespace iwarpx::ofi {
+namespace {
+
+constexpr uint64_t kExtraCaps = FI_LOCAL_COMM | FI_REMOTE_COMM;  // both true over TCP
+constexpr uint64_t kAllCaps = kCaps | kExtraCaps;
+constexpr uint64_t kMsgOrder = FI_ORDER_SAS;
+// libfabric's OFI_CORE_PROV_ONLY (include/ofi.h, not installed): set when a
+// utility provider (ofi_rxm) looks for a core provider to layer over. Until
+// the MSG endpoint exists such a layering would list "iwarpx;ofi_rxm" RDM
+// entries whose endpoints cannot open, so those queries are declined.
+constexpr uint64_t kCoreProvOnly = 1ULL << 59;
+constexpr uint64_t kRmaDirections = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+
+int NoMatch(const char* why) {
+  IWX_INFO(core, "fi_getinfo: hints not met: %s\n", why);
+  return -FI_ENODATA;
+}
+
+// One fi_info to build: an address family and the addresses found for it.
+struct Candidate {
+  int family = AF_UNSPEC;
+  sockaddr_storage src{};
+  socklen_t src_len = 0;
+  sockaddr_storage dst{};
+  socklen_t dst_len = 0;
+};
+
+constexpr int kMaxCandidates = 2;
+
+socklen_t SockaddrLen(int family) {
+  return family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+}
+
+int CheckEpAttr(const struct fi_ep_attr& a) {
+  if (a.type != FI_EP_UNSPEC && a.type != FI_EP_MSG) return NoMatch("ep_type (only FI_EP_MSG)");
+  if (a.protocol != FI_PROTO_UNSPEC && a.protocol != FI_PROTO_IWARP) {
+    return NoMatch("protocol (only FI_PROTO_IWARP)");
+  }
+  if (a.max_msg_size > kMaxMsgSize) return NoMatch("ep_attr max_msg_size");
+  if (a.tx_ctx_cnt > 1 && a.tx_ctx_cnt != FI_SHARED_CONTEXT) return NoMatch("ep_attr tx_ctx_cnt");
+  if (a.rx_ctx_cnt > 1 && a.rx_ctx_cnt != FI_SHARED_CONTEXT) return NoMatch("ep_attr rx_ctx_cnt");
+  if (a.tx_ctx_cnt == FI_SHARED_CONTEXT || a.rx_ctx_cnt == FI_SHARED_CONTEXT) {
+    return NoMatch("shared contexts are not supported");
+  }
+  if (a.auth_key_size != 0) return NoMatch("auth keys are not supported");
+  return 0;
+}
+
+int CheckDomainAttr(const struct fi_domain_attr& a) {
+  if (a.name != nullptr && std::strcmp(a.name, kDomainName) != 0) return NoMatch("domain name");
+  if (a.control_progress == FI_PROGRESS_AUTO || a.data_progress == FI_PROGRESS_AUTO) {
+    return NoMatch("FI_PROGRESS_AUTO (lands with the progress engine; progress is manual)");
+  }
+  if (a.mr_key_size > kMrKeySize) return NoMatch("mr_key_size (STags are 4 bytes)");
+  if (a.cq_data_size != 0) return NoMatch("cq_data_size (no FI_REMOTE_CQ_DATA)");
+  if (a.mr_iov_limit > 1) return NoMatch("mr_iov_limit (one iovec per region)");
+  if (a.mr_cnt > GetParams().max_mr) return NoMatch("mr_cnt (FI_IWARPX_MAX_MR)");
+  if (a.cq_cnt > kCqCnt || a.cntr_cnt > kCqCnt) return NoMatch("cq_cnt/cntr_cnt");
+  if (a.ep_cnt > kEpCnt) return NoMatch("ep_cnt");
+  if (a.tx_ctx_cnt > 1 || a.rx_ctx_cnt > 1 || a.max_ep_tx_ctx > 1 || a.max_ep_rx_ctx > 1 ||
+      a.max_ep_stx_ctx != 0 || a.max_ep_srx_ctx != 0) {
+    return NoMatch("domain context counts (one TX and one RX context per endpoint)");
+  }
+  if (a.auth_key_size != 0) return NoMatch("auth keys are not supported");
+  if ((a.caps & ~kAllCaps) != 0) return NoMatch("domain caps");
+  return 0;
+}
+
+int CheckTxAttr(const struct fi_tx_attr& a) {
+  if ((a.caps & ~(kTxCaps | kExtraCaps)) != 0) return NoMatch("tx_attr caps");
+  if ((a.msg_order & ~kMsgOrder) != 0) return NoMatch("tx_attr msg_order (FI_ORDER_SAS)");
+  if (a.comp_order != FI_ORDER_NONE) return NoMatch("tx_attr comp_order");
+  if (a.inject_size > kInjectSize) return NoMatch("tx_attr inject_size");
+  if (a.size > kTxSize) return NoMatch("tx_attr size");
+  if (a.iov_limit > kIovLimit) return NoMatch("tx_attr iov_limit");
+  if (a.rma_iov_limit > kRmaIovLimit) return NoMatch("tx_attr rma_iov_limit");
+  return 0;
+}
+
+int CheckRxAttr(const struct fi_rx_attr& a) {
+  if ((a.caps & ~(kRxCaps | kExtraCaps)) != 0) return NoMatch("rx_attr caps");
+  if ((a.msg_order & ~kMsgOrder) != 0) return NoMatch("rx_attr msg_order (FI_ORDER_SAS)");
+  if (a.comp_order != FI_ORDER_NONE) return NoMatch("rx_attr comp_order");
+  if (a.size > kRxSize) return NoMatch("rx_attr size");
+  if (a.iov_limit > kIovLimit) return NoMatch("rx_attr iov_limit");
+  return 0;
+}
+
+int CheckHints(const struct fi_info& h) {
+  if ((h.caps & ~kAllCaps) != 0) return NoMatch("caps");
+  if (h.ep_attr != nullptr) {
+    if (const int r = CheckEpAttr(*h.ep_attr); r != 0) return r;
+  }
+  if (h.domain_attr != nullptr) {
+    if (const int r = CheckDomainAttr(*h.domain_attr); r != 0) return r;
+  }
+  if (h.tx_attr != nullptr) {
+    if (const int r = CheckTxAttr(*h.tx_attr); r != 0) return r;
+  }
+  if (h.rx_attr != nullptr) {
+    if (const int r = CheckRxAttr(*h.rx_attr); r != 0) return r;
+  }
+  if (h.fabric_attr != nullptr && h.fabric_attr->name != nullptr &&
+      std::strcmp(h.fabric_attr->name, kFabricName) != 0) {
+    return NoMatch("fabric name");
+  }
+  return 0;
+}
+
+// Which families hints->addr_format allows (bit 0 IPv4, bit 1 IPv6); 0: none.
+int AllowedFamilies(const struct fi_info* hints) {
+  if (hints == nullptr) return 3;
+  switch (hints->addr_format) {
+    case FI_FORMAT_UNSPEC:
+    case FI_SOCKADDR: return 3;
+    case FI_SOCKADDR_IN: return 1;
+    case FI_SOCKADDR_IN6: return 2;
+    default: return 0;
+  }
+}
+
+bool FamilyAllowed(int allowed, int family) {
+  return (family == AF_INET && (allowed & 1) != 0) || (family == AF_INET6 && (allowed & 2) != 0);
+}
+
+// Validates a sockaddr from hints; its family, or AF_UNSPEC when unusable.
+int HintAddrFamily(const void* addr, size_t len) {
+  if (addr == nullptr || len < sizeof(sa_family_t)) return AF_UNSPEC;
+  const int family = static_cast<const sockaddr*>(addr)->sa_family;
+  if ((family != AF_INET && family != AF_INET6) || len < SockaddrLen(family)) return AF_UNSPEC;
+  return family;
+}
+
+Candidate* FindOrAdd(Candidate* c, int* n, int family) {
+  for (int i = 0; i < *n; ++i) {
+    if (c[i].family == family) return nullptr;  // first address per family wins
+  }
+  if (*n == kMaxCandidates) return nullptr;
+  c[*n].family = family;
+  return &c[(*n)++];
+}
+
+int ResolveNode(const char* node, const char* service, uint64_t flags, const struct fi_info* hints,
+                int allowed, Candidate* c, int* n) {
+  addrinfo ai_hints{};
+  ai_hints.ai_family = allowed == 1 ? AF_INET : allowed == 2 ? AF_INET6 : AF_UNSPEC;
+  ai_hints.ai_socktype = SOCK_STREAM;
+  if ((flags & FI_NUMERICHOST) != 0) ai_hints.ai_flags |= AI_NUMERICHOST;
+  if ((flags & FI_SOURCE) != 0 && node == nullptr) ai_hints.ai_flags |= AI_PASSIVE;
+  addrinfo* res = nullptr;
+  if (const int rc = getaddrinfo(node, service, &ai_hints, &res); rc != 0) {
+    IWX_WARN(core, "fi_getinfo: cannot resolve node '%s' service '%s': %s\n",
+             node != nullptr ? node : "(null)", service != nullptr ? service : "(null)",
+             gai_strerror(rc));
+    return -FI_ENODATA;
+  }
+  const bool source = (flags & FI_SOURCE) != 0;
+  const int hint_src_family =
+      hints != nullptr ? HintAddrFamily(hints->src_addr, hints->src_addrlen) : AF_UNSPEC;
+  for (const addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+    if (!FamilyAllowed(allowed, ai->ai_family) || ai->ai_addrlen > sizeof(sockaddr_storage)) {
+      continue;
+    }
+    Candidate* cand = FindOrAdd(c, n, ai->ai_family);
+    if (cand == nullptr) continue;
+    if (source) {
+      std::memcpy(&cand->src, ai->ai_addr, ai->ai_addrlen);
+      cand->src_len = ai->ai_addrlen;
+    } else {
+      std::memcpy(&cand->dst, ai->ai_addr, ai->ai_addrlen);
+      cand->dst_len = ai->ai_addrlen;
+      if (hint_src_family == ai->ai_family) {
+        cand->src_len = SockaddrLen(hint_src_family);
+        std::memcpy(&cand->src, hints->src_addr, cand->src_len);
+      }
+    }
+  }
+  freeaddrinfo(res);
+  return 0;
+}
+
+int FromHintAddrs(const struct fi_info& h, int allowed, Candidate* c, int* n) {
+  const int sf = HintAddrFamily(h.src_addr, h.src_addrlen);
+  const int df = HintAddrFamily(h.dest_addr, h.dest_addrlen);
+  if ((h.src_addr != nullptr && sf == AF_UNSPEC) || (h.dest_addr != nullptr && df == AF_UNSPEC)) {
+    IWX_WARN(core, "fi_getinfo: hints src_addr/dest_addr is not a sockaddr_in/in6 of its length\n");
+    return -FI_EINVAL;
+  }
+  if (sf != AF_UNSPEC && df != AF_UNSPEC && sf != df) {
+    IWX_WARN(core, "fi_getinfo: hints src_addr and dest_addr are of different families\n");
+    return -FI_EINVAL;
+  }
+  const int family = sf != AF_UNSPEC ? sf : df;
+  if (!FamilyAllowed(allowed, family)) return NoMatch("addr_format vs src_addr/dest_addr");
+  Candidate* cand = FindOrAdd(c, n, family);
+  if (sf != AF_UNSPEC) {
+    cand->src_len = SockaddrLen(sf);
+    std::memcpy(&cand->src, h.src_addr, cand->src_len);
+  }
+  if (df != AF_UNSPEC) {
+    cand->dst_len = SockaddrLen(df);
+    std::memcpy(&cand->dst, h.dest_addr, cand->dst_len);
+  }
+  return 0;
+}
+
+// Address families with an interface that is up (both when that cannot be told).
+void LocalFamilies(int allowed, Candidate* c, int* n) {
+  bool has4 = false;
+  bool has6 = false;
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) {
+    has4 = has6 = true;
+  } else {
+    for (const ifaddrs* i = ifs; i != nullptr; i = i->ifa_next) {
+      if (i->ifa_addr == nullptr || (i->ifa_flags & IFF_UP) == 0) continue;
+      has4 = has4 || i->ifa_addr->sa_family == AF_INET;
+      has6 = has6 || i->ifa_addr->sa_family == AF_INET6;
+    }
+    freeifaddrs(ifs);
+  }
+  if (has4 && FamilyAllowed(allowed, AF_INET)) FindOrAdd(c, n, AF_INET);
+  if (has6 && FamilyAllowed(allowed, AF_INET6)) FindOrAdd(c, n, AF_INET6);
+}
+
+uint64_t CapsFor(uint64_t requested) {
+  if (requested == 0) return kAllCaps;
+  uint64_t caps = requested | kExtraCaps;
+  if ((caps & FI_MSG) != 0 && (caps & (FI_SEND | FI_RECV)) == 0) caps |= FI_SEND | FI_RECV;
+  if ((caps & (FI_RMA | FI_ATOMIC)) != 0 && (caps & kRmaDirections) == 0) caps |= kRmaDirections;
+  return caps;
+}
+
+void* CopyAddr(const sockaddr_storage& a, socklen_t len) {
+  void* p = std::malloc(len);
+  if (p != nullptr) std::memcpy(p, &a, len);
+  return p;
+}
+
+struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t version) {
+  struct fi_info* i = fi_allocinfo();
+  if (i == nullptr) return nullptr;
+  i->caps = CapsFor(hints != nullptr ? hints->caps : 0);
+  i->mode = 0;
+  i->addr_format = c.family == AF_INET ? FI_SOCKADDR_IN : FI_SOCKADDR_IN6;
+  if (c.src_len != 0) {
+    i->src_addr = CopyAddr(c.src, c.src_len);
+    i->src_addrlen = i->src_addr != nullptr ? c.src_len : 0;
+  }
+  if (c.dst_len != 0) {
+    i->dest_addr = CopyAddr(c.dst, c.dst_len);
+    i->dest_addrlen = i->dest_addr != nullptr ? c.dst_len : 0;
+  }
+
+  struct fi_tx_attr& tx = *i->tx_attr;
+  tx.caps = i->caps & (kTxCaps | kExtraCaps);
+  tx.msg_order = kMsgOrder;
+  tx.comp_order = FI_ORDER_NONE;
+  tx.inject_size = kInjectSize;
+  tx.size = hints != nullptr && hints->tx_attr != nullptr && hints->tx_attr->size != 0
+                ? hints->tx_attr->size
+                : kTxSize;
+  tx.iov_limit = kIovLimit;
+  tx.rma_iov_limit = kRmaIovLimit;
+
+  struct fi_rx_attr& rx = *i->rx_attr;
+  rx.caps = i->caps & (kRxCaps | kExtraCaps);
+  rx.msg_order = kMsgOrder;
+  rx.comp_order = FI_ORDER_NONE;
+  rx.size = hints != nullptr && hints->rx_attr != nullptr && hints->rx_attr->size != 0
+                ? hints->rx_attr->size
+                : kRxSize;
+  rx.iov_limit = kIovLimit;
+
+  struct fi_ep_attr& ep = *i->ep_attr;
+  ep.type = FI_EP_MSG;
+  ep.protocol = FI_PROTO_IWARP;
+  ep.protocol_version = 1;  // RDMAP version 1 (RFC 5040)
+  ep.max_msg_size = kMaxMsgSize;
+  ep.tx_ctx_cnt = 1;
+  ep.rx_ctx_cnt = 1;
+
+  struct fi_domain_attr& d = *i->domain_attr;
+  d.name = strdup(kDomainName);
+  const enum fi_threading threading = hints != nullptr && hints->domain_attr != nullptr
+                                          ? hints->domain_attr->threading
+                                          : FI_THREAD_UNSPEC;
+  d.threading = threading != FI_THREAD_UNSPEC ? threading : FI_THREAD_SAFE;
+  d.control_progress = FI_PROGRESS_MANUAL;
+  d.data_progress = FI_PROGRESS_MANUAL;
+  d.resource_mgmt = FI_RM_ENABLED;
+  d.av_type = FI_AV_UNSPEC;
+  d.mr_mode = static_cast<int>(MrModeFor(hints, version));
+  d.mr_key_size = kMrKeySize;
+  d.cq_data_size = 0;
+  d.cq_cnt = kCqCnt;
+  d.ep_cnt = kEpCnt;
+  d.tx_ctx_cnt = 1;
+  d.rx_ctx_cnt = 1;
+  d.max_ep_tx_ctx = 1;
+  d.max_ep_rx_ctx = 1;
+  d.cntr_cnt = kCqCnt;
+  d.mr_iov_limit = 1;
+  d.caps = kExtraCaps;
+  d.mr_cnt = GetParams().max_mr;
+
+  i->fabric_attr->name = strdup(kFabricName);
+  if (d.name == nullptr || i->fabric_attr->name == nullptr ||
+      (c.src_len != 0 && i->src_addr == nullptr) || (c.dst_len != 0 && i->dest_addr == nullptr)) {
+    fi_freeinfo(i);
+    return nullptr;
+  }
+  return i;
+}
+
+}  // namespace
+
+uint64_t MrModeFor(const struct fi_info* hints, uint32_t version) {
+  constexpr uint64_t kBasic = FI_MR_BASIC;
+  constexpr uint64_t kScalable = FI_MR_SCALABLE;
+  const bool legacy = version < FI_VERSION(1, 5);
+  if (hints == nullptr || hints->domain_attr == nullptr) {
+    return legacy ? kBasic : kPreferredMrMode;
+  }
+  const auto user = static_cast<uint64_t>(hints->domain_attr->mr_mode);
+  if (legacy) return user == kScalable ? kScalable : kBasic;
+  if ((user & kBasic) != 0) return kBasic;
+  if ((user & kScalable) != 0) return kScalable;
+  return user & kPreferredMrMode;
+}
+
+uint64_t EffectiveMrMode(const struct fi_info* info, uint32_t version) {
+  if (info == nullptr || info->domain_attr == nullptr) return kPreferredMrMode;
+  const auto mode = static_cast<uint64_t>(info->domain_attr->mr_mode);
+  if (mode == FI_MR_BASIC || (mode == FI_MR_UNSPEC && version < FI_VERSION(1, 5))) {
+    return kPreferredMrMode;
+  }
+  if (mode == FI_MR_SCALABLE) return 0;
+  return mode & kPreferredMrMode;
+}
+
+int CheckDomainInfo(const struct fi_info* info) {
+  if (info->ep_attr != nullptr && info->ep_attr->type != FI_EP_UNSPEC &&
+      info->ep_attr->type != FI_EP_MSG) {
+    IWX_WARN(domain, "fi_domain: ep_type %d is not provided by iwarpx (FI_EP_MSG only)\n",
+             static_cast<int>(info->ep_attr->type));
+    return -FI_EINVAL;
+  }
+  if (info->domain_attr != nullptr && (info->domain_attr->data_progress == FI_PROGRESS_AUTO ||
+                                       info->domain_attr->control_progress == FI_PROGRESS_AUTO)) {
+    IWX_WARN(domain,
+             "fi_domain: FI_PROGRESS_AUTO is not available yet (it lands with the progress "
+             "engine)\n");
+    return -FI_EINVAL;
+  }
+  return 0;
+}
+
+int Getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,
+            const struct fi_info* hints, struct fi_info** info) {
+  if (info == nullptr) return -FI_EINVAL;
+  *info = nullptr;
+  if ((flags & kCoreProvOnly) != 0) {
+    return NoMatch("no layering of utility providers (ofi_rxm) before the MSG endpoint lands");
+  }
+  if (hints != nullptr) {
+    if (const int r = CheckHints(*hints); r != 0) return r;
+  }
+  const int allowed = AllowedFamilies(hints);
+  if (allowed == 0) return NoMatch("addr_format (FI_SOCKADDR, FI_SOCKADDR_IN or FI_SOCKADDR_IN6)");
+
+  Candidate cands[kMaxCandidates];
+  int n = 0;
+  int ret = 0;
+  if (node != nullptr || service != nullptr) {
+    ret = ResolveNode(node, service, flags, hints, allowed, cands, &n);
+  } else if (hints != nullptr && (hints->src_addr != nullptr || hints->dest_addr != nullptr)) {
+    ret = FromHintAddrs(*hints, allowed, cands, &n);
+  } else {
+    LocalFamilies(allowed, cands, &n);
+  }
+  if (ret != 0) return ret;
+  if (n == 0) return NoMatch("no local or resolved address of an allowed family");
+
+  struct fi_info* head = nullptr;
+  struct fi_info** tail = &head;
+  for (int k = 0; k < n; ++k) {
+    struct fi_info* i = Build(cands[k], hints, version);
+    if (i == nullptr) {
+      fi_freeinfo(head);
+      return -FI_ENOMEM;
+    }
+    *tail = i;
+    tail = &i->next;
+  }
+  *info = head;
+  return 0;
+}
+
+}  // namespace iwarpx::ofi

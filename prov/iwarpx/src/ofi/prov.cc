@@ -1,0 +1,108 @@
+// The provider entry point: libfabric dlopen()s libiwarpx-fi.so, calls
+// fi_prov_ini() once (under its init lock) and then only uses the returned
+// struct. fi_prov_ini defines every FI_IWARPX_* parameter (listed by
+// `fi_info -e`) and reads them into Params.
+#include "ofi/prov.h"
+
+#include <rdma/fabric.h>
+#include <rdma/providers/fi_prov.h>
+
+#include "ofi/fabric.h"
+#include "ofi/getinfo.h"
+#include "ofi/log.h"
+
+namespace iwarpx::ofi {
+namespace {
+
+Params g_params;
+
+// RFC 6581 carries IRD/ORD in 14-bit fields.
+constexpr int kMaxIrdOrd = 0x3fff;
+
+void DefineParams() {
+  fi_param_define(&g_provider, "mpa_crc", FI_PARAM_BOOL,
+                  "Ask for MPA CRC32c on connected (TCP) endpoints. The CRC is used when either "
+                  "side asks for it; turning it off only helps when both peers agree. "
+                  "(default: true)");
+  fi_param_define(&g_provider, "mpa_rev", FI_PARAM_INT,
+                  "MPA revision offered when connecting: 2 (RFC 6581, enhanced connection "
+                  "setup with IRD/ORD and the RTR message) or 1 (RFC 5044). Revision 1 peers "
+                  "are accepted either way. (default: 2)");
+  fi_param_define(&g_provider, "mpa_markers", FI_PARAM_BOOL,
+                  "Ask for MPA markers (RFC 5044 section 6) on connected endpoints. Markers "
+                  "are always honoured when the peer asks for them. (default: false)");
+  fi_param_define(&g_provider, "ird", FI_PARAM_INT,
+                  "Inbound RDMA Read queue depth (IRD) offered in MPA v2 negotiation, "
+                  "1..16383: how many RDMA Reads a peer may have outstanding against this "
+                  "endpoint. (default: 16)");
+  fi_param_define(&g_provider, "ord", FI_PARAM_INT,
+                  "Outbound RDMA Read queue depth (ORD) offered in MPA v2 negotiation, "
+                  "1..16383: how many RDMA Reads this endpoint may have outstanding. "
+                  "(default: 16)");
+  fi_param_define(&g_provider, "progress_thread", FI_PARAM_BOOL,
+                  "Run a progress thread per domain (FI_PROGRESS_AUTO). Not available yet: "
+                  "it lands with the progress engine; until then progress is manual. "
+                  "(default: false)");
+  fi_param_define(&g_provider, "max_mr", FI_PARAM_INT,
+                  "Maximum number of live memory registrations per domain (domain_attr "
+                  "mr_cnt), 1..16777216. (default: 65536)");
+}
+
+void ReadBool(const char* name, bool* out) {
+  int v = 0;
+  if (fi_param_get_bool(&g_provider, name, &v) == FI_SUCCESS) *out = v != 0;
+}
+
+void ReadInt(const char* name, int lo, int hi, int* out) {
+  int v = 0;
+  if (fi_param_get_int(&g_provider, name, &v) != FI_SUCCESS) return;
+  if (v < lo || v > hi) {
+    IWX_WARN(core, "FI_IWARPX_%s=%d is outside %d..%d; using %d\n", name, v, lo, hi, *out);
+    return;
+  }
+  *out = v;
+}
+
+void ReadParams() {
+  ReadBool("mpa_crc", &g_params.mpa_crc);
+  ReadBool("mpa_markers", &g_params.mpa_markers);
+  ReadBool("progress_thread", &g_params.progress_thread);
+  ReadInt("mpa_rev", 1, 2, &g_params.mpa_rev);
+  ReadInt("ird", 1, kMaxIrdOrd, &g_params.ird);
+  ReadInt("ord", 1, kMaxIrdOrd, &g_params.ord);
+  int max_mr = static_cast<int>(g_params.max_mr);
+  ReadInt("max_mr", 1, 1 << 24, &max_mr);
+  g_params.max_mr = static_cast<size_t>(max_mr);
+  if (g_params.progress_thread) {
+    IWX_WARN(core,
+             "FI_IWARPX_PROGRESS_THREAD=1 is not available yet (it lands with the progress "
+             "engine); progress stays manual\n");
+  }
+}
+
+void Cleanup() {}
+
+}  // namespace
+
+// Not const: libfabric's fi_param_* and logging calls take a non-const pointer.
+struct fi_provider g_provider = {
+    .version = FI_VERSION(0, 1),
+    .fi_version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION),
+    .context = {},
+    .name = "iwarpx",
+    .getinfo = Getinfo,
+    .fabric = FabricOpen,
+    .cleanup = Cleanup,
+};
+
+const Params& GetParams() {
+  return g_params;
+}
+
+}  // namespace iwarpx::ofi
+
+extern "C" FI_EXT_INI {
+  iwarpx::ofi::DefineParams();
+  iwarpx::ofi::ReadParams();
+  return &iwarpx::ofi::g_provider;
+}

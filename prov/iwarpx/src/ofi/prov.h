@@ -1,0 +1,23 @@
+// The provider's tunables (FI_IWARPX_*), read once when libfabric loads the
+// provider (fi_prov_ini) and constant afterwards, so any thread may read them
+// without locking.
+#pragma once
+
+#include <cstddef>
+
+namespace iwarpx::ofi {
+
+struct Params {
+  bool mpa_crc = true;           // FI_IWARPX_MPA_CRC
+  int mpa_rev = 2;               // FI_IWARPX_MPA_REV (1 or 2)
+  bool mpa_markers = false;      // FI_IWARPX_MPA_MARKERS
+  int ird = 16;                  // FI_IWARPX_IRD
+  int ord = 16;                  // FI_IWARPX_ORD
+  bool progress_thread = false;  // FI_IWARPX_PROGRESS_THREAD (lands with the progress engine)
+  size_t max_mr = 65536;         // FI_IWARPX_MAX_MR
+};
+
+// The values in effect (defaults until fi_prov_ini has run).
+const Params& GetParams();
+
+}  // namespace iwarpx::ofi

@@ -1,0 +1,49 @@
+#include "ofi/waitq.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+#include <rdma/fi_errno.h>
+
+namespace iwarpx::ofi {
+
+Waiter::~Waiter() {
+  if (fd_ >= 0) close(fd_);
+}
+
+int Waiter::Open(enum fi_wait_obj kind) {
+  switch (kind) {
+    case FI_WAIT_NONE: kind_ = kind; return 0;
+    case FI_WAIT_UNSPEC:
+    case FI_WAIT_FD: break;
+    default: return -FI_ENOSYS;
+  }
+  fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd_ < 0) return -FI_ENOMEM;
+  kind_ = FI_WAIT_FD;
+  return 0;
+}
+
+void Waiter::Signal() {
+  cv_.notify_all();
+  if (fd_ >= 0) {
+    const uint64_t one = 1;
+    // A full counter (2^64-2 pending signals) still leaves the fd readable.
+    [[maybe_unused]] const ssize_t n = write(fd_, &one, sizeof(one));
+  }
+}
+
+void Waiter::Interrupt() {
+  ++interrupts_;
+  Signal();
+}
+
+bool Waiter::Drain() {
+  if (fd_ < 0) return false;
+  uint64_t count = 0;
+  return read(fd_, &count, sizeof(count)) == static_cast<ssize_t>(sizeof(count)) && count != 0;
+}
+
+}  // namespace iwarpx::ofi

@@ -1,0 +1,116 @@
+// What CQs, EQs and counters share: the wait object behind fi_*_sread /
+// fi_cntr_wait / FI_GETWAIT / fi_trywait, and a fixed-capacity ring.
+//
+// Wait object contract
+// - Each queue has one mutex (Waiter::mu) guarding its state. Producers change
+//   the state under the mutex and then call Signal(); Signal wakes every thread
+//   blocked in WaitUntil and makes the eventfd readable.
+// - Blocking calls inside the provider wait on a condition variable, not on the
+//   eventfd, so two threads waiting on one queue never steal each other's
+//   wake-up. The eventfd is only for applications that poll it (FI_GETWAIT);
+//   fi_trywait drains it once the queue is seen empty, so a later Signal makes
+//   it readable again.
+// - FI_WAIT_NONE has no eventfd and refuses blocking calls; FI_WAIT_FD and
+//   FI_WAIT_UNSPEC use an eventfd; other wait objects are not supported.
+// - Interrupt() (fi_cq_signal) makes blocked waiters return early once.
+// Any thread may call any method.
+//
+// Ring contract: storage is allocated once by Init (no allocation afterwards,
+// no exceptions); Push fails when full. Not thread-safe: the owner's mutex
+// guards it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <new>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_eq.h>
+
+namespace iwarpx::ofi {
+
+class Waiter {
+ public:
+  Waiter() = default;
+  ~Waiter();
+  Waiter(const Waiter&) = delete;
+  Waiter& operator=(const Waiter&) = delete;
+
+  // Sets the wait object kind; opens the eventfd when needed. 0 or -FI_E*.
+  int Open(enum fi_wait_obj kind);
+
+  [[nodiscard]] bool can_block() const { return kind_ != FI_WAIT_NONE; }
+  [[nodiscard]] int fd() const { return fd_; }
+  [[nodiscard]] enum fi_wait_obj kind() const { return kind_; }
+
+  // Call with mu held after the state changed.
+  void Signal();
+  // Call with mu held: wakes waiters without a state change (fi_cq_signal).
+  void Interrupt();
+  // Empties the eventfd (fi_trywait once the queue is empty); true when it
+  // was signalled since the last Drain. mu held.
+  bool Drain();
+
+  // Blocks with `lock` (on mu) held until ready() is true, Interrupt() is
+  // called, or timeout_ms passes (negative: forever). Returns ready().
+  template <class Ready>
+  bool WaitUntil(std::unique_lock<std::mutex>& lock, int timeout_ms, Ready ready) {
+    const uint64_t epoch = interrupts_;
+    auto done = [&] { return ready() || interrupts_ != epoch; };
+    if (timeout_ms < 0) {
+      cv_.wait(lock, done);
+    } else {
+      cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), done);
+    }
+    return ready();
+  }
+
+  std::mutex mu;
+
+ private:
+  std::condition_variable cv_;
+  enum fi_wait_obj kind_ = FI_WAIT_NONE;
+  int fd_ = -1;
+  uint64_t interrupts_ = 0;
+};
+
+template <class T>
+class Ring {
+ public:
+  // Allocates `capacity` slots; false when out of memory.
+  bool Init(size_t capacity) {
+    slots_.reset(new (std::nothrow) T[capacity]());
+    capacity_ = slots_ ? capacity : 0;
+    return slots_ != nullptr;
+  }
+  [[nodiscard]] size_t size() const { return size_; }
+  [[nodiscard]] bool empty() const { return size_ == 0; }
+  [[nodiscard]] bool full() const { return size_ == capacity_; }
+  [[nodiscard]] size_t capacity() const { return capacity_; }
+
+  // The i-th oldest entry, i < size().
+  T& at(size_t i) { return slots_[(head_ + i) % capacity_]; }
+  T& front() { return at(0); }
+  // Returns the slot to fill, or nullptr when full.
+  T* Push() {
+    if (full()) return nullptr;
+    T* slot = &slots_[(head_ + size_) % capacity_];
+    ++size_;
+    return slot;
+  }
+  void Pop() {
+    head_ = (head_ + 1) % capacity_;
+    --size_;
+  }
+
+ private:
+  std::unique_ptr<T[]> slots_;
+  size_t capacity_ = 0;
+  size_t head_ = 0;
+  size_t size_ = 0;
+};
+
+}  // namespace iwarpx::ofi
