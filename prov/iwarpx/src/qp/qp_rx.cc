@@ -1,0 +1,442 @@
+// Receive side of the QueuePair, driven by wire::FpduReceiver (pull style).
+// Per FPDU: the 2-byte length and the trailer go through rx_scratch_; the
+// DDP/RDMAP header (and the fixed body of opcodes without payload) is read
+// into rx_hdr_ and parsed; then the payload is received straight into its
+// destination (registered memory for tagged segments after StagTable::Resolve,
+// the posted receive's SGL at MO for untagged Sends) and fed to Advance() so
+// the CRC covers it. Completions and queue effects happen only when Advance()
+// reports the FPDU complete, i.e. after the CRC was verified.
+// Every failed check ends in RxFail(cause): Terminate, flush, close.
+#include <algorithm>
+#include <variant>
+
+#include "qp/queue_pair.h"
+#include "wire/rdmap.h"
+#include "wire/terminate.h"
+
+namespace iwarpx::qp {
+
+void QueuePair::ProcessRx() {
+  if (state_ == QpState::kClosing) {
+    // Waiting for the peer's close: discard what still arrives.
+    while (!rx_closed_) {
+      const iovec v{rx_hdr_.data(), rx_hdr_.size()};
+      const transport::IoResult r = conn_.RecvV(std::span<const iovec>(&v, 1));
+      if (r.status == transport::IoStatus::kOk && r.bytes > 0) continue;
+      if (r.status == transport::IoStatus::kWouldBlock || r.status == transport::IoStatus::kOk) {
+        return;
+      }
+      rx_closed_ = true;
+      Fire(Event::kLinkDown, wire::term::kLlpStreamLost, {}, 0);
+    }
+    return;
+  }
+  while (state_ == QpState::kRts && !rx_closed_) {
+    if (!RxStep()) return;
+  }
+}
+
+bool QueuePair::RxStep() {
+  if (rx_hdr_done_ && !rx_dispatched_) {
+    const Dispatch d = DispatchHeader();
+    if (d != Dispatch::kProceed) return false;
+    rx_dispatched_ = true;
+  }
+  switch (rx_.stage()) {
+    case wire::FpduReceiver::Stage::kFailed: return false;
+    case wire::FpduReceiver::Stage::kUlpdu:
+      return rx_hdr_done_ ? RxPayloadBytes() : RxHeaderBytes();
+    case wire::FpduReceiver::Stage::kLength:
+    case wire::FpduReceiver::Stage::kTrailer:
+    case wire::FpduReceiver::Stage::kMarker: return RxSmall();
+  }
+  return false;
+}
+
+bool QueuePair::HandleIo(const transport::IoResult& r) {
+  switch (r.status) {
+    case transport::IoStatus::kOk: return r.bytes > 0;
+    case transport::IoStatus::kWouldBlock: return false;
+    case transport::IoStatus::kClosed:
+    case transport::IoStatus::kError:
+      rx_closed_ = true;
+      Fire(Event::kLinkDown, wire::term::kLlpStreamLost, {}, 0);
+      return false;
+  }
+  return false;
+}
+
+bool QueuePair::AdvanceRx(ByteSpan bytes) {
+  auto step = rx_.Advance(bytes);
+  if (!step.ok()) {
+    RxFail(wire::TerminateCauseFor(step.error()));
+    return false;
+  }
+  if (step->fpdu_complete) RxFpduComplete();
+  return state_ == QpState::kRts;
+}
+
+bool QueuePair::RxSmall() {
+  const size_t want = std::min(rx_.Needed(), rx_scratch_.size());
+  const iovec v{rx_scratch_.data(), want};
+  const transport::IoResult r = conn_.RecvV(std::span<const iovec>(&v, 1));
+  if (!HandleIo(r)) return false;
+  return AdvanceRx(ByteSpan(rx_scratch_.data(), r.bytes));
+}
+
+bool QueuePair::RxHeaderBytes() {
+  const size_t off = rx_.ulpdu_offset();
+  if (rx_hdr_target_ == 0) rx_hdr_target_ = 2;  // DDP and RDMAP control bytes first
+  const size_t want = std::min(rx_.Needed(), rx_hdr_target_ - off);
+  const iovec v{rx_hdr_.data() + off, want};
+  const transport::IoResult r = conn_.RecvV(std::span<const iovec>(&v, 1));
+  if (!HandleIo(r)) return false;
+  if (!AdvanceRx(ByteSpan(rx_hdr_.data() + off, r.bytes))) return false;
+  const size_t got = off + r.bytes;
+  const size_t ulpdu = rx_.ulpdu_length();
+  if (got == 2 && rx_hdr_target_ == 2) {
+    // The control bytes say how much header to read before the payload:
+    // the DDP header for opcodes with payload, the whole ULPDU otherwise.
+    const bool tagged = (rx_hdr_[0] & wire::kDdpFlagTagged) != 0;
+    const wire::OpcodeInfo* info = wire::FindOpcodeInfo(rx_hdr_[1] & wire::kRdmapOpcodeMask);
+    size_t target = wire::DdpHeaderSize(tagged);
+    if (info != nullptr && !info->payload_allowed) {
+      if (ulpdu > rx_hdr_.size()) {
+        RxFail(wire::TerminateCauseFor(wire::WireError::kRdmapBadLength));
+        return false;
+      }
+      target = ulpdu;
+    }
+    rx_hdr_target_ = std::min(target, ulpdu);
+  }
+  if (got < rx_hdr_target_) return true;
+  rx_hdr_done_ = true;
+  auto seg = wire::ParseSegment(ByteSpan(rx_hdr_.data(), rx_hdr_target_));
+  if (!seg.ok()) {
+    RxFail(wire::TerminateCauseFor(seg.error()));
+    return false;
+  }
+  rx_seg_ = *seg;
+  rx_payload_len_ = ulpdu - rx_hdr_target_;
+  rx_payload_done_ = 0;
+  return true;
+}
+
+bool QueuePair::RxPayloadBytes() {
+  const size_t want = std::min(rx_.Needed(), rx_payload_len_ - rx_payload_done_);
+  std::array<iovec, kMaxSge> v{};
+  size_t count = 0;
+  if (rx_dest_ == RxDest::kTagged) {
+    v[count++] = iovec{rx_tagged_ + rx_payload_done_, want};
+  } else if (rx_dest_ == RxDest::kRecv) {
+    size_t offset = rx_sgl_offset_ + rx_payload_done_;
+    size_t len = want;
+    for (uint8_t i = 0; i < rx_sgl_->count && len > 0; ++i) {
+      const Sge& s = rx_sgl_->sge[i];
+      if (offset >= s.len) {
+        offset -= s.len;
+        continue;
+      }
+      const size_t n = std::min(s.len - offset, len);
+      v[count++] = iovec{static_cast<uint8_t*>(s.addr) + offset, n};
+      len -= n;
+      offset = 0;
+    }
+  } else {
+    RxFail(wire::term::kRdmapLocalCatastrophic);  // payload without a destination: a bug
+    return false;
+  }
+  const transport::IoResult r = conn_.RecvV(std::span<const iovec>(v.data(), count));
+  if (!HandleIo(r)) return false;
+  size_t left = r.bytes;
+  rx_payload_done_ += r.bytes;
+  for (size_t i = 0; i < count && left > 0; ++i) {
+    const size_t n = std::min(left, v[i].iov_len);
+    left -= n;
+    if (!AdvanceRx(ByteSpan(static_cast<const uint8_t*>(v[i].iov_base), n))) return false;
+  }
+  return true;
+}
+
+QueuePair::Dispatch QueuePair::DispatchHeader() {
+  switch (rx_seg_.opcode) {
+    case wire::RdmapOpcode::kRdmaWrite: return DispatchTagged(false);
+    case wire::RdmapOpcode::kRdmaReadResponse: return DispatchTagged(true);
+    case wire::RdmapOpcode::kSend:
+    case wire::RdmapOpcode::kSendWithInvalidate:
+    case wire::RdmapOpcode::kSendWithSe:
+    case wire::RdmapOpcode::kSendWithSeAndInvalidate: return DispatchSend();
+    case wire::RdmapOpcode::kRdmaReadRequest: return DispatchReadRequest();
+    case wire::RdmapOpcode::kTerminate: return Dispatch::kProceed;
+    case wire::RdmapOpcode::kImmediateData:
+    case wire::RdmapOpcode::kImmediateDataWithSe: return DispatchImmediate();
+    case wire::RdmapOpcode::kAtomicRequest: return DispatchAtomicRequest();
+    case wire::RdmapOpcode::kAtomicResponse: return DispatchAtomicResponse();
+  }
+  RxFail(wire::term::kRdmapUnexpectedOpcode);
+  return Dispatch::kFailed;
+}
+
+QueuePair::Dispatch QueuePair::DispatchTagged(bool read_response) {
+  const wire::DdpHeader& h = rx_seg_.ddp;
+  const size_t len = rx_payload_len_;
+  rx_dest_ = RxDest::kNone;
+  if (read_response) {
+    if (orq_count_ == 0) {
+      RxFail(wire::term::kRdmapUnexpectedOpcode);
+      return Dispatch::kFailed;
+    }
+    const SqEntry& e = Sq(orq_[orq_head_]);
+    if (e.op != SqOp::kRead) {
+      RxFail(wire::term::kRdmapUnexpectedOpcode);  // an Atomic Response is due
+      return Dispatch::kFailed;
+    }
+    if (h.stag != e.local_stag) {
+      RxFail(wire::term::kDdpTaggedInvalidStag);
+      return Dispatch::kFailed;
+    }
+    if (h.to != e.local_to + e.rx_done || len > e.length - e.rx_done) {
+      RxFail(wire::term::kDdpTaggedBaseBounds);
+      return Dispatch::kFailed;
+    }
+  }
+  // A zero-length Write (the RFC 6581 RTR among them) or Read Response places
+  // nothing and is not validated.
+  if (len == 0) return Dispatch::kProceed;
+  auto where =
+      stags_.Resolve(h.stag, h.to, len, read_response ? mem::kLocalWrite : mem::kRemoteWrite, pd_);
+  if (!where.ok()) {
+    RxFail(mem::TaggedSinkCause(where.error()));
+    return Dispatch::kFailed;
+  }
+  rx_tagged_ = *where;
+  rx_dest_ = RxDest::kTagged;
+  return Dispatch::kProceed;
+}
+
+QueuePair::Dispatch QueuePair::DispatchSend() {
+  const wire::DdpHeader& h = rx_seg_.ddp;
+  if (h.msn != rx_msn_send_) {
+    RxFail(wire::term::kDdpUntaggedMsnRange);
+    return Dispatch::kFailed;
+  }
+  if (h.mo != rx_send_mo_) {
+    RxFail(wire::term::kDdpUntaggedInvalidMo);
+    return Dispatch::kFailed;
+  }
+  if (rq_head_ == rq_tail_) return Dispatch::kBlock;  // stop reading until PostRecv
+  const RqEntry& r = rq_[rq_head_ % rq_.size()];
+  if (rx_payload_len_ > r.length || h.mo > r.length - rx_payload_len_) {
+    RxFail(wire::term::kDdpUntaggedTooLong);
+    return Dispatch::kFailed;
+  }
+  rx_dest_ = RxDest::kRecv;
+  rx_sgl_ = &r.sgl;
+  rx_sgl_offset_ = h.mo;
+  return Dispatch::kProceed;
+}
+
+QueuePair::Dispatch QueuePair::DispatchImmediate() {
+  // RFC 7306: QN 0 and the Send MSN sequence; consumes a posted receive.
+  const wire::DdpHeader& h = rx_seg_.ddp;
+  if (h.msn != rx_msn_send_ || rx_send_mo_ != 0) {
+    RxFail(wire::term::kDdpUntaggedMsnRange);
+    return Dispatch::kFailed;
+  }
+  if (rq_head_ == rq_tail_) return Dispatch::kBlock;
+  return Dispatch::kProceed;
+}
+
+QueuePair::Dispatch QueuePair::DispatchAtomicRequest() {
+  const wire::DdpHeader& h = rx_seg_.ddp;
+  const auto* body = std::get_if<wire::AtomicRequestBody>(&rx_seg_.body);
+  if (body == nullptr) {
+    RxFail(wire::term::kRdmapOpUnspecified);
+    return Dispatch::kFailed;
+  }
+  if (h.msn != rx_msn_read_) {
+    RxFail(wire::term::kDdpUntaggedMsnRange);
+    return Dispatch::kFailed;
+  }
+  if (irq_count_ >= irq_.size()) {
+    RxFail(wire::term::kRdmapCatastrophicStream);
+    return Dispatch::kFailed;
+  }
+  auto where =
+      stags_.Resolve(body->remote_stag, body->remote_to, sizeof(uint64_t), mem::kRemoteAtomic, pd_);
+  if (!where.ok()) {
+    RxFail(mem::RdmapSourceCause(where.error()));
+    return Dispatch::kFailed;
+  }
+  if ((reinterpret_cast<uintptr_t>(*where) & 7u) != 0) {  // NOLINT
+    RxFail(wire::term::kRdmapBaseBounds);                 // std::atomic_ref needs 8-byte alignment
+    return Dispatch::kFailed;
+  }
+  return Dispatch::kProceed;
+}
+
+QueuePair::Dispatch QueuePair::DispatchAtomicResponse() {
+  const wire::DdpHeader& h = rx_seg_.ddp;
+  const auto* body = std::get_if<wire::AtomicResponseBody>(&rx_seg_.body);
+  if (body == nullptr || orq_count_ == 0 || Sq(orq_[orq_head_]).op != SqOp::kAtomic ||
+      body->original_request_id != static_cast<uint32_t>(orq_[orq_head_])) {
+    RxFail(wire::term::kRdmapUnexpectedOpcode);
+    return Dispatch::kFailed;
+  }
+  if (h.msn != rx_msn_atomic_resp_) {
+    RxFail(wire::term::kDdpUntaggedMsnRange);
+    return Dispatch::kFailed;
+  }
+  return Dispatch::kProceed;
+}
+
+QueuePair::Dispatch QueuePair::DispatchReadRequest() {
+  const wire::DdpHeader& h = rx_seg_.ddp;
+  const auto* body = std::get_if<wire::ReadRequestBody>(&rx_seg_.body);
+  if (body == nullptr) {
+    RxFail(wire::term::kRdmapOpUnspecified);
+    return Dispatch::kFailed;
+  }
+  if (h.msn != rx_msn_read_) {
+    RxFail(wire::term::kDdpUntaggedMsnRange);
+    return Dispatch::kFailed;
+  }
+  if (irq_count_ >= irq_.size()) {
+    RxFail(wire::term::kRdmapCatastrophicStream);  // IRD exceeded, as siw answers
+    return Dispatch::kFailed;
+  }
+  if (body->read_size == 0) return Dispatch::kProceed;
+  // Checked now so a bad request is refused at once; checked again per Read
+  // Response FPDU at send time (the region may go away in between).
+  auto where =
+      stags_.Resolve(body->source_stag, body->source_to, body->read_size, mem::kRemoteRead, pd_);
+  if (!where.ok()) {
+    RxFail(mem::RdmapSourceCause(where.error()));
+    return Dispatch::kFailed;
+  }
+  return Dispatch::kProceed;
+}
+
+void QueuePair::RxFpduComplete() {
+  const wire::DdpHeader& h = rx_seg_.ddp;
+  switch (rx_seg_.opcode) {
+    case wire::RdmapOpcode::kSend:
+    case wire::RdmapOpcode::kSendWithInvalidate:
+    case wire::RdmapOpcode::kSendWithSe:
+    case wire::RdmapOpcode::kSendWithSeAndInvalidate: {
+      rx_send_mo_ += rx_payload_len_;
+      if (!h.last) break;
+      if (rx_seg_.info().carries_invalidate && !stags_.Invalidate(h.rsvd_ulp1_4, pd_)) {
+        RxFail(wire::term::kRdmapCannotInvalidateOp);
+        return;
+      }
+      const RqEntry r = rq_[rq_head_ % rq_.size()];
+      ++rq_head_;
+      ++rx_msn_send_;
+      const size_t bytes = rx_send_mo_;
+      rx_send_mo_ = 0;
+      RecvInfo info;
+      info.solicited = rx_seg_.info().solicited_event;
+      info.invalidated = rx_seg_.info().carries_invalidate;
+      info.invalidated_stag = info.invalidated ? h.rsvd_ulp1_4 : 0;
+      sink_.OnRecvComplete(r.context, bytes, info);
+      break;
+    }
+    case wire::RdmapOpcode::kImmediateData:
+    case wire::RdmapOpcode::kImmediateDataWithSe: {
+      const RqEntry r = rq_[rq_head_ % rq_.size()];
+      ++rq_head_;
+      ++rx_msn_send_;
+      RecvInfo info;
+      info.has_imm = true;
+      info.imm = std::get<wire::ImmediateDataBody>(rx_seg_.body).data;
+      info.solicited = rx_seg_.info().solicited_event;
+      sink_.OnRecvComplete(r.context, 0, info);
+      break;
+    }
+    case wire::RdmapOpcode::kRdmaReadResponse: {
+      const uint64_t seq = orq_[orq_head_];
+      SqEntry& e = Sq(seq);
+      e.rx_done += rx_payload_len_;
+      if (!h.last) break;
+      if (e.rx_done != e.length) {
+        RxFail(wire::term::kDdpTaggedBaseBounds);
+        return;
+      }
+      orq_head_ = (orq_head_ + 1) % orq_.size();
+      --orq_count_;
+      CompleteSq(seq);
+      break;
+    }
+    case wire::RdmapOpcode::kRdmaReadRequest: {
+      const auto& body = std::get<wire::ReadRequestBody>(rx_seg_.body);
+      IrqEntry& q = irq_[(irq_head_ + irq_count_) % irq_.size()];
+      q = IrqEntry{};
+      q.sink_stag = body.sink_stag;
+      q.sink_to = body.sink_to;
+      q.source_stag = body.source_stag;
+      q.source_to = body.source_to;
+      q.length = body.read_size;
+      q.done = 0;
+      ++irq_count_;
+      ++rx_msn_read_;
+      break;
+    }
+    case wire::RdmapOpcode::kAtomicRequest: {
+      IrqEntry& q = irq_[(irq_head_ + irq_count_) % irq_.size()];
+      q = IrqEntry{};
+      q.atomic = true;
+      q.request = std::get<wire::AtomicRequestBody>(rx_seg_.body);
+      ++irq_count_;
+      ++rx_msn_read_;
+      break;
+    }
+    case wire::RdmapOpcode::kAtomicResponse: {
+      const uint64_t seq = orq_[orq_head_];
+      SqEntry& e = Sq(seq);
+      if (e.result != nullptr) {
+        *e.result = std::get<wire::AtomicResponseBody>(rx_seg_.body).original_remote_data;
+      }
+      ++rx_msn_atomic_resp_;
+      orq_head_ = (orq_head_ + 1) % orq_.size();
+      --orq_count_;
+      CompleteSq(seq);
+      break;
+    }
+    case wire::RdmapOpcode::kTerminate: {
+      const auto& view = std::get<wire::TerminateBodyView>(rx_seg_.body);
+      auto th = wire::DecodeTerminate(view.bytes);
+      const wire::TermCause cause = th.ok() ? th->cause : wire::term::kRdmapOpUnspecified;
+      ResetRxFpdu();
+      Fire(Event::kTermReceived, cause, {}, 0);
+      return;
+    }
+    default: break;
+  }
+  ResetRxFpdu();
+  if (awaiting_rtr_ || tx_held_) {
+    awaiting_rtr_ = false;
+    tx_held_ = false;
+    MarkEstablished();
+  }
+  ProcessTx();
+}
+
+void QueuePair::RxFail(wire::TermCause cause) {
+  const size_t have = rx_hdr_done_ ? rx_hdr_target_ : std::min(rx_.ulpdu_offset(), rx_hdr_target_);
+  const size_t seg_len = rx_.length_known() ? rx_.ulpdu_length() : 0;
+  Fire(Event::kLocalError, cause, ByteSpan(rx_hdr_.data(), have), seg_len);
+}
+
+void QueuePair::ResetRxFpdu() {
+  rx_hdr_target_ = 0;
+  rx_hdr_done_ = false;
+  rx_dispatched_ = false;
+  rx_payload_len_ = 0;
+  rx_payload_done_ = 0;
+  rx_dest_ = RxDest::kNone;
+  rx_tagged_ = nullptr;
+  rx_sgl_ = nullptr;
+}
+
+}  // namespace iwarpx::qp

@@ -1,0 +1,320 @@
+// Transmit side of the QueuePair: cuts work requests into FPDUs of at most
+// config.max_fpdu_payload ULPDU bytes, encodes each FPDU's DDP/RDMAP header
+// into tx_.header, asks FrameFpdu for prefix and trailer and writes
+// [prefix, header, payload pieces..., trailer] with one gather SendV. A short
+// write is resumed from tx_.sent on the next OnWritable(). Read Responses
+// alternate with send-queue FPDUs, and a Terminate replaces the next FPDU,
+// both only at FPDU boundaries (a new FPDU is built only when none is active).
+#include <algorithm>
+#include <atomic>
+
+#include "qp/queue_pair.h"
+#include "wire/rdmap.h"
+
+namespace iwarpx::qp {
+
+namespace {
+// RTR zero-length RDMA Write (RFC 6581): STag 1, TO 0 as siw sends it.
+constexpr uint32_t kRtrStag = 1;
+
+// a + b where a set bit in `boundaries` stops the carry out of that bit.
+uint64_t MaskedAdd(uint64_t a, uint64_t b, uint64_t boundaries) {
+  uint64_t sum = 0;
+  uint64_t carry = 0;
+  for (unsigned i = 0; i < 64; ++i) {
+    const uint64_t s = ((a >> i) & 1u) + ((b >> i) & 1u) + carry;
+    sum |= (s & 1u) << i;
+    carry = (s >> 1) & ~(boundaries >> i) & 1u;
+  }
+  return sum;
+}
+}  // namespace
+
+void QueuePair::ProcessTx() {
+  while (!write_shut_) {
+    if (!tx_.active) {
+      if (!BuildNext()) {
+        if (shutdown_after_tx_) Shutdown();
+        return;
+      }
+    }
+    if (!WriteActive()) return;
+    FinishTxFpdu();
+  }
+}
+
+bool QueuePair::SqHasWork() const {
+  if (sq_tx_ >= sq_tail_) return false;
+  const SqEntry& e = Sq(sq_tx_);
+  const bool ord_op = e.op == SqOp::kRead || e.op == SqOp::kAtomic;
+  if (ord_op && orq_count_ >= ord_) return false;  // ORD reached: queue
+  if ((e.flags & kWrFence) != 0 && orq_count_ > 0) return false;
+  return true;
+}
+
+bool QueuePair::BuildNext() {
+  if (terminate_queued_) {
+    terminate_queued_ = false;
+    BuildTerminate();
+    return Frame();
+  }
+  if (state_ != QpState::kRts || tx_held_) return false;
+  tx_.iov_count = 2;
+  tx_.done = TxDone::kNothing;
+  if (rtr_pending_) {
+    rtr_pending_ = false;
+    auto n = wire::EncodeWriteHeader(kRtrStag, 0, true, tx_.header);
+    if (!n.ok()) return false;
+    tx_.header_size = *n;
+    return Frame();
+  }
+  const bool sq = SqHasWork();
+  const bool irq = irq_count_ > 0;
+  if (irq && (!sq || prefer_irq_)) {
+    prefer_irq_ = false;
+    return irq_[irq_head_].atomic ? BuildAtomicResponse() : BuildReadResponse();
+  }
+  if (sq) {
+    prefer_irq_ = true;
+    return BuildSqFpdu();
+  }
+  return false;
+}
+
+void QueuePair::SetPayload(const Sgl& sgl, size_t offset, size_t len) {
+  for (uint8_t i = 0; i < sgl.count && len > 0; ++i) {
+    const Sge& s = sgl.sge[i];
+    if (offset >= s.len) {
+      offset -= s.len;
+      continue;
+    }
+    const size_t n = std::min(s.len - offset, len);
+    tx_.iov[tx_.iov_count++] = iovec{static_cast<uint8_t*>(s.addr) + offset, n};
+    len -= n;
+    offset = 0;
+  }
+}
+
+bool QueuePair::BuildSqFpdu() {
+  const uint64_t seq = sq_tx_;
+  SqEntry& e = Sq(seq);
+  Result<size_t, wire::WireError> n = Err{wire::WireError::kInvalidArgument};
+  if (e.op == SqOp::kRead) {
+    wire::ReadRequestBody body;
+    body.sink_stag = e.local_stag;
+    body.sink_to = e.local_to;
+    body.read_size = static_cast<uint32_t>(e.length);
+    body.source_stag = e.remote_stag;
+    body.source_to = e.remote_to;
+    n = wire::EncodeReadRequest(tx_msn_read_++, body, tx_.header);
+    orq_[(orq_head_ + orq_count_) % orq_.size()] = seq;
+    ++orq_count_;
+    ++sq_tx_;
+  } else if (e.op == SqOp::kAtomic) {
+    wire::AtomicRequestBody body;
+    body.op = e.atomic_op;
+    body.request_id = static_cast<uint32_t>(seq);
+    body.remote_stag = e.remote_stag;
+    body.remote_to = e.remote_to;
+    body.add_or_swap_data = e.operand;
+    // Fetch-add: no field boundaries (one 64-bit add); swap/compare: all bits.
+    body.add_or_swap_mask = e.atomic_op == wire::AtomicOp::kFetchAdd ? 0 : UINT64_MAX;
+    body.compare_data = e.compare;
+    body.compare_mask = UINT64_MAX;
+    n = wire::EncodeAtomicRequest(tx_msn_read_++, body, tx_.header);
+    orq_[(orq_head_ + orq_count_) % orq_.size()] = seq;
+    ++orq_count_;
+    ++sq_tx_;
+  } else if (e.has_imm && e.tx_done == e.length) {
+    // The Write's data is out (or was empty): its Immediate Data message.
+    n = wire::EncodeImmediateData(false, tx_msn_send_++, e.imm, tx_.header);
+    tx_.done = TxDone::kSqSegment;
+    tx_.sq_seq = seq;
+    tx_.last = true;
+    ++sq_tx_;
+  } else {
+    const bool send = e.op == SqOp::kSend;
+    const size_t room = config_.max_fpdu_payload -
+                        (send ? wire::kDdpUntaggedHeaderSize : wire::kDdpTaggedHeaderSize);
+    const size_t len = std::min(e.length - e.tx_done, room);
+    const bool last = e.tx_done + len == e.length;
+    if (send) {
+      wire::SendParams p;
+      p.msn = tx_msn_send_;
+      p.mo = static_cast<uint32_t>(e.tx_done);
+      p.last = last;
+      n = wire::EncodeSendHeader(p, tx_.header);
+    } else {
+      n = wire::EncodeWriteHeader(e.remote_stag, e.remote_to + e.tx_done, last, tx_.header);
+    }
+    SetPayload(e.sgl, e.tx_done, len);
+    e.tx_done += len;
+    tx_.done = TxDone::kSqSegment;
+    tx_.sq_seq = seq;
+    tx_.last = last && !e.has_imm;
+    if (last) {
+      if (send) ++tx_msn_send_;
+      if (!e.has_imm) ++sq_tx_;
+    }
+  }
+  if (!n.ok()) return false;
+  tx_.header_size = *n;
+  return Frame();
+}
+
+bool QueuePair::BuildReadResponse() {
+  IrqEntry& r = irq_[irq_head_];
+  const size_t len =
+      std::min(r.length - r.done, config_.max_fpdu_payload - wire::kDdpTaggedHeaderSize);
+  const bool last = r.done + len == r.length;
+  auto n = wire::EncodeReadResponseHeader(r.sink_stag, r.sink_to + r.done, last, tx_.header);
+  if (len > 0) {
+    // The source stays registered memory of the application and is read at
+    // send time (as siw does), not copied; it is resolved again here so a
+    // region deregistered since the request arrived is never touched.
+    auto src = stags_.Resolve(r.source_stag, r.source_to + r.done, len, mem::kRemoteRead, pd_);
+    if (!src.ok()) {
+      Fire(Event::kLocalError, mem::RdmapSourceCause(src.error()), ByteSpan{}, 0);
+      return false;
+    }
+    tx_.iov[tx_.iov_count++] = iovec{*src, len};
+  }
+  r.done += len;
+  if (last) {
+    irq_head_ = (irq_head_ + 1) % irq_.size();
+    --irq_count_;
+  }
+  if (!n.ok()) return false;
+  tx_.header_size = *n;
+  return Frame();
+}
+
+bool QueuePair::BuildAtomicResponse() {
+  IrqEntry& r = irq_[irq_head_];
+  // Executed now, in order with the Read Responses before it. Masks: bits set
+  // in the swap mask are replaced, bits set in the compare mask are compared;
+  // for a fetch-add a set mask bit ends a field (no carry out of it), so mask
+  // 0 is one plain 64-bit add (the masked fetch-add of the IB extended
+  // atomics; to be checked against the RFC 7306 text).
+  const wire::AtomicRequestBody& q = r.request;
+  // Resolved again at execution time: the region may have gone away since the
+  // request was checked on arrival.
+  auto where =
+      stags_.Resolve(q.remote_stag, q.remote_to, sizeof(uint64_t), mem::kRemoteAtomic, pd_);
+  if (!where.ok() || (reinterpret_cast<uintptr_t>(*where) & 7u) != 0) {  // NOLINT
+    Fire(Event::kLocalError,
+         where.ok() ? wire::term::kRdmapBaseBounds : mem::RdmapSourceCause(where.error()),
+         ByteSpan{}, 0);
+    return false;
+  }
+  std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t*>(*where));  // NOLINT
+  uint64_t original = 0;
+  switch (q.op) {
+    case wire::AtomicOp::kFetchAdd:
+      if (q.add_or_swap_mask == 0) {
+        original = target.fetch_add(q.add_or_swap_data);
+      } else {
+        original = target.load();
+        while (!target.compare_exchange_weak(
+            original, MaskedAdd(original, q.add_or_swap_data, q.add_or_swap_mask))) {
+        }
+      }
+      break;
+    case wire::AtomicOp::kSwap: {
+      original = target.load();
+      while (!target.compare_exchange_weak(
+          original, (original & ~q.add_or_swap_mask) | (q.add_or_swap_data & q.add_or_swap_mask))) {
+      }
+      break;
+    }
+    case wire::AtomicOp::kCmpSwap: {
+      original = target.load();
+      while ((original & q.compare_mask) == (q.compare_data & q.compare_mask) &&
+             !target.compare_exchange_weak(
+                 original,
+                 (original & ~q.add_or_swap_mask) | (q.add_or_swap_data & q.add_or_swap_mask))) {
+      }
+      break;
+    }
+  }
+  wire::AtomicResponseBody body;
+  body.original_request_id = q.request_id;
+  body.original_remote_data = original;
+  auto n = wire::EncodeAtomicResponse(tx_msn_atomic_resp_++, body, tx_.header);
+  irq_head_ = (irq_head_ + 1) % irq_.size();
+  --irq_count_;
+  if (!n.ok()) return false;
+  tx_.header_size = *n;
+  return Frame();
+}
+
+void QueuePair::BuildTerminate() {
+  std::copy_n(term_bytes_.begin(), term_size_, tx_.header.begin());
+  tx_.header_size = term_size_;
+  tx_.iov_count = 2;
+  tx_.done = TxDone::kTerminate;
+}
+
+bool QueuePair::Frame() {
+  std::array<ByteSpan, kMaxSge + 1> parts;
+  size_t count = 0;
+  parts[count++] = ByteSpan(tx_.header.data(), tx_.header_size);
+  for (size_t i = 2; i < tx_.iov_count; ++i) {
+    parts[count++] = ByteSpan(static_cast<const uint8_t*>(tx_.iov[i].iov_base), tx_.iov[i].iov_len);
+  }
+  auto framing = wire::FrameFpdu(std::span<const ByteSpan>(parts.data(), count), mpa_.crc,
+                                 config_.max_fpdu_payload);
+  if (!framing.ok()) return false;  // cannot happen: segments are cut to fit
+  tx_.framing = *framing;
+  const ByteSpan prefix = tx_.framing.prefix();
+  const ByteSpan trailer = tx_.framing.trailer();
+  tx_.iov[0] = iovec{const_cast<uint8_t*>(prefix.data()), prefix.size()};  // NOLINT
+  tx_.iov[1] = iovec{tx_.header.data(), tx_.header_size};
+  tx_.iov[tx_.iov_count++] = iovec{const_cast<uint8_t*>(trailer.data()), trailer.size()};  // NOLINT
+  tx_.total = transport::TotalLength(std::span<const iovec>(tx_.iov.data(), tx_.iov_count));
+  tx_.sent = 0;
+  tx_.active = true;
+  return true;
+}
+
+bool QueuePair::WriteActive() {
+  while (tx_.sent < tx_.total) {
+    std::array<iovec, kMaxSge + 3> v{};
+    size_t count = 0;
+    size_t skip = tx_.sent;
+    for (size_t i = 0; i < tx_.iov_count; ++i) {
+      const iovec& p = tx_.iov[i];
+      if (skip >= p.iov_len) {
+        skip -= p.iov_len;
+        continue;
+      }
+      v[count++] = iovec{static_cast<uint8_t*>(p.iov_base) + skip, p.iov_len - skip};
+      skip = 0;
+    }
+    const transport::IoResult r = conn_.SendV(std::span<const iovec>(v.data(), count));
+    if (r.status == transport::IoStatus::kOk) {
+      if (r.bytes == 0) return false;
+      tx_.sent += r.bytes;
+      continue;
+    }
+    if (r.status == transport::IoStatus::kWouldBlock) return false;
+    tx_.active = false;
+    write_shut_ = true;  // the connection is dead; never write again
+    Fire(Event::kLinkDown, wire::term::kLlpStreamLost, {}, 0);
+    return false;
+  }
+  return true;
+}
+
+void QueuePair::FinishTxFpdu() {
+  tx_.active = false;
+  switch (tx_.done) {
+    case TxDone::kNothing: break;
+    case TxDone::kSqSegment:
+      if (tx_.last) CompleteSq(tx_.sq_seq);
+      break;
+    case TxDone::kTerminate: Fire(Event::kTermSent, wire::term::kLlpStreamLost, {}, 0); break;
+  }
+}
+
+}  // namespace iwarpx::qp

@@ -1,0 +1,330 @@
+// QueuePair creation, posting, the state machine (one function per source
+// state) and flushing. Transmit: qp_tx.cc; receive: qp_rx.cc.
+#include "qp/queue_pair.h"
+
+#include <algorithm>
+#include <new>
+
+#include "wire/terminate.h"
+
+namespace iwarpx::qp {
+
+const char* ToString(QpState s) {
+  switch (s) {
+    case QpState::kRts: return "RTS";
+    case QpState::kClosing: return "CLOSING";
+    case QpState::kTerminate: return "TERMINATE";
+    case QpState::kError: return "ERROR";
+  }
+  return "?";
+}
+
+namespace {
+
+bool ValidSgl(const Sgl& sgl) {
+  if (sgl.count > kMaxSge) return false;
+  for (uint8_t i = 0; i < sgl.count; ++i) {
+    if (sgl.sge[i].addr == nullptr && sgl.sge[i].len != 0) return false;
+  }
+  return true;
+}
+
+wire::FpduRxConfig RxConfigFor(const wire::MpaOutcome& mpa) {
+  wire::FpduRxConfig c;
+  c.crc = mpa.crc;
+  c.markers = mpa.markers_rx;
+  c.max_ulpdu = wire::kMaxUlpduLength;
+  return c;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<QueuePair>, QpStatus> QueuePair::Create(transport::Connection& conn,
+                                                               mem::StagTable& stags, uint32_t pd,
+                                                               const wire::MpaOutcome& mpa,
+                                                               const QpConfig& config,
+                                                               CompletionSink& sink) {
+  if (config.sq_size == 0 || config.rq_size == 0 || config.max_fpdu_payload < kMinFpduPayload ||
+      config.max_fpdu_payload > wire::kMaxUlpduLength || mpa.markers_tx) {
+    return Err{QpStatus::kInvalid};
+  }
+  if (mpa.send_rtr && mpa.rtr != wire::MpaRtr::kWrite) return Err{QpStatus::kInvalid};
+  std::unique_ptr<QueuePair> qp(new (std::nothrow) QueuePair(conn, stags, pd, mpa, config, sink));
+  if (!qp) return Err{QpStatus::kInvalid};
+  return qp;
+}
+
+QueuePair::QueuePair(transport::Connection& conn, mem::StagTable& stags, uint32_t pd,
+                     const wire::MpaOutcome& mpa, const QpConfig& config, CompletionSink& sink)
+    : conn_(conn),
+      stags_(stags),
+      pd_(pd),
+      mpa_(mpa),
+      config_(config),
+      sink_(sink),
+      sq_(config.sq_size),
+      rq_(config.rq_size),
+      orq_(mpa.ord),
+      ord_(mpa.ord),
+      irq_(mpa.ird),
+      rx_(RxConfigFor(mpa)) {}
+
+QueuePair::~QueuePair() = default;
+
+void QueuePair::Start() {
+  if (config_.role == wire::MpaRole::kInitiator) {
+    rtr_pending_ = mpa_.send_rtr;
+    MarkEstablished();
+  } else if (mpa_.established_after_rtr) {
+    awaiting_rtr_ = true;
+    tx_held_ = true;
+  } else {
+    tx_held_ = mpa_.hold_tx_until_first_fpdu;
+    MarkEstablished();
+  }
+  ProcessTx();
+}
+
+void QueuePair::MarkEstablished() {
+  if (established_) return;
+  established_ = true;
+  sink_.OnEstablished();
+}
+
+QpStatus QueuePair::PostSq(const SqEntry& entry) {
+  if (state_ != QpState::kRts) return QpStatus::kBadState;
+  if (sq_tail_ - sq_head_ >= sq_.size()) return QpStatus::kQueueFull;
+  Sq(sq_tail_) = entry;
+  ++sq_tail_;
+  ProcessTx();
+  return QpStatus::kOk;
+}
+
+QpStatus QueuePair::PostSend(const SendWr& wr) {
+  if (!ValidSgl(wr.sgl) || wr.sgl.Length() > UINT32_MAX) return QpStatus::kInvalid;
+  SqEntry e;
+  e.op = SqOp::kSend;
+  e.context = wr.context;
+  e.flags = wr.flags;
+  e.sgl = wr.sgl;
+  e.length = wr.sgl.Length();
+  return PostSq(e);
+}
+
+QpStatus QueuePair::PostWrite(const WriteWr& wr) {
+  if (!ValidSgl(wr.sgl) || wire::TaggedRangeWraps(wr.remote_to, wr.sgl.Length())) {
+    return QpStatus::kInvalid;
+  }
+  SqEntry e;
+  e.op = SqOp::kWrite;
+  e.context = wr.context;
+  e.flags = wr.flags;
+  e.sgl = wr.sgl;
+  e.length = wr.sgl.Length();
+  e.remote_stag = wr.remote_stag;
+  e.remote_to = wr.remote_to;
+  e.has_imm = wr.with_imm;
+  e.imm = wr.imm;
+  return PostSq(e);
+}
+
+QpStatus QueuePair::PostRead(const ReadWr& wr) {
+  if (ord_ == 0 || wire::TaggedRangeWraps(wr.remote_to, wr.length) ||
+      wire::TaggedRangeWraps(wr.local_to, wr.length)) {
+    return QpStatus::kInvalid;
+  }
+  SqEntry e;
+  e.op = SqOp::kRead;
+  e.context = wr.context;
+  e.flags = wr.flags;
+  e.length = wr.length;
+  e.remote_stag = wr.remote_stag;
+  e.remote_to = wr.remote_to;
+  e.local_stag = wr.local_stag;
+  e.local_to = wr.local_to;
+  return PostSq(e);
+}
+
+QpStatus QueuePair::PostAtomic(const AtomicWr& wr) {
+  if (ord_ == 0 || wr.op > wire::AtomicOp::kCmpSwap || (wr.remote_to & 7u) != 0) {
+    return QpStatus::kInvalid;
+  }
+  SqEntry e;
+  e.op = SqOp::kAtomic;
+  e.context = wr.context;
+  e.flags = wr.flags;
+  e.remote_stag = wr.remote_stag;
+  e.remote_to = wr.remote_to;
+  e.atomic_op = wr.op;
+  e.operand = wr.operand;
+  e.compare = wr.compare;
+  e.result = wr.result;
+  return PostSq(e);
+}
+
+QpStatus QueuePair::PostRecv(const RecvWr& wr) {
+  if (!ValidSgl(wr.sgl) || wr.sgl.Length() > UINT32_MAX) return QpStatus::kInvalid;
+  if (state_ != QpState::kRts) return QpStatus::kBadState;
+  if (rq_tail_ - rq_head_ >= rq_.size()) return QpStatus::kQueueFull;
+  RqEntry& r = rq_[rq_tail_ % rq_.size()];
+  r.context = wr.context;
+  r.sgl = wr.sgl;
+  r.length = wr.sgl.Length();
+  ++rq_tail_;
+  return QpStatus::kOk;
+}
+
+void QueuePair::Disconnect() {
+  Fire(Event::kDisconnect, wire::term::kLlpStreamLost, {}, 0);
+}
+
+void QueuePair::OnWritable() {
+  ProcessTx();
+}
+void QueuePair::OnReadable() {
+  ProcessRx();
+}
+
+bool QueuePair::wants_write() const {
+  if (write_shut_) return false;
+  if (tx_.active || terminate_queued_ || shutdown_after_tx_) return true;
+  if (state_ != QpState::kRts || tx_held_) return false;
+  return rtr_pending_ || irq_count_ > 0 || SqHasWork();
+}
+
+bool QueuePair::wants_read() const {
+  if (rx_closed_) return false;
+  if (state_ == QpState::kClosing) return true;
+  if (state_ != QpState::kRts) return false;
+  // Stopped on an untagged Send with no receive posted.
+  return !(rx_hdr_done_ && !rx_dispatched_ && rq_head_ == rq_tail_);
+}
+
+// --- State machine -------------------------------------------------------
+
+void QueuePair::Fire(Event ev, wire::TermCause cause, ByteSpan offending, size_t segment_length) {
+  switch (state_) {
+    case QpState::kRts: StateRts(ev, cause, offending, segment_length); break;
+    case QpState::kClosing: StateClosing(ev); break;
+    case QpState::kTerminate: StateTerminate(ev); break;
+    case QpState::kError: break;
+  }
+}
+
+void QueuePair::StateRts(Event ev, wire::TermCause cause, ByteSpan offending,
+                         size_t segment_length) {
+  switch (ev) {
+    case Event::kLocalError: {
+      state_ = QpState::kTerminate;
+      const wire::TerminateHeader th = wire::MakeTerminate(cause, offending, segment_length);
+      auto n = wire::EncodeTerminateSegment(1, th, term_bytes_);
+      if (!n.ok()) {
+        n = wire::EncodeTerminateSegment(1, wire::MakeTerminate(cause), term_bytes_);
+      }
+      term_size_ = n.ok() ? *n : 0;
+      terminate_queued_ = term_size_ != 0;
+      sink_.OnTerminated(cause, TermOrigin::kSent);
+      FlushAll(WcError{TermOrigin::kSent, cause});
+      if (!terminate_queued_) shutdown_after_tx_ = true;
+      ProcessTx();
+      break;
+    }
+    case Event::kTermReceived:
+      state_ = QpState::kError;
+      sink_.OnTerminated(cause, TermOrigin::kReceived);
+      FlushAll(WcError{TermOrigin::kReceived, cause});
+      Shutdown();
+      break;
+    case Event::kLinkDown:
+      state_ = QpState::kError;
+      sink_.OnTerminated(wire::term::kLlpStreamLost, TermOrigin::kConnectionLost);
+      FlushAll(WcError{TermOrigin::kConnectionLost, wire::term::kLlpStreamLost});
+      Shutdown();
+      break;
+    case Event::kDisconnect:
+      state_ = QpState::kClosing;
+      sink_.OnTerminated(cause, TermOrigin::kLocalClose);
+      FlushAll(WcError{TermOrigin::kLocalClose, cause});
+      shutdown_after_tx_ = true;
+      ProcessTx();
+      break;
+    case Event::kTermSent: break;
+  }
+}
+
+void QueuePair::StateClosing(Event ev) {
+  switch (ev) {
+    case Event::kLinkDown:
+    case Event::kTermReceived:
+      state_ = QpState::kError;
+      Shutdown();
+      break;
+    case Event::kLocalError:
+    case Event::kDisconnect:
+    case Event::kTermSent: break;
+  }
+}
+
+void QueuePair::StateTerminate(Event ev) {
+  switch (ev) {
+    case Event::kTermSent:
+    case Event::kLinkDown:
+      state_ = QpState::kError;
+      Shutdown();
+      break;
+    case Event::kLocalError:
+    case Event::kTermReceived:
+    case Event::kDisconnect: break;
+  }
+}
+
+void QueuePair::Shutdown() {
+  shutdown_after_tx_ = false;
+  if (write_shut_) return;
+  write_shut_ = true;
+  (void)conn_.ShutdownWrite();
+}
+
+void QueuePair::FlushAll(const WcError& error) {
+  for (uint64_t i = sq_head_; i < sq_tail_; ++i) {
+    SqEntry& e = Sq(i);
+    if (e.completed) continue;
+    e.completed = true;
+    const WcOp op = e.op == SqOp::kSend    ? WcOp::kSend
+                    : e.op == SqOp::kWrite ? WcOp::kWrite
+                    : e.op == SqOp::kRead  ? WcOp::kRead
+                                           : WcOp::kAtomic;
+    sink_.OnError(e.context, op, error);
+  }
+  sq_head_ = sq_tx_ = sq_tail_;
+  orq_head_ = orq_count_ = 0;
+  irq_head_ = irq_count_ = 0;
+  rtr_pending_ = false;
+  for (uint64_t i = rq_head_; i < rq_tail_; ++i) {
+    sink_.OnError(rq_[i % rq_.size()].context, WcOp::kRecv, error);
+  }
+  rq_head_ = rq_tail_;
+  ResetRxFpdu();
+}
+
+void QueuePair::CompleteSq(uint64_t seq) {
+  if (state_ != QpState::kRts || seq < sq_head_ || seq >= sq_tail_) return;
+  SqEntry& e = Sq(seq);
+  if (e.completed) return;
+  e.completed = true;
+  if ((e.flags & kWrSignaled) != 0) {
+    switch (e.op) {
+      case SqOp::kSend: sink_.OnSendComplete(e.context); break;
+      case SqOp::kWrite: sink_.OnRdmaComplete(e.context, WcOp::kWrite); break;
+      case SqOp::kRead: sink_.OnRdmaComplete(e.context, WcOp::kRead); break;
+      case SqOp::kAtomic: sink_.OnRdmaComplete(e.context, WcOp::kAtomic); break;
+    }
+  }
+  RetireSq();
+}
+
+void QueuePair::RetireSq() {
+  while (sq_head_ < sq_tx_ && Sq(sq_head_).completed) ++sq_head_;
+}
+
+}  // namespace iwarpx::qp

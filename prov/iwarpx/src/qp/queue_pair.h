@@ -1,0 +1,309 @@
+// QueuePair: the connected-mode iWARP engine for one endpoint (RDMAP over DDP
+// over MPA FPDUs on a stream Connection; RFC 5040/5041/5044/6581, WIRE.md
+// §2-4, docs/design.md "Connected mode engine").
+//
+// Files (as in Linux siw): queue_pair.cc holds creation, posting, the state
+// machine and flushing; qp_tx.cc the transmit side (segmentation into FPDUs,
+// gather send with partial-write resume, Read Responses interleaved at FPDU
+// boundaries, Terminate at a boundary); qp_rx.cc the receive side
+// (FpduReceiver-driven direct placement, checks that yield Terminate causes).
+//
+// Ownership and threads: the QP borrows the Connection, the StagTable and the
+// CompletionSink; all three must outlive it. No thread-safety: the caller
+// (progress engine) serialises every call. Nothing blocks.
+//
+// Memory: every queue (send ring, receive ring, ORD and IRD queues) and the
+// receive staging buffer are allocated in Create(); posting, transmitting and
+// receiving never allocate.
+//
+// Driving: the caller calls OnWritable() when the connection is writable and
+// wants_write() is true, and OnReadable() when it is readable and
+// wants_read() is true. Post*() also try to transmit at once. When an
+// untagged Send arrives and no receive is posted, the QP stops reading
+// (wants_read() false) until PostRecv(): TCP flow control pushes back on the
+// peer and nothing is buffered here.
+//
+// States (one handler per source state in queue_pair.cc):
+//   kRts        connected; WRs flow.
+//   kClosing    Disconnect() was called: WRs flushed, our write side is shut
+//               after the FPDU in flight; waiting for the peer's close.
+//   kTerminate  an error was detected: WRs flushed, the Terminate goes out at
+//               the next FPDU boundary, then our write side is shut.
+//   kError      final. Posts return kBadState.
+// Error reporting: OnTerminated(cause, origin) once, then one OnError per
+// outstanding WR (send queue in post order, then receives), with the cause.
+// Completions for received data are reported only after the FPDU's CRC was
+// verified.
+//
+// Not supported yet (Create returns kInvalid): markers towards the peer
+// (markers_tx), the zero-length Send and Read RTRs. RFC 7306: Immediate Data
+// (WriteWr::with_imm) and 64-bit atomics (PostAtomic; Atomic Requests share
+// QN 1, its MSN and ORD/IRD with Read Requests; responses use QN 3).
+#pragma once
+
+#include <sys/uio.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/bytes.h"
+#include "base/result.h"
+#include "mem/stag_table.h"
+#include "qp/completion_sink.h"
+#include "qp/work_request.h"
+#include "transport/transport.h"
+#include "wire/ddp.h"
+#include "wire/error.h"
+#include "wire/fpdu.h"
+#include "wire/mpa_negotiate.h"
+#include "wire/rdmap.h"
+
+namespace iwarpx::qp {
+
+enum class [[nodiscard]] QpStatus : uint8_t{
+    kOk,
+    kQueueFull,  // send or receive ring full; retry after completions
+    kInvalid,    // bad arguments (SGL, lengths, ORD 0 for a Read, config)
+    kBadState,   // the QP is not in kRts
+};
+
+enum class QpState : uint8_t { kRts, kClosing, kTerminate, kError };
+
+const char* ToString(QpState s);
+
+struct QpConfig {
+  uint32_t sq_size = 64;
+  uint32_t rq_size = 64;
+  // Largest ULPDU (DDP segment: header + payload) we send in one FPDU, the
+  // MULPDU (wire::MaxUlpduLength). At least kMinFpduPayload.
+  size_t max_fpdu_payload = 1448;
+  wire::MpaRole role = wire::MpaRole::kInitiator;
+};
+
+inline constexpr size_t kMinFpduPayload = 128;
+
+class QueuePair {
+ public:
+  // Validates the configuration and the negotiated outcome and allocates all
+  // queues. The QP starts in kRts; call Start() next.
+  static Result<std::unique_ptr<QueuePair>, QpStatus> Create(transport::Connection& conn,
+                                                             mem::StagTable& stags, uint32_t pd,
+                                                             const wire::MpaOutcome& mpa,
+                                                             const QpConfig& config,
+                                                             CompletionSink& sink);
+  ~QueuePair();
+  QueuePair(const QueuePair&) = delete;
+  QueuePair& operator=(const QueuePair&) = delete;
+
+  // Sends the RTR (initiator with send_rtr) and reports OnEstablished on the
+  // initiator; a responder with established_after_rtr reports it when the
+  // RTR arrives (and sends nothing before).
+  void Start();
+
+  QpStatus PostSend(const SendWr& wr);
+  QpStatus PostRecv(const RecvWr& wr);
+  QpStatus PostWrite(const WriteWr& wr);
+  QpStatus PostRead(const ReadWr& wr);
+  QpStatus PostAtomic(const AtomicWr& wr);
+
+  // Orderly local close: flushes every WR (origin kLocalClose) and shuts the
+  // write side after the FPDU in flight.
+  void Disconnect();
+
+  void OnWritable();
+  void OnReadable();
+  [[nodiscard]] bool wants_write() const;
+  [[nodiscard]] bool wants_read() const;
+
+  [[nodiscard]] QpState state() const { return state_; }
+  [[nodiscard]] bool established() const { return established_; }
+  // Outstanding outbound Reads (at most ORD) and inbound ones (at most IRD).
+  [[nodiscard]] size_t outstanding_reads() const { return orq_count_; }
+  [[nodiscard]] size_t inbound_reads() const { return irq_count_; }
+
+ private:
+  enum class SqOp : uint8_t { kSend, kWrite, kRead, kAtomic };
+  struct SqEntry {
+    SqOp op = SqOp::kSend;
+    uint64_t context = 0;
+    uint32_t flags = 0;
+    Sgl sgl;
+    size_t length = 0;
+    uint32_t remote_stag = 0;
+    uint64_t remote_to = 0;
+    uint32_t local_stag = 0;
+    uint64_t local_to = 0;
+    size_t tx_done = 0;      // payload bytes cut into FPDUs so far
+    size_t rx_done = 0;      // Read: response bytes placed so far
+    bool completed = false;  // reported (or unsignaled and finished)
+    bool has_imm = false;    // Write followed by Immediate Data
+    uint64_t imm = 0;
+    wire::AtomicOp atomic_op = wire::AtomicOp::kFetchAdd;
+    uint64_t operand = 0;
+    uint64_t compare = 0;
+    uint64_t* result = nullptr;
+  };
+  struct RqEntry {
+    uint64_t context = 0;
+    Sgl sgl;
+    size_t length = 0;
+  };
+  // An inbound Read Request being answered.
+  struct IrqEntry {
+    uint32_t sink_stag = 0;
+    uint64_t sink_to = 0;
+    // The source is kept as STag/TO, never as a pointer: each Read Response
+    // FPDU re-resolves it at send time, so a region deregistered or
+    // invalidated after the request arrived is refused, not read.
+    uint32_t source_stag = 0;
+    uint64_t source_to = 0;
+    size_t length = 0;
+    size_t done = 0;
+    // An Atomic Request, executed when it reaches the head (after the Read
+    // Requests that arrived before it have been answered).
+    bool atomic = false;
+    wire::AtomicRequestBody request;  // target re-resolved when executed
+  };
+  // What to do when an FPDU has been fully written.
+  enum class TxDone : uint8_t { kNothing, kSqSegment, kTerminate };
+  // The FPDU being written: header bytes, framing, and the gather list.
+  struct TxFpdu {
+    bool active = false;
+    std::array<uint8_t, 72> header{};
+    size_t header_size = 0;
+    wire::FpduFraming framing;
+    std::array<iovec, kMaxSge + 3> iov{};
+    size_t iov_count = 0;
+    size_t total = 0;
+    size_t sent = 0;
+    TxDone done = TxDone::kNothing;
+    uint64_t sq_seq = 0;  // kSqSegment: the WR's sequence number
+    bool last = false;    // kSqSegment: the WR's last FPDU
+  };
+  enum class RxDest : uint8_t { kNone, kTagged, kRecv };
+  enum class Dispatch : uint8_t { kProceed, kBlock, kFailed };
+  // Internal state-machine events.
+  enum class Event : uint8_t {
+    kLocalError,    // we detected a protocol/protection error: send Terminate
+    kTermReceived,  // the peer's Terminate arrived
+    kLinkDown,      // EOF/reset from the LLP
+    kDisconnect,    // local Disconnect()
+    kTermSent,      // our Terminate (or close) is written
+  };
+
+  QueuePair(transport::Connection& conn, mem::StagTable& stags, uint32_t pd,
+            const wire::MpaOutcome& mpa, const QpConfig& config, CompletionSink& sink);
+
+  // --- queue_pair.cc
+  QpStatus PostSq(const SqEntry& entry);
+  void Fire(Event ev, wire::TermCause cause, ByteSpan offending, size_t segment_length);
+  void StateRts(Event ev, wire::TermCause cause, ByteSpan offending, size_t segment_length);
+  void StateClosing(Event ev);
+  void StateTerminate(Event ev);
+  void FlushAll(const WcError& error);
+  void Shutdown();
+  void RetireSq();
+  void CompleteSq(uint64_t seq);
+  SqEntry& Sq(uint64_t index) { return sq_[index % sq_.size()]; }
+  const SqEntry& Sq(uint64_t index) const { return sq_[index % sq_.size()]; }
+  void MarkEstablished();
+
+  // --- qp_tx.cc
+  void ProcessTx();
+  bool BuildNext();  // false: nothing to send now
+  bool BuildSqFpdu();
+  bool BuildReadResponse();
+  bool BuildAtomicResponse();
+  void BuildTerminate();
+  void SetPayload(const Sgl& sgl, size_t offset, size_t len);
+  bool Frame();
+  bool WriteActive();  // false: would block or failed
+  void FinishTxFpdu();
+  bool SqHasWork() const;
+
+  // --- qp_rx.cc
+  void ProcessRx();
+  bool RxStep();  // false: stop (would block, blocked, closed, failed)
+  bool RxHeaderBytes();
+  bool RxPayloadBytes();
+  bool RxSmall();
+  Dispatch DispatchHeader();
+  Dispatch DispatchSend();
+  Dispatch DispatchTagged(bool read_response);
+  Dispatch DispatchReadRequest();
+  Dispatch DispatchImmediate();
+  Dispatch DispatchAtomicRequest();
+  Dispatch DispatchAtomicResponse();
+  void RxFpduComplete();
+  void RxFail(wire::TermCause cause);
+  bool AdvanceRx(ByteSpan bytes);
+  void ResetRxFpdu();
+  bool HandleIo(const transport::IoResult& r);
+
+  transport::Connection& conn_;
+  mem::StagTable& stags_;
+  uint32_t pd_;
+  wire::MpaOutcome mpa_;
+  QpConfig config_;
+  CompletionSink& sink_;
+  QpState state_ = QpState::kRts;
+  bool established_ = false;
+  bool awaiting_rtr_ = false;
+  bool tx_held_ = false;
+  bool rtr_pending_ = false;
+  bool write_shut_ = false;
+  bool terminate_queued_ = false;
+  bool shutdown_after_tx_ = false;
+
+  // Send queue: entries [sq_head_, sq_tail_), next to transmit sq_tx_.
+  std::vector<SqEntry> sq_;
+  uint64_t sq_head_ = 0;
+  uint64_t sq_tx_ = 0;
+  uint64_t sq_tail_ = 0;
+  uint32_t tx_msn_send_ = 1;
+  uint32_t tx_msn_read_ = 1;
+  uint32_t tx_msn_atomic_resp_ = 1;
+  // Receive queue.
+  std::vector<RqEntry> rq_;
+  uint64_t rq_head_ = 0;
+  uint64_t rq_tail_ = 0;
+  // Outstanding outbound Reads (SQ slots), in request order.
+  std::vector<uint64_t> orq_;  // SQ sequence numbers
+  size_t orq_head_ = 0;
+  size_t orq_count_ = 0;
+  size_t ord_ = 0;
+  // Inbound Read Requests, in arrival order.
+  std::vector<IrqEntry> irq_;
+  size_t irq_head_ = 0;
+  size_t irq_count_ = 0;
+  bool prefer_irq_ = false;
+
+  TxFpdu tx_;
+  std::array<uint8_t, 72> term_bytes_{};
+  size_t term_size_ = 0;
+
+  // Receive state of the FPDU in progress.
+  wire::FpduReceiver rx_;
+  std::array<uint8_t, 128> rx_hdr_{};
+  size_t rx_hdr_target_ = 0;
+  bool rx_hdr_done_ = false;
+  bool rx_dispatched_ = false;
+  bool rx_closed_ = false;
+  wire::Segment rx_seg_;
+  size_t rx_payload_len_ = 0;
+  size_t rx_payload_done_ = 0;
+  RxDest rx_dest_ = RxDest::kNone;
+  uint8_t* rx_tagged_ = nullptr;
+  const Sgl* rx_sgl_ = nullptr;
+  size_t rx_sgl_offset_ = 0;  // MO of this segment within the receive buffer
+  uint32_t rx_msn_send_ = 1;
+  uint32_t rx_msn_read_ = 1;
+  uint32_t rx_msn_atomic_resp_ = 1;
+  size_t rx_send_mo_ = 0;  // bytes of the current inbound Send message so far
+  std::array<uint8_t, 8> rx_scratch_{};
+};
+
+}  // namespace iwarpx::qp

@@ -1,0 +1,113 @@
+// Work requests a QueuePair accepts (queue_pair.h). Plain values: the QP
+// copies them into a preallocated queue slot when posted, so the caller's
+// struct may go away at once; the memory the SGL points to must stay valid
+// (and, for a receive or Read sink, unread by the caller) until the WR
+// completes.
+//
+// * Sgl: at most kMaxSge {addr, len} pieces, gathered in order on send and
+//   scattered in order on receive. A piece with len 0 is allowed (and its
+//   addr may then be null).
+// * context: the caller's 64-bit cookie, handed back in every completion.
+// * flags: kSignaled asks for a success completion (errors are always
+//   reported); kFence makes the WR wait until every earlier RDMA Read has
+//   completed (libfabric FI_FENCE).
+// * RDMA Write: SGL is the local source, remote_stag/remote_to the peer's
+//   data sink (RFC 5040 §5.1). With `with_imm` the Write is followed by an
+//   RFC 7306 Immediate Data message carrying `imm` (libfabric fi_writedata):
+//   it consumes a posted receive at the target, which completes with
+//   RecvInfo::has_imm. The WR completes when both have been sent.
+// * RDMA Read: the sink is a tagged range of *local* registered memory
+//   (local_stag/local_to, registered in the QP's StagTable with kLocalWrite
+//   and the QP's protection domain); the source is remote_stag/remote_to at
+//   the peer. The Read Response is placed straight into the sink after the
+//   same StagTable check as any tagged placement.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "wire/rdmap_atomic.h"
+
+namespace iwarpx::qp {
+
+inline constexpr size_t kMaxSge = 4;
+
+struct Sge {
+  void* addr = nullptr;
+  size_t len = 0;
+};
+
+struct Sgl {
+  std::array<Sge, kMaxSge> sge{};
+  uint8_t count = 0;
+
+  // Sum of the pieces' lengths.
+  [[nodiscard]] size_t Length() const {
+    size_t n = 0;
+    for (uint8_t i = 0; i < count && i < kMaxSge; ++i) n += sge[i].len;
+    return n;
+  }
+  // Appends a piece; false when full.
+  bool Add(void* addr, size_t len) {
+    if (count >= kMaxSge) return false;
+    sge[count++] = Sge{addr, len};
+    return true;
+  }
+};
+
+enum WrFlags : uint32_t {
+  kWrSignaled = 1u << 0,
+  kWrFence = 1u << 1,
+};
+
+struct SendWr {
+  uint64_t context = 0;
+  Sgl sgl;
+  uint32_t flags = kWrSignaled;
+};
+
+struct RecvWr {
+  uint64_t context = 0;
+  Sgl sgl;
+};
+
+struct WriteWr {
+  uint64_t context = 0;
+  Sgl sgl;  // local source
+  uint32_t remote_stag = 0;
+  uint64_t remote_to = 0;
+  uint32_t flags = kWrSignaled;
+  bool with_imm = false;
+  uint64_t imm = 0;
+};
+
+struct ReadWr {
+  uint64_t context = 0;
+  uint32_t local_stag = 0;  // sink, registered with kLocalWrite
+  uint64_t local_to = 0;
+  uint32_t length = 0;
+  uint32_t remote_stag = 0;  // source at the peer
+  uint64_t remote_to = 0;
+  uint32_t flags = kWrSignaled;
+};
+
+// RFC 7306 64-bit atomic at the peer (fi_atomic / fi_fetch_atomic /
+// fi_compare_atomic): counted against ORD like a Read. The target must be
+// registered there with kRemoteAtomic and be 8-byte aligned. The original
+// value is stored in *result (if not null) before the success completion.
+//   kFetchAdd: *target += operand
+//   kSwap:     *target = operand
+//   kCmpSwap:  if (*target == compare) *target = operand
+struct AtomicWr {
+  uint64_t context = 0;
+  wire::AtomicOp op = wire::AtomicOp::kFetchAdd;
+  uint32_t remote_stag = 0;
+  uint64_t remote_to = 0;
+  uint64_t operand = 0;
+  uint64_t compare = 0;
+  uint64_t* result = nullptr;
+  uint32_t flags = kWrSignaled;
+};
+
+}  // namespace iwarpx::qp

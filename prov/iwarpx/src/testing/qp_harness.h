@@ -1,0 +1,231 @@
+// Test-only helpers for the qp layer tests (qp/*_test.cc): a recording CompletionSink, a
+// connected pair of QueuePairs over testing::FakeConnection with a
+// deterministic pump, and a raw peer that writes and reads FPDUs by hand.
+// Never linked into the provider (header-only, included by *_test.cc).
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "base/random.h"
+#include "mem/stag_table.h"
+#include "qp/completion_sink.h"
+#include "qp/queue_pair.h"
+#include "testing/fake_connection.h"
+#include "testing/fpdu_recorder.h"
+#include "wire/fpdu.h"
+#include "wire/mpa.h"
+#include "wire/mpa_negotiate.h"
+
+namespace iwarpx::qp::test {
+
+using ::iwarpx::testing::Bytes;
+using ::iwarpx::testing::FakeConnection;
+
+struct Completion {
+  enum class Kind : uint8_t { kSend, kRecv, kRdma, kError } kind = Kind::kSend;
+  uint64_t context = 0;
+  size_t bytes = 0;
+  WcOp op = WcOp::kSend;
+  WcError error{};
+  RecvInfo recv{};
+};
+
+class RecordingSink final : public CompletionSink {
+ public:
+  void OnSendComplete(uint64_t context) override {
+    completions.push_back({Completion::Kind::kSend, context, 0, WcOp::kSend, {}});
+  }
+  void OnRecvComplete(uint64_t context, size_t bytes, const RecvInfo& info) override {
+    completions.push_back({Completion::Kind::kRecv, context, bytes, WcOp::kRecv, {}, info});
+  }
+  void OnRdmaComplete(uint64_t context, WcOp op) override {
+    completions.push_back({Completion::Kind::kRdma, context, 0, op, {}});
+  }
+  void OnError(uint64_t context, WcOp op, const WcError& error) override {
+    completions.push_back({Completion::Kind::kError, context, 0, op, error});
+  }
+  void OnEstablished() override { ++established; }
+  void OnTerminated(wire::TermCause cause, TermOrigin origin) override {
+    ++terminated;
+    term_cause = cause;
+    term_origin = origin;
+  }
+
+  [[nodiscard]] size_t Count(Completion::Kind k) const {
+    size_t n = 0;
+    for (const auto& c : completions) n += c.kind == k ? 1 : 0;
+    return n;
+  }
+
+  std::vector<Completion> completions;
+  int established = 0;
+  int terminated = 0;
+  wire::TermCause term_cause{};
+  TermOrigin term_origin = TermOrigin::kConnectionLost;
+};
+
+inline wire::MpaOutcome MakeOutcome(wire::MpaRole role, bool crc, uint16_t ird, uint16_t ord) {
+  wire::MpaOutcome o;
+  o.role = role;
+  o.revision = 2;
+  o.enhanced = true;
+  o.crc = crc;
+  o.ird = ird;
+  o.ord = ord;
+  o.p2p = true;
+  o.rtr = wire::MpaRtr::kWrite;
+  o.send_rtr = role == wire::MpaRole::kInitiator;
+  o.established_after_rtr = role == wire::MpaRole::kResponder;
+  return o;
+}
+
+inline constexpr uint32_t kPd = 7;
+
+struct Side {
+  std::unique_ptr<FakeConnection> conn;
+  mem::StagTable stags;
+  RecordingSink sink;
+  std::unique_ptr<QueuePair> qp;
+
+  Side(std::unique_ptr<FakeConnection> c, uint64_t seed)
+      : conn(std::move(c)), stags(Random(seed), 64) {}
+
+  void Create(wire::MpaRole role, bool crc, QpConfig cfg, uint16_t ird, uint16_t ord) {
+    cfg.role = role;
+    auto r = QueuePair::Create(*conn, stags, kPd, MakeOutcome(role, crc, ird, ord), cfg, sink);
+    if (r.ok()) qp = std::move(r).value();
+  }
+
+  uint32_t Register(Bytes& buf, uint32_t access, uint64_t base_to = 0x1000) {
+    mem::RegionSpec spec;
+    spec.host = buf.data();
+    spec.length = buf.size();
+    spec.base_to = base_to;
+    spec.access = access;
+    spec.pd = kPd;
+    auto r = stags.Register(spec);
+    return r.ok() ? *r : 0;
+  }
+};
+
+// Initiator `a` and responder `b` over one fake connection pair.
+struct QpPair {
+  Side a;
+  Side b;
+
+  QpPair(size_t max_per_call, bool crc, QpConfig cfg = {}, uint16_t ird = 4, uint16_t ord = 4)
+      : QpPair(::iwarpx::testing::MakeFakeConnectionPair(max_per_call), crc, cfg, ird, ord) {}
+
+  QpPair(std::pair<std::unique_ptr<FakeConnection>, std::unique_ptr<FakeConnection>> conns,
+         bool crc, QpConfig cfg, uint16_t ird, uint16_t ord)
+      : a(std::move(conns.first), 11), b(std::move(conns.second), 22) {
+    a.Create(wire::MpaRole::kInitiator, crc, cfg, ird, ord);
+    b.Create(wire::MpaRole::kResponder, crc, cfg, ird, ord);
+  }
+
+  void Start() {
+    a.qp->Start();
+    b.qp->Start();
+  }
+
+  // Drives both QPs until neither can make progress. Returns the rounds used.
+  int Pump(int max_rounds = 1 << 22) {
+    int rounds = 0;
+    for (; rounds < max_rounds; ++rounds) {
+      bool any = false;
+      for (Side* s : {&a, &b}) {
+        if (s->qp->wants_write()) {
+          s->qp->OnWritable();
+          any = true;
+        }
+        if (s->qp->wants_read() && s->conn->pending() > 0) {
+          s->qp->OnReadable();
+          any = true;
+        }
+      }
+      if (!any) break;
+      // A write that makes no progress (peer window full) and nothing to read.
+      if (!(a.conn->pending() > 0 && a.qp->wants_read()) &&
+          !(b.conn->pending() > 0 && b.qp->wants_read()) && !a.qp->wants_write() &&
+          !b.qp->wants_write()) {
+        break;
+      }
+    }
+    // Let each side observe an end of stream (twice: one side's close may
+    // follow from the other's).
+    for (int i = 0; i < 2; ++i) {
+      for (Side* s : {&a, &b}) {
+        if (s->qp->wants_read()) s->qp->OnReadable();
+      }
+    }
+    return rounds;
+  }
+};
+
+// A QP (`side`, responder unless told) facing a hand-driven raw peer end.
+struct RawPeer {
+  std::unique_ptr<FakeConnection> raw;
+  Side side;
+  bool crc;
+
+  RawPeer(bool crc_on, QpConfig cfg = {}, uint16_t ird = 4, uint16_t ord = 4,
+          wire::MpaRole role = wire::MpaRole::kResponder)
+      : RawPeer(::iwarpx::testing::MakeFakeConnectionPair(0), crc_on, cfg, ird, ord, role) {}
+
+  RawPeer(std::pair<std::unique_ptr<FakeConnection>, std::unique_ptr<FakeConnection>> conns,
+          bool crc_on, QpConfig cfg, uint16_t ird, uint16_t ord, wire::MpaRole role)
+      : raw(std::move(conns.first)), side(std::move(conns.second), 33), crc(crc_on) {
+    side.Create(role, crc, cfg, ird, ord);
+  }
+
+  void WriteBytes(const Bytes& b) {
+    const iovec v{const_cast<uint8_t*>(b.data()), b.size()};
+    (void)raw->SendV(std::span<const iovec>(&v, 1));
+  }
+  static Bytes Fpdu(const Bytes& ulpdu, bool crc_on) {
+    Bytes out(wire::FpduWireLength(ulpdu.size()));
+    auto n = wire::EncodeFpdu(ulpdu, crc_on, out);
+    if (!n.ok()) out.clear();
+    return out;
+  }
+  void WriteUlpdu(const Bytes& ulpdu) { WriteBytes(Fpdu(ulpdu, crc)); }
+
+  // Everything the QP wrote so far, as ULPDUs.
+  std::vector<Bytes> ReadUlpdus() { return Parse(ReadRaw()); }
+
+  // Everything the QP wrote so far, raw.
+  Bytes ReadRaw() {
+    Bytes all;
+    uint8_t buf[4096];
+    for (;;) {
+      const iovec v{buf, sizeof(buf)};
+      const transport::IoResult r = raw->RecvV(std::span<const iovec>(&v, 1));
+      if (!r.ok() || r.bytes == 0) break;
+      all.insert(all.end(), buf, buf + r.bytes);
+    }
+    return all;
+  }
+
+  [[nodiscard]] std::vector<Bytes> Parse(const Bytes& all) const {
+    wire::FpduRxConfig cfg;
+    cfg.crc = crc;
+    wire::FpduStreamParser parser(cfg);
+    ::iwarpx::testing::FpduRecorder rec;
+    parser.Feed(all, rec);
+    return rec.fpdus;
+  }
+
+  void Drive(int rounds = 64) {
+    for (int i = 0; i < rounds; ++i) {
+      if (side.qp->wants_write()) side.qp->OnWritable();
+      if (side.qp->wants_read()) side.qp->OnReadable();
+    }
+  }
+};
+
+}  // namespace iwarpx::qp::test
