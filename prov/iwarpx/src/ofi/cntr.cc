@@ -159,23 +159,7 @@ int Cntr::Wait(uint64_t threshold, int timeout) {
 }
 
 int Cntr::Control(int command, void* arg) {
-  switch (command) {
-    case FI_GETWAIT:
-      if (waiter_.fd() < 0) {
-        IWX_WARN(cntr, "fi_control(FI_GETWAIT): the counter has no wait object (FI_WAIT_NONE)\n");
-        return -FI_ENODATA;
-      }
-      if (arg == nullptr) return -FI_EINVAL;
-      *static_cast<int*>(arg) = waiter_.fd();
-      return 0;
-    case FI_GETWAITOBJ:
-      if (arg == nullptr) return -FI_EINVAL;
-      *static_cast<enum fi_wait_obj*>(arg) = waiter_.kind();
-      return 0;
-    default:
-      IWX_WARN(cntr, "fi_control: command %d is not supported on a counter\n", command);
-      return -FI_ENOSYS;
-  }
+  return waiter_.Control(command, arg, FI_LOG_CNTR, "counter");
 }
 
 // A counter has no "empty" state; what the application waits for is a change,

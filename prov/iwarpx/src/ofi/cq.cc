@@ -258,23 +258,7 @@ int Cq::Signal() {
 }
 
 int Cq::Control(int command, void* arg) {
-  switch (command) {
-    case FI_GETWAIT:
-      if (waiter_.fd() < 0) {
-        IWX_WARN(cq, "fi_control(FI_GETWAIT): the CQ has no wait object (FI_WAIT_NONE)\n");
-        return -FI_ENODATA;
-      }
-      if (arg == nullptr) return -FI_EINVAL;
-      *static_cast<int*>(arg) = waiter_.fd();
-      return 0;
-    case FI_GETWAITOBJ:
-      if (arg == nullptr) return -FI_EINVAL;
-      *static_cast<enum fi_wait_obj*>(arg) = waiter_.kind();
-      return 0;
-    default:
-      IWX_WARN(cq, "fi_control: command %d is not supported on a CQ\n", command);
-      return -FI_ENOSYS;
-  }
+  return waiter_.Control(command, arg, FI_LOG_CQ, "CQ");
 }
 
 int Cq::TryWait() {

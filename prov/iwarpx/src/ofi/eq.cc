@@ -213,23 +213,7 @@ ssize_t Eq::Write(uint32_t event, const void* buf, size_t len, uint64_t flags) {
 }
 
 int Eq::Control(int command, void* arg) {
-  switch (command) {
-    case FI_GETWAIT:
-      if (waiter_.fd() < 0) {
-        IWX_WARN(eq, "fi_control(FI_GETWAIT): the EQ has no wait object (FI_WAIT_NONE)\n");
-        return -FI_ENODATA;
-      }
-      if (arg == nullptr) return -FI_EINVAL;
-      *static_cast<int*>(arg) = waiter_.fd();
-      return 0;
-    case FI_GETWAITOBJ:
-      if (arg == nullptr) return -FI_EINVAL;
-      *static_cast<enum fi_wait_obj*>(arg) = waiter_.kind();
-      return 0;
-    default:
-      IWX_WARN(eq, "fi_control: command %d is not supported on an EQ\n", command);
-      return -FI_ENOSYS;
-  }
+  return waiter_.Control(command, arg, FI_LOG_EQ, "EQ");
 }
 
 int Eq::TryWait() {

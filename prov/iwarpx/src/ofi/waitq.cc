@@ -7,6 +7,8 @@
 
 #include <rdma/fi_errno.h>
 
+#include "ofi/log.h"
+
 namespace iwarpx::ofi {
 
 Waiter::~Waiter() {
@@ -44,6 +46,28 @@ bool Waiter::Drain() {
   if (fd_ < 0) return false;
   uint64_t count = 0;
   return read(fd_, &count, sizeof(count)) == static_cast<ssize_t>(sizeof(count)) && count != 0;
+}
+
+int Waiter::Control(int command, void* arg, enum fi_log_subsys subsys, const char* what) const {
+  switch (command) {
+    case FI_GETWAIT:
+      if (fd_ < 0) {
+        FI_WARN(&g_provider, subsys,
+                "fi_control(FI_GETWAIT): the %s has no wait object (FI_WAIT_NONE)\n", what);
+        return -FI_ENODATA;
+      }
+      if (arg == nullptr) return -FI_EINVAL;
+      *static_cast<int*>(arg) = fd_;
+      return 0;
+    case FI_GETWAITOBJ:
+      if (arg == nullptr) return -FI_EINVAL;
+      *static_cast<enum fi_wait_obj*>(arg) = kind_;
+      return 0;
+    default:
+      FI_WARN(&g_provider, subsys, "fi_control: command %d is not supported on a %s\n", command,
+              what);
+      return -FI_ENOSYS;
+  }
 }
 
 }  // namespace iwarpx::ofi

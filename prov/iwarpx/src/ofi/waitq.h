@@ -29,6 +29,7 @@
 
 #include <rdma/fabric.h>
 #include <rdma/fi_eq.h>
+#include <rdma/providers/fi_log.h>
 
 namespace iwarpx::ofi {
 
@@ -45,6 +46,10 @@ class Waiter {
   [[nodiscard]] bool can_block() const { return kind_ != FI_WAIT_NONE; }
   [[nodiscard]] int fd() const { return fd_; }
   [[nodiscard]] enum fi_wait_obj kind() const { return kind_; }
+  // fi_control(FI_GETWAIT / FI_GETWAITOBJ) of the object that owns this
+  // waiter (CQ, EQ, counter); `what` names it in the log line. Other commands
+  // are -FI_ENOSYS. Any thread.
+  int Control(int command, void* arg, enum fi_log_subsys subsys, const char* what) const;
 
   // Call with mu held after the state changed.
   void Signal();

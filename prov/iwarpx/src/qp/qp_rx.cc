@@ -247,6 +247,21 @@ QueuePair::Dispatch QueuePair::DispatchImmediate() {
   return Dispatch::kProceed;
 }
 
+// Read and Atomic Requests share QN 1 and the inbound queue: the MSN must be
+// the next one on that queue and the queue must have room (IRD exceeded is a
+// Terminate RDMAP/operation/0x07, as siw answers it).
+bool QueuePair::AdmitInboundRequest(uint32_t msn) {
+  if (msn != rx_msn_read_) {
+    RxFail(wire::term::kDdpUntaggedMsnRange);
+    return false;
+  }
+  if (irq_count_ >= irq_.size()) {
+    RxFail(wire::term::kRdmapCatastrophicStream);
+    return false;
+  }
+  return true;
+}
+
 QueuePair::Dispatch QueuePair::DispatchAtomicRequest() {
   const wire::DdpHeader& h = rx_seg_.ddp;
   const auto* body = std::get_if<wire::AtomicRequestBody>(&rx_seg_.body);
@@ -254,14 +269,7 @@ QueuePair::Dispatch QueuePair::DispatchAtomicRequest() {
     RxFail(wire::term::kRdmapOpUnspecified);
     return Dispatch::kFailed;
   }
-  if (h.msn != rx_msn_read_) {
-    RxFail(wire::term::kDdpUntaggedMsnRange);
-    return Dispatch::kFailed;
-  }
-  if (irq_count_ >= irq_.size()) {
-    RxFail(wire::term::kRdmapCatastrophicStream);
-    return Dispatch::kFailed;
-  }
+  if (!AdmitInboundRequest(h.msn)) return Dispatch::kFailed;
   auto where =
       stags_.Resolve(body->remote_stag, body->remote_to, sizeof(uint64_t), mem::kRemoteAtomic, pd_);
   if (!where.ok()) {
@@ -297,14 +305,7 @@ QueuePair::Dispatch QueuePair::DispatchReadRequest() {
     RxFail(wire::term::kRdmapOpUnspecified);
     return Dispatch::kFailed;
   }
-  if (h.msn != rx_msn_read_) {
-    RxFail(wire::term::kDdpUntaggedMsnRange);
-    return Dispatch::kFailed;
-  }
-  if (irq_count_ >= irq_.size()) {
-    RxFail(wire::term::kRdmapCatastrophicStream);  // IRD exceeded, as siw answers
-    return Dispatch::kFailed;
-  }
+  if (!AdmitInboundRequest(h.msn)) return Dispatch::kFailed;
   if (body->read_size == 0) return Dispatch::kProceed;
   // Checked now so a bad request is refused at once; checked again per Read
   // Response FPDU at send time (the region may go away in between).

@@ -239,6 +239,7 @@ class QueuePair {
   Dispatch DispatchAtomicResponse();
   void RxFpduComplete();
   void RxFail(wire::TermCause cause);
+  bool AdmitInboundRequest(uint32_t msn);  // QN 1: MSN order and IRD room
   bool AdvanceRx(ByteSpan bytes);
   void ResetRxFpdu();
   bool HandleIo(const transport::IoResult& r);
