@@ -1,5 +1,7 @@
 #include "ofi/common.h"
 
+#include <cstdio>
+
 #include <rdma/fi_errno.h>
 
 namespace iwarpx::ofi {
@@ -29,6 +31,15 @@ int fi_no_tostr(const struct fid* /*fid*/, char* /*buf*/, size_t /*len*/) {
 int fi_no_ops_set(struct fid* /*fid*/, const char* /*name*/, uint64_t /*flags*/, void* /*ops*/,
                   void* /*context*/) {
   return -FI_ENOSYS;
+}
+
+const char* ProvErrnoText(int prov_errno, char* buf, size_t len) {
+  const char* text = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
+  if (buf != nullptr && len != 0) {
+    std::snprintf(buf, len, "%s", text);
+    return buf;
+  }
+  return text;
 }
 
 }  // namespace iwarpx::ofi

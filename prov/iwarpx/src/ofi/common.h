@@ -9,6 +9,7 @@
 // -FI_EINVAL, never dereferenced as ours. All functions here are thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <rdma/fabric.h>
@@ -39,6 +40,10 @@ inline bool IsOurs(const struct fid* f, size_t fclass, const struct fi_ops* ops)
 
 // -FI_E* for an internal status.
 int ToFiErr(mem::RegisterError e);
+
+// The text for a CQ or EQ error's prov_errno (fi_cq_strerror / fi_eq_strerror):
+// copied into buf when buf/len are given, else a static string.
+const char* ProvErrnoText(int prov_errno, char* buf, size_t len);
 
 // Stubs for ops the provider does not support: each returns -FI_ENOSYS.
 int fi_no_bind(struct fid* fid, struct fid* bfid, uint64_t flags);

@@ -46,12 +46,7 @@ int CqSignal(struct fid_cq* cq) {
 
 const char* CqStrError(struct fid_cq* /*cq*/, int prov_errno, const void* /*err_data*/, char* buf,
                        size_t len) {
-  const char* text = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
-  if (buf != nullptr && len != 0) {
-    std::snprintf(buf, len, "%s", text);
-    return buf;
-  }
-  return text;
+  return ProvErrnoText(prov_errno, buf, len);
 }
 
 const struct fi_ops kCqFiOps = {

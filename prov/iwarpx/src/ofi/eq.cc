@@ -38,12 +38,7 @@ ssize_t EqSRead(struct fid_eq* eq, uint32_t* event, void* buf, size_t len, int t
 }
 const char* EqStrError(struct fid_eq* /*eq*/, int prov_errno, const void* /*err_data*/, char* buf,
                        size_t len) {
-  const char* text = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
-  if (buf != nullptr && len != 0) {
-    std::snprintf(buf, len, "%s", text);
-    return buf;
-  }
-  return text;
+  return ProvErrnoText(prov_errno, buf, len);
 }
 
 const struct fi_ops kEqFiOps = {
