@@ -21,6 +21,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
 
 namespace {
 
@@ -164,11 +165,21 @@ TEST(GetInfo, BadNodeIsAnError) {
   fi_freeinfo(hints);
 }
 
-TEST_F(ObjectsTest, EndpointsAreNotAvailableYet) {
+TEST_F(ObjectsTest, EndpointLifecycleAndMisuse) {
   fid_ep* ep = nullptr;
-  EXPECT_EQ(fi_endpoint(domain_, info_, &ep, nullptr), -FI_ENOSYS);
+  ASSERT_EQ(fi_endpoint(domain_, info_, &ep, nullptr), 0);
+  // An MSG endpoint needs an EQ before fi_enable; data calls need a connection.
+  EXPECT_EQ(fi_enable(ep), -FI_ENOEQ);
+  char buf[8] = {};
+  EXPECT_EQ(fi_send(ep, buf, sizeof(buf), nullptr, 0, nullptr), -FI_EOPBADSTATE);
+  EXPECT_EQ(fi_tsend(ep, buf, sizeof(buf), nullptr, 0, 0, nullptr), -FI_ENOSYS);
+  // While the endpoint is open its domain cannot close.
+  EXPECT_EQ(fi_close(&domain_->fid), -FI_EBUSY);
+  EXPECT_EQ(fi_close(&ep->fid), 0);
   fid_pep* pep = nullptr;
-  EXPECT_EQ(fi_passive_ep(fabric_, info_, &pep, nullptr), -FI_ENOSYS);
+  ASSERT_EQ(fi_passive_ep(fabric_, info_, &pep, nullptr), 0);
+  EXPECT_EQ(fi_listen(pep), -FI_ENOEQ);
+  EXPECT_EQ(fi_close(&pep->fid), 0);
   fid_av* av = nullptr;
   fi_av_attr av_attr{};
   EXPECT_EQ(fi_av_open(domain_, &av_attr, &av, nullptr), -FI_ENOSYS);

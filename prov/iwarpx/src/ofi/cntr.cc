@@ -5,6 +5,7 @@
 #include <rdma/fi_errno.h>
 
 #include "ofi/domain.h"
+#include "ofi/fabric.h"
 #include "ofi/log.h"
 
 namespace iwarpx::ofi {
@@ -107,11 +108,13 @@ Cntr* Cntr::From(struct fid* fid) {
 }
 
 uint64_t Cntr::Read() {
+  domain_->fabric()->Progress();
   std::lock_guard<std::mutex> lock(waiter_.mu);
   return value_;
 }
 
 uint64_t Cntr::ReadErr() {
+  domain_->fabric()->Progress();
   std::lock_guard<std::mutex> lock(waiter_.mu);
   return errors_;
 }
@@ -149,10 +152,16 @@ int Cntr::Wait(uint64_t threshold, int timeout) {
     IWX_WARN(cntr, "fi_cntr_wait: the counter was opened with FI_WAIT_NONE\n");
     return -FI_EINVAL;
   }
-  std::unique_lock<std::mutex> lock(waiter_.mu);
-  const uint64_t errors_at_start = errors_;
-  waiter_.WaitUntil(lock, timeout,
-                    [&] { return value_ >= threshold || errors_ != errors_at_start; });
+  uint64_t errors_at_start = 0;
+  {
+    std::lock_guard<std::mutex> lock(waiter_.mu);
+    errors_at_start = errors_;
+  }
+  domain_->fabric()->ProgressUntil(timeout, waiter_.fd(), [&] {
+    std::lock_guard<std::mutex> lock(waiter_.mu);
+    return value_ >= threshold || errors_ != errors_at_start;
+  });
+  std::lock_guard<std::mutex> lock(waiter_.mu);
   if (value_ >= threshold) return 0;
   if (errors_ != errors_at_start) return -FI_EAVAIL;
   return -FI_ETIMEDOUT;
@@ -166,11 +175,17 @@ int Cntr::Control(int command, void* arg) {
 // so fi_trywait reports -FI_EAGAIN when the counter changed since the last
 // fi_trywait (the application reads it again), else 0.
 int Cntr::TryWait() {
+  domain_->fabric()->Progress();
   std::lock_guard<std::mutex> lock(waiter_.mu);
   return waiter_.Drain() ? -FI_EAGAIN : 0;
 }
 
 int Cntr::Close() {
+  if (const int refs = refs_.load(std::memory_order_acquire); refs != 0) {
+    IWX_WARN(cntr, "fi_close(cntr %p): %d endpoint(s) still bound\n", static_cast<void*>(this),
+             refs);
+    return -FI_EBUSY;
+  }
   Domain* d = domain_;
   IWX_INFO(cntr, "cntr %p closed\n", static_cast<void*>(this));
   delete this;

@@ -1,6 +1,8 @@
 // Counters (fi_cntr_open): a success count and an error count.
 //
 // Contract
+// - Manual progress: fi_cntr_read/readerr and fi_trywait run one engine pass;
+//   fi_cntr_wait drives the engine while it waits.
 // - fi_cntr_add/set/adderr/seterr and the engine's Inc/IncErr wake every
 //   fi_cntr_wait and make the FI_GETWAIT eventfd readable.
 // - fi_cntr_wait(threshold, timeout) returns 0 once the count reaches the
@@ -10,6 +12,7 @@
 // All ops are thread-safe (one mutex per counter).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include <rdma/fi_domain.h>
@@ -27,6 +30,11 @@ class Cntr {
   static int Open(struct fid_domain* domain, struct fi_cntr_attr* attr, struct fid_cntr** cntr,
                   void* context);
   static Cntr* From(struct fid* fid);
+
+  // Endpoints bound to the counter hold a reference (fi_close: -FI_EBUSY).
+  void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void Unref() { refs_.fetch_sub(1, std::memory_order_acq_rel); }
+  Domain* domain() { return domain_; }
 
   // Engine side.
   void Inc() { Add(1); }
@@ -51,6 +59,7 @@ class Cntr {
   Waiter waiter_;
   uint64_t value_ = 0;   // waiter_.mu
   uint64_t errors_ = 0;  // waiter_.mu
+  std::atomic<int> refs_{0};
 };
 
 int CntrOpen(struct fid_domain* domain, struct fi_cntr_attr* attr, struct fid_cntr** cntr,

@@ -7,6 +7,7 @@
 #include <rdma/fi_errno.h>
 
 #include "ofi/domain.h"
+#include "ofi/fabric.h"
 #include "ofi/getinfo.h"
 #include "ofi/log.h"
 
@@ -195,6 +196,7 @@ ssize_t Cq::Read(void* buf, size_t count, fi_addr_t* src_addr) {
     IWX_WARN(cq, "fi_cq_read: buf is NULL\n");
     return -FI_EINVAL;
   }
+  domain_->fabric()->Progress();
   std::lock_guard<std::mutex> lock(waiter_.mu);
   return ReadLocked(buf, count, src_addr);
 }
@@ -238,11 +240,18 @@ ssize_t Cq::SRead(void* buf, size_t count, fi_addr_t* src_addr, const void* cond
     if (threshold == 0) threshold = 1;
     if (threshold > count) threshold = count;
   }
-  std::unique_lock<std::mutex> lock(waiter_.mu);
-  // Manual progress will be driven from here once the engine exists.
-  waiter_.WaitUntil(lock, timeout, [&] {
-    return ring_.size() >= threshold || (!ring_.empty() && ring_.front().error) || ring_.full();
+  uint64_t epoch = 0;
+  {
+    std::lock_guard<std::mutex> lock(waiter_.mu);
+    epoch = waiter_.interrupts();
+  }
+  // Manual progress: this thread drives the engine while it waits.
+  domain_->fabric()->ProgressUntil(timeout, waiter_.fd(), [&] {
+    std::lock_guard<std::mutex> lock(waiter_.mu);
+    return ring_.size() >= threshold || (!ring_.empty() && ring_.front().error) || ring_.full() ||
+           waiter_.interrupts() != epoch;
   });
+  std::lock_guard<std::mutex> lock(waiter_.mu);
   return ReadLocked(buf, count, src_addr);
 }
 
@@ -257,6 +266,7 @@ int Cq::Control(int command, void* arg) {
 }
 
 int Cq::TryWait() {
+  domain_->fabric()->Progress();
   std::lock_guard<std::mutex> lock(waiter_.mu);
   if (!ring_.empty()) return -FI_EAGAIN;
   waiter_.Drain();
@@ -264,8 +274,10 @@ int Cq::TryWait() {
 }
 
 int Cq::Close() {
-  // Endpoints bound to the CQ will hold a domain-style reference here; none
-  // exist yet.
+  if (const int refs = refs_.load(std::memory_order_acquire); refs != 0) {
+    IWX_WARN(cq, "fi_close(cq %p): %d endpoint(s) still bound\n", static_cast<void*>(this), refs);
+    return -FI_EBUSY;
+  }
   Domain* d = domain_;
   IWX_INFO(cq, "cq %p closed\n", static_cast<void*>(this));
   delete this;

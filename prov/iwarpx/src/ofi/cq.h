@@ -6,6 +6,8 @@
 // - Completions and error completions share one ring, so they are read in the
 //   order they were posted: fi_cq_read returns the successful completions in
 //   front of the first error, then -FI_EAVAIL until fi_cq_readerr takes it.
+// - Manual progress: fi_cq_read/readfrom and fi_trywait run one engine pass
+//   first; fi_cq_sread/sreadfrom drive the engine while they wait.
 // - fi_cq_sread/sreadfrom block (FI_WAIT_FD or FI_WAIT_UNSPEC) until a
 //   completion, an error, fi_cq_signal or the timeout (-FI_EAGAIN); with
 //   FI_WAIT_NONE they are misuse (-FI_EINVAL). fi_control(FI_GETWAIT) gives the
@@ -35,6 +37,11 @@ class Cq {
                   void* context);
   // The Cq behind a fid, or nullptr if it is not an iwarpx CQ.
   static Cq* From(struct fid* fid);
+
+  // Endpoints bound to the CQ hold a reference (fi_close: -FI_EBUSY).
+  void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void Unref() { refs_.fetch_sub(1, std::memory_order_acq_rel); }
+  Domain* domain() { return domain_; }
 
   // Engine side.
   bool Post(const struct fi_cq_data_entry& c);
@@ -67,6 +74,7 @@ class Cq {
   enum fi_cq_wait_cond wait_cond_;
   Waiter waiter_;
   Ring<Slot> ring_;  // waiter_.mu
+  std::atomic<int> refs_{0};
 };
 
 int CqOpen(struct fid_domain* domain, struct fi_cq_attr* attr, struct fid_cq** cq, void* context);

@@ -1,6 +1,7 @@
 #include "ofi/domain.h"
 
 #include <cstring>
+#include <mutex>
 #include <new>
 
 #include <rdma/fi_atomic.h>
@@ -10,6 +11,7 @@
 #include "base/random.h"
 #include "ofi/cntr.h"
 #include "ofi/cq.h"
+#include "ofi/ep.h"
 #include "ofi/fabric.h"
 #include "ofi/getinfo.h"
 #include "ofi/log.h"
@@ -31,16 +33,18 @@ int AvOpen(struct fid_domain* /*domain*/, struct fi_av_attr* /*attr*/, struct fi
   return -FI_ENOSYS;
 }
 
-int Endpoint(struct fid_domain* /*domain*/, struct fi_info* /*info*/, struct fid_ep** /*ep*/,
-             void* /*context*/) {
-  IWX_WARN(ep_ctrl,
-           "fi_endpoint: not available yet; the MSG endpoint lands with the queue-pair engine\n");
-  return -FI_ENOSYS;
+int Endpoint(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep, void* context) {
+  return EndpointOpen(domain, info, ep, context);
 }
 
-int Endpoint2(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep,
-              uint64_t /*flags*/, void* context) {
-  return Endpoint(domain, info, ep, context);
+int Endpoint2(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep, uint64_t flags,
+              void* context) {
+  if (flags != 0) {
+    IWX_WARN(ep_ctrl, "fi_endpoint2: flags %#lx are not supported\n",
+             static_cast<unsigned long>(flags));
+    return -FI_EBADFLAGS;
+  }
+  return EndpointOpen(domain, info, ep, context);
 }
 
 int ScalableEp(struct fid_domain* /*domain*/, struct fi_info* /*info*/, struct fid_ep** /*sep*/,
@@ -65,31 +69,6 @@ int SrxCtx(struct fid_domain* /*domain*/, struct fi_rx_attr* /*attr*/, struct fi
            void* /*context*/) {
   IWX_WARN(domain, "fi_srx_context: shared receive contexts are not supported\n");
   return -FI_ENOSYS;
-}
-
-// RFC 7306 defines Atomic Fetch-and-Add and Atomic Compare-and-Swap on 64-bit
-// operands; that is the whole atomic repertoire (a plain FI_SUM is a
-// fetch-add whose result is dropped, FI_ATOMIC_READ a fetch-add of 0).
-int QueryAtomic(struct fid_domain* /*domain*/, enum fi_datatype datatype, enum fi_op op,
-                struct fi_atomic_attr* attr, uint64_t flags) {
-  if (attr == nullptr) return -FI_EINVAL;
-  if ((flags & FI_FETCH_ATOMIC) != 0 && (flags & FI_COMPARE_ATOMIC) != 0) {
-    IWX_WARN(domain, "fi_query_atomic: FI_FETCH_ATOMIC and FI_COMPARE_ATOMIC are exclusive\n");
-    return -FI_EINVAL;
-  }
-  if (datatype != FI_UINT64 && datatype != FI_INT64) return -FI_EOPNOTSUPP;
-  bool ok = false;
-  if ((flags & FI_COMPARE_ATOMIC) != 0) {
-    ok = op == FI_CSWAP;
-  } else if ((flags & FI_FETCH_ATOMIC) != 0) {
-    ok = op == FI_SUM || op == FI_ATOMIC_READ;
-  } else {
-    ok = op == FI_SUM;
-  }
-  if (!ok) return -FI_EOPNOTSUPP;
-  attr->count = 1;
-  attr->size = sizeof(uint64_t);
-  return 0;
 }
 
 int QueryCollective(struct fid_domain* /*domain*/, enum fi_collective_op /*coll*/,
@@ -163,9 +142,13 @@ Domain* Domain::From(struct fid* fid) {
   return OwnerOf<Domain>(reinterpret_cast<struct fid_domain*>(fid));
 }
 
+std::mutex& Domain::table_mu() {
+  return fabric_->engine().mu();
+}
+
 int Domain::Close() {
   if (const int refs = refs_.load(std::memory_order_acquire); refs != 0) {
-    IWX_WARN(domain, "fi_close(domain %p): %d CQ(s)/counter(s)/MR(s) still open\n",
+    IWX_WARN(domain, "fi_close(domain %p): %d CQ(s)/counter(s)/MR(s)/endpoint(s) still open\n",
              static_cast<void*>(this), refs);
     return -FI_EBUSY;
   }
@@ -178,6 +161,32 @@ int Domain::Close() {
 int DomainOpen(struct fid_fabric* fabric, struct fi_info* info, struct fid_domain** domain,
                void* context) {
   return Domain::Open(fabric, info, domain, context);
+}
+
+// RFC 7306 defines Atomic Fetch-and-Add and Atomic Compare-and-Swap on 64-bit
+// operands, and the engine adds Swap; that is the whole atomic repertoire (a
+// plain FI_SUM is a fetch-add whose result is dropped, FI_ATOMIC_READ a
+// fetch-add of 0, FI_ATOMIC_WRITE a swap).
+int QueryAtomic(struct fid_domain* /*domain*/, enum fi_datatype datatype, enum fi_op op,
+                struct fi_atomic_attr* attr, uint64_t flags) {
+  if (attr == nullptr) return -FI_EINVAL;
+  if ((flags & FI_FETCH_ATOMIC) != 0 && (flags & FI_COMPARE_ATOMIC) != 0) {
+    IWX_WARN(domain, "fi_query_atomic: FI_FETCH_ATOMIC and FI_COMPARE_ATOMIC are exclusive\n");
+    return -FI_EINVAL;
+  }
+  if (datatype != FI_UINT64 && datatype != FI_INT64) return -FI_EOPNOTSUPP;
+  bool ok = false;
+  if ((flags & FI_COMPARE_ATOMIC) != 0) {
+    ok = op == FI_CSWAP;
+  } else if ((flags & FI_FETCH_ATOMIC) != 0) {
+    ok = op == FI_SUM || op == FI_ATOMIC_READ || op == FI_ATOMIC_WRITE;
+  } else {
+    ok = op == FI_SUM || op == FI_ATOMIC_WRITE;
+  }
+  if (!ok) return -FI_EOPNOTSUPP;
+  attr->count = 1;
+  attr->size = sizeof(uint64_t);
+  return 0;
 }
 
 }  // namespace iwarpx::ofi

@@ -1,10 +1,10 @@
 // The domain object (fi_domain): one software "RNIC". It owns the memory
-// table (STags of every MR opened from it) and will own the progress engine.
+// table (STags of every MR opened from it); its endpoints run on the
+// fabric's progress engine.
 //
 // Contract: any thread may call its ops (FI_THREAD_SAFE); the STag table is
-// guarded by table_mu(). fi_close fails with -FI_EBUSY while a CQ, counter or
-// MR opened from it is still open. Endpoints are not available yet:
-// fi_endpoint returns -FI_ENOSYS until the queue-pair engine lands.
+// guarded by table_mu() (the fabric's engine lock). fi_close fails with
+// -FI_EBUSY while a CQ, counter, MR or endpoint opened from it is still open.
 #pragma once
 
 #include <atomic>
@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_domain.h>
 
 #include "mem/stag_table.h"
@@ -36,8 +37,11 @@ class Domain {
   [[nodiscard]] uint64_t mr_mode() const { return mr_mode_; }
   // Protection domain id stamped on every region of this domain.
   [[nodiscard]] uint32_t pd() const { return pd_; }
-  std::mutex& table_mu() { return table_mu_; }
+  // The memory table is used by the engine while it places data, so the
+  // engine lock guards it.
+  std::mutex& table_mu();
   mem::StagTable& table() { return table_; }  // table_mu() held
+  Fabric* fabric() { return fabric_; }
 
   struct fid_domain* fid() {
     return &handle_.fid;
@@ -52,9 +56,12 @@ class Domain {
   std::atomic<int> refs_{0};
   uint64_t mr_mode_;
   uint32_t pd_;
-  std::mutex table_mu_;
   mem::StagTable table_;
 };
+
+// fi_query_atomic: which (datatype, op, flags) the endpoints execute.
+int QueryAtomic(struct fid_domain* domain, enum fi_datatype datatype, enum fi_op op,
+                struct fi_atomic_attr* attr, uint64_t flags);
 
 int DomainOpen(struct fid_fabric* fabric, struct fi_info* info, struct fid_domain** domain,
                void* context);

@@ -1,5 +1,6 @@
 #include "ofi/eq.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -123,13 +124,27 @@ bool Eq::Post(uint32_t event, const void* buf, size_t len) {
   return PostLocked(event, buf, len);
 }
 
-bool Eq::PostError(const struct fi_eq_err_entry& e) {
+bool Eq::PostCm(uint32_t event, struct fid* fid, struct fi_info* info, const void* data,
+                size_t len) {
+  if (len > kMaxMpaPrivateData || (data == nullptr && len != 0)) return false;
+  alignas(struct fi_eq_cm_entry) uint8_t buf[kMaxEqEntrySize];
+  struct fi_eq_cm_entry entry = {};
+  entry.fid = fid;
+  entry.info = info;
+  std::memcpy(buf, &entry, sizeof(entry));
+  if (len != 0) std::memcpy(buf + sizeof(entry), data, len);
+  return Post(event, buf, sizeof(entry) + len);
+}
+
+bool Eq::PostError(const struct fi_eq_err_entry& e, const void* err_data, size_t err_data_size) {
+  if (err_data_size > kMaxEqEntrySize || (err_data == nullptr && err_data_size != 0)) return false;
   std::lock_guard<std::mutex> lock(waiter_.mu);
   Slot* s = ring_.Push();
   if (s == nullptr) return false;
   s->event = 0;
   s->error = true;
-  s->len = 0;
+  s->len = err_data_size;
+  if (err_data_size != 0) std::memcpy(s->bytes, err_data, err_data_size);
   s->err = e;
   s->err.err_data = nullptr;
   s->err.err_data_size = 0;
@@ -147,8 +162,15 @@ ssize_t Eq::Read(uint32_t* event, void* buf, size_t len, uint64_t flags, int tim
     IWX_WARN(eq, "fi_eq_sread: the EQ was opened with FI_WAIT_NONE\n");
     return -FI_EINVAL;
   }
+  if (block) {
+    fabric_->ProgressUntil(timeout, waiter_.fd(), [&] {
+      std::lock_guard<std::mutex> lock(waiter_.mu);
+      return !ring_.empty();
+    });
+  } else {
+    fabric_->Progress();
+  }
   std::unique_lock<std::mutex> lock(waiter_.mu);
-  if (block) waiter_.WaitUntil(lock, timeout, [&] { return !ring_.empty(); });
   if (ring_.empty()) return -FI_EAGAIN;
   Slot& s = ring_.front();
   if (s.error) return -FI_EAVAIL;
@@ -174,13 +196,29 @@ ssize_t Eq::ReadErr(struct fi_eq_err_entry* buf, uint64_t flags) {
              static_cast<unsigned long>(flags));
     return -FI_EBADFLAGS;
   }
+  fabric_->Progress();
   std::lock_guard<std::mutex> lock(waiter_.mu);
   if (ring_.empty() || !ring_.front().error) return -FI_EAGAIN;
   void* user_err_data = buf->err_data;
   const size_t user_err_size = buf->err_data_size;
-  *buf = ring_.front().err;
-  buf->err_data = user_err_size != 0 ? user_err_data : nullptr;
-  buf->err_data_size = 0;
+  const Slot& s = ring_.front();
+  *buf = s.err;
+  // fi_eq(3): with err_data_size 0 on input the provider's buffer is returned
+  // (valid until the next fi_eq_readerr), else up to err_data_size bytes are
+  // copied into the caller's buffer.
+  if (s.len == 0) {
+    buf->err_data = user_err_size != 0 ? user_err_data : nullptr;
+    buf->err_data_size = 0;
+  } else if (user_err_size != 0 && user_err_data != nullptr) {
+    const size_t n = std::min(user_err_size, s.len);
+    std::memcpy(user_err_data, s.bytes, n);
+    buf->err_data = user_err_data;
+    buf->err_data_size = n;
+  } else {
+    std::memcpy(last_err_data_, s.bytes, s.len);
+    buf->err_data = last_err_data_;
+    buf->err_data_size = s.len;
+  }
   if ((flags & FI_PEEK) == 0) ring_.Pop();
   return sizeof(*buf);
 }
@@ -212,6 +250,7 @@ int Eq::Control(int command, void* arg) {
 }
 
 int Eq::TryWait() {
+  fabric_->Progress();
   std::lock_guard<std::mutex> lock(waiter_.mu);
   if (!ring_.empty()) return -FI_EAGAIN;
   waiter_.Drain();
@@ -219,6 +258,10 @@ int Eq::TryWait() {
 }
 
 int Eq::Close() {
+  if (const int refs = refs_.load(std::memory_order_acquire); refs != 0) {
+    IWX_WARN(eq, "fi_close(eq %p): %d endpoint(s) still bound\n", static_cast<void*>(this), refs);
+    return -FI_EBUSY;
+  }
   Fabric* f = fabric_;
   IWX_INFO(eq, "eq %p closed\n", static_cast<void*>(this));
   delete this;

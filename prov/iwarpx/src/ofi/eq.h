@@ -1,7 +1,8 @@
-// Event queues (fi_eq_open): a bounded ring of events. Today it carries the
-// application's own events (fi_eq_write, which needs FI_WRITE at open); the
-// connection manager will post FI_CONNREQ/FI_CONNECTED/FI_SHUTDOWN through
-// Post/PostError.
+// Event queues (fi_eq_open): a bounded ring of events: the connection
+// manager's FI_CONNREQ/FI_CONNECTED/FI_SHUTDOWN and error events (Post,
+// PostError) and the application's own (fi_eq_write, which needs FI_WRITE at
+// open). Manual progress: every read runs an engine pass; fi_eq_sread drives
+// the engine while it waits.
 //
 // Contract
 // - Events and error events are read in posting order: fi_eq_read returns
@@ -14,6 +15,7 @@
 // All ops are thread-safe (one mutex per EQ).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include <rdma/fi_eq.h>
@@ -34,9 +36,19 @@ class Eq {
                   void* context);
   static Eq* From(struct fid* fid);
 
+  // Endpoints bound to the EQ hold a reference (fi_close: -FI_EBUSY).
+  void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void Unref() { refs_.fetch_sub(1, std::memory_order_acq_rel); }
+
   // Engine side (any thread, never blocks): false when full or too large.
   bool Post(uint32_t event, const void* buf, size_t len);
-  bool PostError(const struct fi_eq_err_entry& e);
+  // An fi_eq_cm_entry {fid, info} followed by `data` (at most
+  // kMaxMpaPrivateData bytes).
+  bool PostCm(uint32_t event, struct fid* fid, struct fi_info* info, const void* data, size_t len);
+  // `err_data` (e.g. the peer's reject private data) is copied; the entry's
+  // own err_data/err_data_size are ignored.
+  bool PostError(const struct fi_eq_err_entry& e, const void* err_data = nullptr,
+                 size_t err_data_size = 0);
 
   ssize_t Read(uint32_t* event, void* buf, size_t len, uint64_t flags, int timeout, bool block);
   ssize_t ReadErr(struct fi_eq_err_entry* buf, uint64_t flags);
@@ -62,6 +74,8 @@ class Eq {
   bool writable_;
   Waiter waiter_;
   Ring<Slot> ring_;  // waiter_.mu
+  uint8_t last_err_data_[kMaxEqEntrySize] = {};
+  std::atomic<int> refs_{0};  // err_data handed out by fi_eq_readerr
 };
 
 int EqOpen(struct fid_fabric* fabric, struct fi_eq_attr* attr, struct fid_eq** eq, void* context);

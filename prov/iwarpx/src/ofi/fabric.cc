@@ -12,20 +12,13 @@
 #include "ofi/domain.h"
 #include "ofi/eq.h"
 #include "ofi/log.h"
+#include "ofi/pep.h"
 
 namespace iwarpx::ofi {
 namespace {
 
 int FabricClose(struct fid* fid) {
   return OwnerOf<Fabric>(reinterpret_cast<struct fid_fabric*>(fid))->Close();
-}
-
-int PassiveEp(struct fid_fabric* /*fabric*/, struct fi_info* /*info*/, struct fid_pep** /*pep*/,
-              void* /*context*/) {
-  IWX_WARN(ep_ctrl,
-           "fi_passive_ep: not available yet; the MSG passive endpoint lands with the "
-           "queue-pair engine\n");
-  return -FI_ENOSYS;
 }
 
 int WaitOpen(struct fid_fabric* /*fabric*/, struct fi_wait_attr* /*attr*/,
@@ -58,7 +51,7 @@ const struct fi_ops kFabricFiOps = {
 const struct fi_ops_fabric kFabricOps = {
     .size = sizeof(struct fi_ops_fabric),
     .domain = DomainOpen,
-    .passive_ep = PassiveEp,
+    .passive_ep = PassiveEpOpen,
     .eq_open = EqOpen,
     .wait_open = WaitOpen,
     .trywait = TryWaitOp,
@@ -79,6 +72,14 @@ int Fabric::Open(struct fi_fabric_attr* attr, struct fid_fabric** fabric, void* 
   }
   auto* f = new (std::nothrow) Fabric();
   if (f == nullptr) return -FI_ENOMEM;
+  auto engine = progress::Engine::Create(f->clock_);
+  if (!engine.ok()) {
+    IWX_WARN(fabric, "fi_fabric: cannot create the progress engine: %s\n",
+             strerror(engine.error().err));
+    delete f;
+    return -FI_ENOMEM;
+  }
+  f->engine_ = std::move(engine).value();
   f->handle_.owner = f;
   f->handle_.fid.fid.fclass = FI_CLASS_FABRIC;
   f->handle_.fid.fid.context = context;
@@ -104,6 +105,11 @@ int Fabric::Close() {
   IWX_INFO(fabric, "fabric %p closed\n", static_cast<void*>(this));
   delete this;
   return 0;
+}
+
+void Fabric::Progress() {
+  std::lock_guard<std::mutex> lock(engine_->mu());
+  engine_->RunOnce(0);
 }
 
 int Fabric::TryWait(struct fid** fids, int count) {

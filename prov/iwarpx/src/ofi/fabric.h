@@ -1,15 +1,26 @@
-// The fabric object (fi_fabric): the root that domains, EQs and fi_trywait
-// hang off. One per fi_fabric call; it holds no engine state.
+// The fabric object (fi_fabric): the root that domains, EQs, passive
+// endpoints and fi_trywait hang off. It owns the progress engine: one epoll
+// loop for every listener and connection opened under it (passive endpoints
+// and EQs belong to the fabric, not to a domain, so the engine lives here).
 //
 // Contract: any thread may call its ops (FI_THREAD_SAFE). fi_close fails with
-// -FI_EBUSY while a domain or EQ opened from it is still open.
+// -FI_EBUSY while a domain, EQ or passive endpoint opened from it is open.
+// Progress (manual, FI_PROGRESS_MANUAL): Progress() runs one non-blocking
+// engine pass; every CQ, EQ and counter read calls it, and their blocking
+// reads call ProgressUntil(). Neither may be called with a CQ/EQ/counter
+// mutex held (lock order: engine lock, then a queue's mutex).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <memory>
 
 #include <rdma/fabric.h>
 
+#include "base/clock.h"
 #include "ofi/common.h"
+#include "progress/engine.h"
 
 namespace iwarpx::ofi {
 
@@ -31,12 +42,41 @@ class Fabric {
     return &handle_.fid;
   }
 
+  progress::Engine& engine() { return *engine_; }
+  // One non-blocking engine pass (takes the engine lock).
+  void Progress();
+  // Drives progress until ready() is true or timeout_ms passes (negative: no
+  // limit); between passes it sleeps in poll(2) on the engine and on
+  // `wake_fd` (the waiting queue's eventfd, -1 for none) so completions that
+  // another thread's progress posts wake it too. Returns ready().
+  template <class Ready>
+  bool ProgressUntil(int timeout_ms, int wake_fd, Ready ready) {
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      Progress();
+      if (ready()) return true;
+      int slice = kMaxSleepMs;
+      if (timeout_ms >= 0) {
+        const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count();
+        if (spent >= timeout_ms) return false;
+        slice = static_cast<int>(std::min<long>(slice, timeout_ms - spent));
+      }
+      engine_->WaitForEvents(slice, wake_fd);
+    }
+  }
+
   // fi_ops / fi_ops_fabric implementations (fabric.cc).
   int Close();
   static int TryWait(struct fid** fids, int count);
 
  private:
+  static constexpr int kMaxSleepMs = 100;
   Fabric() = default;
+
+  MonotonicClock clock_;
+  std::unique_ptr<progress::Engine> engine_;
 
   FidHandle<struct fid_fabric, Fabric> handle_;
   std::atomic<int> refs_{0};

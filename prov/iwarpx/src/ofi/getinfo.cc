@@ -69,7 +69,9 @@ int CheckDomainAttr(const struct fi_domain_attr& a) {
     return NoMatch("FI_PROGRESS_AUTO (lands with the progress engine; progress is manual)");
   }
   if (a.mr_key_size > kMrKeySize) return NoMatch("mr_key_size (STags are 4 bytes)");
-  if (a.cq_data_size != 0) return NoMatch("cq_data_size (no FI_REMOTE_CQ_DATA)");
+  if (a.cq_data_size > kCqDataSize) {
+    return NoMatch("cq_data_size (RFC 7306 Immediate Data carries 8 bytes)");
+  }
   if (a.mr_iov_limit > 1) return NoMatch("mr_iov_limit (one iovec per region)");
   if (a.mr_cnt > GetParams().max_mr) return NoMatch("mr_cnt (FI_IWARPX_MAX_MR)");
   if (a.cq_cnt > kCqCnt || a.cntr_cnt > kCqCnt) return NoMatch("cq_cnt/cntr_cnt");
@@ -309,7 +311,7 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   d.av_type = FI_AV_UNSPEC;
   d.mr_mode = static_cast<int>(MrModeFor(hints, version));
   d.mr_key_size = kMrKeySize;
-  d.cq_data_size = 0;
+  d.cq_data_size = kCqDataSize;
   d.cq_cnt = kCqCnt;
   d.ep_cnt = kEpCnt;
   d.tx_ctx_cnt = 1;

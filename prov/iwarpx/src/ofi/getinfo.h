@@ -41,10 +41,16 @@ inline constexpr uint64_t kPreferredMrMode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | 
 inline constexpr size_t kMaxMsgSize = size_t{1} << 31;
 inline constexpr size_t kTxSize = 1024;
 inline constexpr size_t kRxSize = 1024;
+inline constexpr size_t kDefaultTxSize = 256;  // when tx_attr->size is 0
+inline constexpr size_t kDefaultRxSize = 256;
+// ULP private data in MPA Request/Reply frames: 512 bytes less the 4-byte
+// RFC 6581 IRD/ORD block (FI_OPT_CM_DATA_SIZE).
+inline constexpr size_t kMaxCmData = 508;
 inline constexpr size_t kIovLimit = 4;
 inline constexpr size_t kRmaIovLimit = 1;
 inline constexpr size_t kInjectSize = 64;
-inline constexpr size_t kMrKeySize = 4;  // an STag
+inline constexpr size_t kMrKeySize = 4;   // an STag
+inline constexpr size_t kCqDataSize = 8;  // RFC 7306 Immediate Data (fi_writedata)
 inline constexpr size_t kDefaultCqSize = 1024;
 inline constexpr size_t kMaxCqSize = size_t{1} << 20;
 inline constexpr size_t kDefaultEqSize = 256;

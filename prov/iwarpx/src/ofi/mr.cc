@@ -134,6 +134,8 @@ int Mr::Register(struct fid* fid, const struct fi_mr_attr& attr, uint64_t flags,
   }
   auto* m = new (std::nothrow) Mr(d, 0, spec.access);
   if (m == nullptr) return -FI_ENOMEM;
+  m->host_ = host;
+  m->base_to_ = spec.base_to;
   {
     std::lock_guard<std::mutex> lock(d->table_mu());
     auto r = prov_key
@@ -159,6 +161,13 @@ int Mr::Register(struct fid* fid, const struct fi_mr_attr& attr, uint64_t flags,
   IWX_DBG(mr, "mr %p: STag %#x, %zu bytes, access %#x\n", static_cast<void*>(m), m->stag_,
           iov.iov_len, m->access_);
   return 0;
+}
+
+Mr* Mr::FromDesc(void* desc) {
+  if (desc == nullptr) return nullptr;
+  auto* m = static_cast<Mr*>(desc);
+  return m->handle_.fid.fid.fclass == FI_CLASS_MR && m->handle_.fid.fid.ops == &kMrFiOps ? m
+                                                                                         : nullptr;
 }
 
 int Mr::Close() {

@@ -35,6 +35,13 @@ class Mr {
 
   [[nodiscard]] uint32_t stag() const { return stag_; }
   [[nodiscard]] uint32_t access() const { return access_; }
+  // The tagged offset of host byte `addr` inside this region (its virtual
+  // address with FI_MR_VIRT_ADDR, else the offset from the first byte).
+  [[nodiscard]] uint64_t TaggedOffsetOf(const void* addr) const {
+    return base_to_ + static_cast<uint64_t>(static_cast<const uint8_t*>(addr) - host_);
+  }
+  // The Mr behind an fi_mr_desc() value, or nullptr when `desc` is not one.
+  static Mr* FromDesc(void* desc);
   Domain* domain() { return domain_; }
 
   // Implementations of the fi_ops_mr entries (mr.cc).
@@ -50,6 +57,8 @@ class Mr {
   Domain* domain_;
   uint32_t stag_;
   uint32_t access_;
+  const uint8_t* host_ = nullptr;
+  uint64_t base_to_ = 0;
 };
 
 // The domain's fi_ops_mr table.

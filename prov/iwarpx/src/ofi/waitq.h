@@ -46,6 +46,8 @@ class Waiter {
   [[nodiscard]] bool can_block() const { return kind_ != FI_WAIT_NONE; }
   [[nodiscard]] int fd() const { return fd_; }
   [[nodiscard]] enum fi_wait_obj kind() const { return kind_; }
+  // How many Interrupt() calls so far (mu held).
+  [[nodiscard]] uint64_t interrupts() const { return interrupts_; }
   // fi_control(FI_GETWAIT / FI_GETWAITOBJ) of the object that owns this
   // waiter (CQ, EQ, counter); `what` names it in the log line. Other commands
   // are -FI_ENOSYS. Any thread.

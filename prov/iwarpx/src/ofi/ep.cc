@@ -1,0 +1,602 @@
+// Endpoint: object life, binding, enabling, connection management and the
+// engine's reports. The data-transfer calls are in ep_data.cc, the ops tables
+// in ep_ops.cc.
+#include "ofi/ep.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <new>
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_errno.h>
+
+#include "cm/cep.h"
+#include "ofi/cntr.h"
+#include "ofi/cq.h"
+#include "ofi/domain.h"
+#include "ofi/ep_ops.h"
+#include "ofi/eq.h"
+#include "ofi/fabric.h"
+#include "ofi/log.h"
+#include "ofi/mr.h"
+#include "ofi/pep.h"
+#include "ofi/prov.h"
+
+namespace iwarpx::ofi {
+namespace {
+
+// The receive slots' QP contexts carry this bit (send-queue ones do not).
+constexpr uint64_t kRxContextBit = uint64_t{1} << 32;
+
+// Largest FPDU payload (MULPDU) the QP cuts messages into.
+constexpr size_t kMulpdu = 16384;
+
+std::optional<transport::SockAddr> AddrFrom(const void* addr, size_t len) {
+  if (addr == nullptr) return std::nullopt;
+  return transport::SockAddr::FromRaw(static_cast<const sockaddr*>(addr),
+                                      static_cast<socklen_t>(len));
+}
+
+size_t AddrLenOf(const void* addr) {
+  return static_cast<const sockaddr*>(addr)->sa_family == AF_INET6 ? sizeof(sockaddr_in6)
+                                                                   : sizeof(sockaddr_in);
+}
+
+// Writes `a` to the caller's buffer (fi_getname conventions).
+int CopyName(const transport::SockAddr& a, void* addr, size_t* addrlen) {
+  if (addrlen == nullptr) return -FI_EINVAL;
+  if (!a.valid()) return -FI_EADDRNOTAVAIL;
+  const size_t need = a.length();
+  const size_t have = *addrlen;
+  *addrlen = need;
+  if (addr == nullptr || have < need) return -FI_ETOOSMALL;
+  std::memcpy(addr, a.sa(), need);
+  return 0;
+}
+
+int ErrFor(const qp::WcError& e) {
+  switch (e.origin) {
+    case qp::TermOrigin::kLocalClose: return FI_ECANCELED;
+    case qp::TermOrigin::kConnectionLost: return FI_ECONNABORTED;
+    default: break;
+  }
+  // RDMAP remote protection (layer 0, etype 1) and DDP tagged buffer errors
+  // (layer 1, etype 1) are access violations.
+  if ((e.cause.layer == 0 || e.cause.layer == 1) && e.cause.etype == 1) return FI_EACCES;
+  return FI_EIO;
+}
+
+}  // namespace
+
+Endpoint::Endpoint(Domain* domain, struct fi_info* info)
+    : domain_(domain), fabric_(domain->fabric()), info_(info) {}
+
+Endpoint::~Endpoint() {
+  fi_freeinfo(info_);
+}
+
+int Endpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep,
+                   void* context) {
+  Domain* d = Domain::From(domain != nullptr ? &domain->fid : nullptr);
+  if (d == nullptr || info == nullptr || ep == nullptr) {
+    IWX_WARN(ep_ctrl, "fi_endpoint: domain must be iwarpx's, info and ep not NULL\n");
+    return -FI_EINVAL;
+  }
+  if (info->ep_attr != nullptr && info->ep_attr->type != FI_EP_MSG &&
+      info->ep_attr->type != FI_EP_UNSPEC) {
+    IWX_WARN(ep_ctrl, "fi_endpoint: endpoint type %d is not supported (FI_EP_MSG only)\n",
+             static_cast<int>(info->ep_attr->type));
+    return -FI_ENOPROTOOPT;
+  }
+  if (info->tx_attr != nullptr && info->tx_attr->size > kTxSize) {
+    IWX_WARN(ep_ctrl, "fi_endpoint: tx_attr->size %zu exceeds %zu\n", info->tx_attr->size, kTxSize);
+    return -FI_EINVAL;
+  }
+  if (info->rx_attr != nullptr && info->rx_attr->size > kRxSize) {
+    IWX_WARN(ep_ctrl, "fi_endpoint: rx_attr->size %zu exceeds %zu\n", info->rx_attr->size, kRxSize);
+    return -FI_EINVAL;
+  }
+  struct fi_info* copy = fi_dupinfo(info);
+  if (copy == nullptr) return -FI_ENOMEM;
+  auto* e = new (std::nothrow) Endpoint(d, copy);
+  if (e == nullptr) {
+    fi_freeinfo(copy);
+    return -FI_ENOMEM;
+  }
+  const size_t tx_size =
+      info->tx_attr != nullptr && info->tx_attr->size != 0 ? info->tx_attr->size : kDefaultTxSize;
+  const size_t rx_size =
+      info->rx_attr != nullptr && info->rx_attr->size != 0 ? info->rx_attr->size : kDefaultRxSize;
+  copy->handle = nullptr;
+  if (copy->tx_attr != nullptr) {
+    copy->tx_attr->size = tx_size;
+    e->tx_op_flags_ = copy->tx_attr->op_flags;
+  }
+  if (copy->rx_attr != nullptr) {
+    copy->rx_attr->size = rx_size;
+    e->rx_op_flags_ = copy->rx_attr->op_flags;
+  }
+  e->tx_slots_.resize(tx_size);
+  e->rx_slots_.resize(rx_size);
+  e->tx_free_.reserve(tx_size);
+  e->rx_free_.reserve(rx_size);
+  for (size_t i = tx_size; i-- > 0;) e->tx_free_.push_back(static_cast<uint32_t>(i));
+  for (size_t i = rx_size; i-- > 0;) e->rx_free_.push_back(static_cast<uint32_t>(i));
+  e->early_recvs_.reserve(rx_size);
+  if (auto a = AddrFrom(info->src_addr, info->src_addrlen)) e->name_ = *a;
+
+  // An endpoint opened from an FI_CONNREQ takes over the pending connection.
+  if (info->handle != nullptr) {
+    std::lock_guard<std::mutex> lock(d->fabric()->engine().mu());
+    e->channel_ = PassiveEndpoint::TakeConnection(info->handle);
+    if (!e->channel_) {
+      IWX_WARN(ep_ctrl,
+               "fi_endpoint: info->handle is not a pending iwarpx connection request (already "
+               "accepted, rejected, or the initiator went away)\n");
+      delete e;
+      return -FI_ECONNABORTED;
+    }
+    e->cm_state_ = CmState::kAccepting;
+  }
+  e->handle_.owner = e;
+  e->handle_.fid.fid.fclass = FI_CLASS_EP;
+  e->handle_.fid.fid.context = context;
+  InstallEndpointOps(&e->handle_.fid);
+  d->Ref();
+  *ep = e->fid();
+  IWX_INFO(ep_ctrl, "ep %p opened (tx %zu, rx %zu%s)\n", static_cast<void*>(e), tx_size, rx_size,
+           e->channel_ ? ", from a connection request" : "");
+  return 0;
+}
+
+Endpoint* Endpoint::From(struct fid* fid) {
+  if (fid == nullptr || fid->fclass != FI_CLASS_EP || !IsEndpointFid(fid)) return nullptr;
+  return OwnerOf<Endpoint>(reinterpret_cast<struct fid_ep*>(fid));
+}
+
+int Endpoint::Close() {
+  {
+    std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+    qp_ = nullptr;
+    channel_.reset();  // unregisters from the engine and closes the socket
+    // The engine lock is also the memory table's (Domain::table_mu).
+    for (Slot& s : tx_slots_) ReleaseTempStag(s);
+  }
+  for (Cq* cq : {tx_cq_, rx_cq_}) {
+    if (cq != nullptr) cq->Unref();
+  }
+  for (Cntr* c : {send_cntr_, recv_cntr_, read_cntr_, write_cntr_}) {
+    if (c != nullptr) c->Unref();
+  }
+  if (eq_ != nullptr) eq_->Unref();
+  Domain* d = domain_;
+  IWX_INFO(ep_ctrl, "ep %p closed\n", static_cast<void*>(this));
+  delete this;
+  d->Unref();
+  return 0;
+}
+
+int Endpoint::Bind(struct fid* bfid, uint64_t flags) {
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  if (enabled_) {
+    IWX_WARN(ep_ctrl, "fi_ep_bind: the endpoint is already enabled\n");
+    return -FI_EOPBADSTATE;
+  }
+  if (Eq* eq = Eq::From(bfid)) {
+    if (eq_ != nullptr) eq_->Unref();
+    eq_ = eq;
+    eq_->Ref();
+    return 0;
+  }
+  if (Cq* cq = Cq::From(bfid)) {
+    constexpr uint64_t kCqFlags = FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION;
+    if ((flags & ~kCqFlags) != 0 || (flags & (FI_TRANSMIT | FI_RECV)) == 0) {
+      IWX_WARN(ep_ctrl,
+               "fi_ep_bind(cq): flags %#lx (FI_TRANSMIT and/or FI_RECV, optionally "
+               "FI_SELECTIVE_COMPLETION)\n",
+               static_cast<unsigned long>(flags));
+      return -FI_EBADFLAGS;
+    }
+    if (cq->domain() != domain_) {
+      IWX_WARN(ep_ctrl, "fi_ep_bind(cq): the CQ belongs to another domain\n");
+      return -FI_EINVAL;
+    }
+    const bool selective = (flags & FI_SELECTIVE_COMPLETION) != 0;
+    if ((flags & FI_TRANSMIT) != 0) {
+      if (tx_cq_ != nullptr) tx_cq_->Unref();
+      tx_cq_ = cq;
+      cq->Ref();
+      tx_selective_ = selective;
+    }
+    if ((flags & FI_RECV) != 0) {
+      if (rx_cq_ != nullptr) rx_cq_->Unref();
+      rx_cq_ = cq;
+      cq->Ref();
+      rx_selective_ = selective;
+    }
+    return 0;
+  }
+  if (Cntr* c = Cntr::From(bfid)) {
+    constexpr uint64_t kCntrFlags = FI_SEND | FI_RECV | FI_READ | FI_WRITE;
+    if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) != 0) {
+      IWX_WARN(ep_ctrl,
+               "fi_ep_bind(cntr): FI_REMOTE_READ/FI_REMOTE_WRITE counters are not "
+               "supported (no target-side RMA events)\n");
+      return -FI_ENOSYS;
+    }
+    if ((flags & ~kCntrFlags) != 0 || flags == 0) {
+      IWX_WARN(ep_ctrl, "fi_ep_bind(cntr): flags %#lx (FI_SEND, FI_RECV, FI_READ, FI_WRITE)\n",
+               static_cast<unsigned long>(flags));
+      return -FI_EBADFLAGS;
+    }
+    if (c->domain() != domain_) {
+      IWX_WARN(ep_ctrl, "fi_ep_bind(cntr): the counter belongs to another domain\n");
+      return -FI_EINVAL;
+    }
+    auto bind = [c](Cntr*& slot) {
+      if (slot != nullptr) slot->Unref();
+      slot = c;
+      c->Ref();
+    };
+    if ((flags & FI_SEND) != 0) bind(send_cntr_);
+    if ((flags & FI_RECV) != 0) bind(recv_cntr_);
+    if ((flags & FI_READ) != 0) bind(read_cntr_);
+    if ((flags & FI_WRITE) != 0) bind(write_cntr_);
+    return 0;
+  }
+  IWX_WARN(ep_ctrl,
+           "fi_ep_bind: fid of class %zu cannot be bound to an MSG endpoint (EQ, CQ or "
+           "counter of this provider)\n",
+           bfid != nullptr ? bfid->fclass : size_t{0});
+  return -FI_EINVAL;
+}
+
+int Endpoint::Control(int command, void* arg) {
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  switch (command) {
+    case FI_ENABLE:
+      if (eq_ == nullptr) {
+        IWX_WARN(ep_ctrl, "fi_enable: an MSG endpoint needs an EQ bound (fi_ep_bind)\n");
+        return -FI_ENOEQ;
+      }
+      enabled_ = true;
+      return 0;
+    case FI_GETOPSFLAG:
+    case FI_SETOPSFLAG: {
+      if (arg == nullptr) return -FI_EINVAL;
+      auto* flags = static_cast<uint64_t*>(arg);
+      const bool tx = (*flags & FI_TRANSMIT) != 0;
+      const bool rx = (*flags & FI_RECV) != 0;
+      if (tx == rx) {
+        IWX_WARN(ep_ctrl, "fi_control(OPSFLAG): exactly one of FI_TRANSMIT and FI_RECV\n");
+        return -FI_EINVAL;
+      }
+      uint64_t& ops = tx ? tx_op_flags_ : rx_op_flags_;
+      if (command == FI_GETOPSFLAG) {
+        *flags = ops;
+      } else {
+        ops = *flags & ~(FI_TRANSMIT | FI_RECV);
+      }
+      return 0;
+    }
+    default:
+      IWX_WARN(ep_ctrl, "fi_control: command %d is not supported on an endpoint\n", command);
+      return -FI_ENOSYS;
+  }
+}
+
+progress::ChannelConfig Endpoint::MakeChannelConfig() const {
+  const Params& p = GetParams();
+  progress::ChannelConfig c;
+  c.policy.max_revision = static_cast<uint8_t>(p.mpa_rev);
+  c.policy.want_crc = p.mpa_crc;
+  c.policy.want_markers = p.mpa_markers;
+  c.policy.ird = static_cast<uint16_t>(p.ird);
+  c.policy.max_ird = static_cast<uint16_t>(p.ird);
+  c.policy.ord = static_cast<uint16_t>(p.ord);
+  c.pd = domain_->pd();
+  return c;
+}
+
+qp::QpConfig Endpoint::MakeQpConfig() const {
+  qp::QpConfig c;
+  c.sq_size = static_cast<uint32_t>(tx_slots_.size());
+  c.rq_size = static_cast<uint32_t>(rx_slots_.size());
+  c.max_fpdu_payload = kMulpdu;
+  return c;
+}
+
+int Endpoint::GetName(void* addr, size_t* addrlen) {
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  if (channel_) return CopyName(channel_->local_address(), addr, addrlen);
+  return CopyName(name_, addr, addrlen);
+}
+
+int Endpoint::SetName(const void* addr, size_t addrlen) {
+  auto a = AddrFrom(addr, addrlen);
+  if (!a) {
+    IWX_WARN(ep_ctrl, "fi_setname: not an IPv4/IPv6 socket address (%zu bytes)\n", addrlen);
+    return -FI_EINVAL;
+  }
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  if (channel_) {
+    IWX_WARN(ep_ctrl, "fi_setname: the endpoint is already connecting or connected\n");
+    return -FI_EOPBADSTATE;
+  }
+  name_ = *a;
+  return 0;
+}
+
+int Endpoint::GetPeer(void* addr, size_t* addrlen) {
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  if (!channel_) return -FI_ENOTCONN;
+  return CopyName(channel_->peer_address(), addr, addrlen);
+}
+
+int Endpoint::Connect(const void* addr, const void* param, size_t paramlen) {
+  const void* dest = addr != nullptr ? addr : info_->dest_addr;
+  auto peer = dest != nullptr ? AddrFrom(dest, AddrLenOf(dest)) : std::nullopt;
+  if (!peer) {
+    IWX_WARN(ep_ctrl, "fi_connect: no IPv4/IPv6 destination address (addr or info->dest_addr)\n");
+    return -FI_EINVAL;
+  }
+  if (paramlen > kMaxCmData || (param == nullptr && paramlen != 0)) {
+    IWX_WARN(ep_ctrl, "fi_connect: %zu bytes of private data (at most %zu)\n", paramlen,
+             kMaxCmData);
+    return -FI_EINVAL;
+  }
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  if (!enabled_) {
+    IWX_WARN(ep_ctrl, "fi_connect: the endpoint is not enabled (fi_enable)\n");
+    return -FI_EOPBADSTATE;
+  }
+  if (cm_state_ != CmState::kIdle) {
+    IWX_WARN(ep_ctrl, "fi_connect: the endpoint is already connecting or connected\n");
+    return -FI_EISCONN;
+  }
+  transport::SockAddr local;
+  if (name_.valid() && name_.family() == peer->family()) local = name_;
+  auto ch = progress::MsgChannel::Connect(
+      fabric_->engine(), domain_->table(), MakeChannelConfig(), MakeQpConfig(), *peer, local,
+      ByteSpan(static_cast<const uint8_t*>(param), paramlen), *this);
+  if (!ch.ok()) {
+    IWX_WARN(ep_ctrl, "fi_connect to %s failed: %s\n", peer->ToString().c_str(),
+             strerror(ch.error()));
+    return -ch.error();
+  }
+  channel_ = std::move(ch).value();
+  cm_state_ = CmState::kConnecting;
+  IWX_INFO(ep_ctrl, "ep %p connecting to %s\n", static_cast<void*>(this), peer->ToString().c_str());
+  return 0;
+}
+
+int Endpoint::Accept(const void* param, size_t paramlen) {
+  if (paramlen > kMaxCmData || (param == nullptr && paramlen != 0)) {
+    IWX_WARN(ep_ctrl, "fi_accept: %zu bytes of private data (at most %zu)\n", paramlen, kMaxCmData);
+    return -FI_EINVAL;
+  }
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  if (!enabled_) {
+    IWX_WARN(ep_ctrl, "fi_accept: the endpoint is not enabled (fi_enable)\n");
+    return -FI_EOPBADSTATE;
+  }
+  if (cm_state_ != CmState::kAccepting || !channel_) {
+    IWX_WARN(ep_ctrl,
+             "fi_accept: the endpoint was not opened from an FI_CONNREQ's info, or "
+             "fi_accept was already called\n");
+    return -FI_EOPBADSTATE;
+  }
+  const int r = channel_->Accept(ByteSpan(static_cast<const uint8_t*>(param), paramlen),
+                                 domain_->table(), domain_->pd(), MakeQpConfig(), *this);
+  if (r != 0) {
+    IWX_WARN(ep_ctrl,
+             "fi_accept: the connection request is no longer pending (the initiator "
+             "left or timed out)\n");
+    cm_state_ = CmState::kFailed;
+    return -FI_ECONNABORTED;
+  }
+  cm_state_ = CmState::kConnecting;
+  return 0;
+}
+
+int Endpoint::Shutdown(uint64_t flags) {
+  if (flags != 0) {
+    IWX_WARN(ep_ctrl, "fi_shutdown: flags must be 0\n");
+    return -FI_EBADFLAGS;
+  }
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  if (!channel_ || cm_state_ != CmState::kConnected) {
+    IWX_WARN(ep_ctrl, "fi_shutdown: the endpoint is not connected\n");
+    return -FI_ENOTCONN;
+  }
+  cm_state_ = CmState::kShutdown;
+  channel_->Disconnect();
+  return 0;
+}
+
+ssize_t Endpoint::Cancel(void* context) {
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  // Receives still waiting for the connection can be taken back; once the QP
+  // holds a work request it runs to completion or to the connection's end.
+  for (auto it = early_recvs_.begin(); it != early_recvs_.end(); ++it) {
+    const auto index = static_cast<uint32_t>(it->context & ~kRxContextBit);
+    Slot& s = rx_slots_[index];
+    if (s.context != context) continue;
+    struct fi_cq_err_entry e = {};
+    e.op_context = s.context;
+    e.flags = s.flags;
+    e.err = FI_ECANCELED;
+    if (rx_cq_ != nullptr) (void)rx_cq_->PostError(e);
+    rx_free_.push_back(index);
+    early_recvs_.erase(it);
+    return 0;
+  }
+  return -FI_ENOENT;
+}
+
+int Endpoint::GetOpt(int level, int optname, void* optval, size_t* optlen) {
+  if (level != FI_OPT_ENDPOINT || optval == nullptr || optlen == nullptr) return -FI_ENOPROTOOPT;
+  if (optname == FI_OPT_CM_DATA_SIZE) {
+    if (*optlen < sizeof(size_t)) {
+      *optlen = sizeof(size_t);
+      return -FI_ETOOSMALL;
+    }
+    *static_cast<size_t*>(optval) = kMaxCmData;
+    *optlen = sizeof(size_t);
+    return 0;
+  }
+  return -FI_ENOPROTOOPT;
+}
+
+int Endpoint::SetOpt(int level, int optname, const void* /*optval*/, size_t /*optlen*/) {
+  IWX_INFO(ep_ctrl, "fi_setopt: option %d at level %d is not supported\n", optname, level);
+  return -FI_ENOPROTOOPT;
+}
+
+// --- Engine reports ------------------------------------------------------
+
+void Endpoint::OnQpReady(qp::QueuePair& qp) {
+  qp_ = &qp;
+  for (const qp::RecvWr& wr : early_recvs_) {
+    if (qp.PostRecv(wr) != qp::QpStatus::kOk) {
+      IWX_WARN(ep_ctrl, "ep %p: a receive posted before the connection was refused by the QP\n",
+               static_cast<void*>(this));
+    }
+  }
+  early_recvs_.clear();
+}
+
+void Endpoint::OnEstablished() {
+  cm_state_ = CmState::kConnected;
+  if (eq_ == nullptr) return;
+  ByteSpan pd;
+  if (channel_ && channel_->outcome() && channel_->outcome()->role == wire::MpaRole::kInitiator) {
+    pd = channel_->peer_private_data();
+  }
+  if (!eq_->PostCm(FI_CONNECTED, &handle_.fid.fid, nullptr, pd.data(), pd.size())) {
+    IWX_WARN(eq, "ep %p: the EQ is full; FI_CONNECTED lost\n", static_cast<void*>(this));
+  }
+}
+
+void Endpoint::OnConnectFailed(const cm::CepError& error, ByteSpan reject_data) {
+  cm_state_ = CmState::kFailed;
+  if (eq_ == nullptr) return;
+  struct fi_eq_err_entry e = {};
+  e.fid = &handle_.fid.fid;
+  e.context = handle_.fid.fid.context;
+  e.err = cm::CepErrno(error);
+  e.prov_errno = error.kind == cm::CepErrorKind::kProtocol ? static_cast<int>(error.wire_error) : 0;
+  IWX_INFO(ep_ctrl, "ep %p: connection setup failed: %s\n", static_cast<void*>(this),
+           fi_strerror(e.err));
+  if (!eq_->PostError(e, reject_data.data(), reject_data.size())) {
+    IWX_WARN(eq, "ep %p: the EQ is full; connection error lost\n", static_cast<void*>(this));
+  }
+}
+
+void Endpoint::OnTerminated(wire::TermCause cause, qp::TermOrigin origin) {
+  const bool was_connected = cm_state_ == CmState::kConnected;
+  if (cm_state_ != CmState::kShutdown) cm_state_ = CmState::kShutdown;
+  IWX_INFO(ep_ctrl, "ep %p: connection ended (origin %d, cause %#x)\n", static_cast<void*>(this),
+           static_cast<int>(origin), qp::ProvErrno(cause));
+  if (origin == qp::TermOrigin::kLocalClose || eq_ == nullptr) return;
+  if (!was_connected) {
+    // Ended before FI_CONNECTED (e.g. the responder's QP failed on the
+    // first FPDU): report it as a failed connection.
+    cm::CepError e;
+    e.kind = cm::CepErrorKind::kPeerClosed;
+    OnConnectFailed(e, {});
+    return;
+  }
+  if (!eq_->PostCm(FI_SHUTDOWN, &handle_.fid.fid, nullptr, nullptr, 0)) {
+    IWX_WARN(eq, "ep %p: the EQ is full; FI_SHUTDOWN lost\n", static_cast<void*>(this));
+  }
+}
+
+void Endpoint::ReleaseTempStag(Slot& s) {
+  if (s.temp_stag == 0) return;
+  (void)domain_->table().Deregister(s.temp_stag);
+  s.temp_stag = 0;
+}
+
+void Endpoint::PostCqError(Cq* cq, void* context, uint64_t flags, const qp::WcError& error) {
+  if (cq == nullptr) return;
+  struct fi_cq_err_entry e = {};
+  e.op_context = context;
+  e.flags = flags;
+  e.err = ErrFor(error);
+  e.prov_errno = qp::ProvErrno(error.cause);
+  if (!cq->PostError(e)) {
+    IWX_WARN(cq, "ep %p: the CQ is full; an error completion was lost\n", static_cast<void*>(this));
+  }
+}
+
+void Endpoint::ReportTx(uint32_t index, bool success, const qp::WcError* error) {
+  Slot& s = tx_slots_[index];
+  ReleaseTempStag(s);
+  if (success) {
+    if (s.report && tx_cq_ != nullptr) {
+      struct fi_cq_data_entry c = {};
+      c.op_context = s.context;
+      c.flags = s.flags;
+      if (!tx_cq_->Post(c)) {
+        IWX_WARN(cq, "ep %p: the CQ is full; a completion was lost\n", static_cast<void*>(this));
+      }
+    }
+    if (s.cntr != nullptr) s.cntr->Inc();
+  } else {
+    PostCqError(tx_cq_, s.context, s.flags, *error);
+    if (s.cntr != nullptr) s.cntr->IncErr();
+  }
+  FreeTx(index);
+}
+
+void Endpoint::OnSendComplete(uint64_t context) {
+  ReportTx(static_cast<uint32_t>(context), true, nullptr);
+}
+
+void Endpoint::OnRdmaComplete(uint64_t context, qp::WcOp /*op*/) {
+  ReportTx(static_cast<uint32_t>(context), true, nullptr);
+}
+
+void Endpoint::OnRecvComplete(uint64_t context, size_t bytes, const qp::RecvInfo& info) {
+  const auto index = static_cast<uint32_t>(context & ~kRxContextBit);
+  Slot& s = rx_slots_[index];
+  if (rx_cq_ != nullptr && s.report) {
+    struct fi_cq_data_entry c = {};
+    c.op_context = s.context;
+    if (info.has_imm) {
+      c.flags = FI_REMOTE_CQ_DATA | FI_RMA | FI_REMOTE_WRITE;
+      c.data = info.imm;
+    } else {
+      c.flags = FI_RECV | FI_MSG;
+      c.len = bytes;
+      c.buf = s.buf;
+    }
+    if (!rx_cq_->Post(c)) {
+      IWX_WARN(cq, "ep %p: the CQ is full; a receive completion was lost\n",
+               static_cast<void*>(this));
+    }
+  }
+  if (recv_cntr_ != nullptr) recv_cntr_->Inc();
+  rx_free_.push_back(index);
+}
+
+void Endpoint::OnError(uint64_t context, qp::WcOp op, const qp::WcError& error) {
+  if (op == qp::WcOp::kRecv) {
+    const auto index = static_cast<uint32_t>(context & ~kRxContextBit);
+    const Slot& s = rx_slots_[index];
+    PostCqError(rx_cq_, s.context, s.flags, error);
+    if (recv_cntr_ != nullptr) recv_cntr_->IncErr();
+    rx_free_.push_back(index);
+    return;
+  }
+  ReportTx(static_cast<uint32_t>(context), false, &error);
+}
+
+int EndpointOpen(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep,
+                 void* context) {
+  return Endpoint::Open(domain, info, ep, context);
+}
+
+}  // namespace iwarpx::ofi

@@ -1,0 +1,366 @@
+// Endpoint data transfer: libfabric send/recv, RMA and atomic calls turned
+// into queue-pair work requests (qp/work_request.h). Every call validates its
+// arguments first (-FI_EINVAL / -FI_EMSGSIZE / -FI_EBADFLAGS with a log
+// line), then takes the engine lock, a preallocated slot and posts.
+#include <cstring>
+#include <mutex>
+
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_errno.h>
+
+#include "ofi/cntr.h"
+#include "ofi/cq.h"
+#include "ofi/domain.h"
+#include "ofi/ep.h"
+#include "ofi/fabric.h"
+#include "ofi/log.h"
+#include "ofi/mr.h"
+
+namespace iwarpx::ofi {
+namespace {
+
+constexpr uint64_t kRxContextBit = uint64_t{1} << 32;
+
+constexpr uint64_t kTxFlags = FI_COMPLETION | FI_INJECT | FI_FENCE | FI_TRANSMIT_COMPLETE |
+                              FI_DELIVERY_COMPLETE | FI_INJECT_COMPLETE | FI_REMOTE_CQ_DATA |
+                              FI_MORE | FI_MSG | FI_RMA | FI_ATOMIC | FI_SEND | FI_WRITE | FI_READ;
+constexpr uint64_t kRxFlags = FI_COMPLETION | FI_MORE | FI_MSG | FI_RECV;
+
+ssize_t ToFi(qp::QpStatus s, const char* call) {
+  switch (s) {
+    case qp::QpStatus::kOk: return 0;
+    case qp::QpStatus::kQueueFull: return -FI_EAGAIN;
+    case qp::QpStatus::kInvalid:
+      IWX_WARN(ep_data, "%s: the work request was refused as invalid\n", call);
+      return -FI_EINVAL;
+    case qp::QpStatus::kBadState:
+      IWX_WARN(ep_data, "%s: the connection has ended\n", call);
+      return -FI_EOPBADSTATE;
+  }
+  return -FI_EINVAL;
+}
+
+bool Supported64(enum fi_datatype t) {
+  return t == FI_UINT64 || t == FI_INT64;
+}
+
+}  // namespace
+
+qp::QueuePair* Endpoint::ReadyQp(const char* call, ssize_t* err) {
+  if (qp_ != nullptr && qp_->state() == qp::QpState::kRts && qp_->established()) return qp_;
+  if (qp_ != nullptr && qp_->state() == qp::QpState::kRts) {
+    *err = -FI_EAGAIN;  // accepted, waiting for the initiator's RTR
+    return nullptr;
+  }
+  IWX_WARN(ep_data, "%s: the endpoint is not connected\n", call);
+  *err = -FI_EOPBADSTATE;
+  return nullptr;
+}
+
+Endpoint::Slot* Endpoint::AllocTx(uint32_t* index) {
+  if (tx_free_.empty()) return nullptr;
+  *index = tx_free_.back();
+  tx_free_.pop_back();
+  Slot* s = &tx_slots_[*index];
+  s->temp_stag = 0;
+  return s;
+}
+
+void Endpoint::FreeTx(uint32_t index) {
+  tx_free_.push_back(index);
+}
+
+bool Endpoint::FillSgl(const struct iovec* iov, size_t count, qp::Sgl* sgl,
+                       const char* call) const {
+  if (count > kIovLimit || (iov == nullptr && count != 0)) {
+    IWX_WARN(ep_data, "%s: %zu iovecs (at most %zu)\n", call, count, kIovLimit);
+    return false;
+  }
+  size_t total = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (iov[i].iov_base == nullptr && iov[i].iov_len != 0) {
+      IWX_WARN(ep_data, "%s: iovec %zu has a NULL base and %zu bytes\n", call, i, iov[i].iov_len);
+      return false;
+    }
+    total += iov[i].iov_len;
+    (void)sgl->Add(iov[i].iov_base, iov[i].iov_len);
+  }
+  if (total > kMaxMsgSize) {
+    IWX_WARN(ep_data, "%s: %zu bytes exceed max_msg_size %zu\n", call, total, kMaxMsgSize);
+    return false;
+  }
+  return true;
+}
+
+void Endpoint::AfterPost() {
+  if (channel_) fabric_->engine().Update(*channel_);
+}
+
+ssize_t Endpoint::PostRecv(const struct iovec* iov, size_t count, void* context, uint64_t flags) {
+  if ((flags & ~kRxFlags) != 0) {
+    IWX_WARN(ep_data, "fi_recv: flags %#lx are not supported\n",
+             static_cast<unsigned long>(flags & ~kRxFlags));
+    return -FI_EBADFLAGS;
+  }
+  qp::RecvWr wr;
+  if (!FillSgl(iov, count, &wr.sgl, "fi_recv")) return -FI_EINVAL;
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  if (!enabled_) {
+    IWX_WARN(ep_data, "fi_recv: the endpoint is not enabled\n");
+    return -FI_EOPBADSTATE;
+  }
+  if (rx_free_.empty()) return -FI_EAGAIN;
+  const uint32_t index = rx_free_.back();
+  Slot& s = rx_slots_[index];
+  s.context = context;
+  s.buf = count != 0 ? iov[0].iov_base : nullptr;
+  s.flags = FI_RECV | FI_MSG;
+  s.report = !rx_selective_ || (flags & FI_COMPLETION) != 0;
+  wr.context = index | kRxContextBit;
+  if (qp_ == nullptr) {
+    if (cm_state_ == CmState::kFailed || cm_state_ == CmState::kShutdown) {
+      IWX_WARN(ep_data, "fi_recv: the connection has ended\n");
+      return -FI_EOPBADSTATE;
+    }
+    early_recvs_.push_back(wr);
+    rx_free_.pop_back();
+    return 0;
+  }
+  const ssize_t ret = ToFi(qp_->PostRecv(wr), "fi_recv");
+  if (ret == 0) {
+    rx_free_.pop_back();
+    AfterPost();
+  }
+  return ret;
+}
+
+ssize_t Endpoint::PostSend(const struct iovec* iov, size_t count, void* context, uint64_t flags) {
+  if ((flags & ~kTxFlags) != 0) {
+    IWX_WARN(ep_data, "fi_send: flags %#lx are not supported\n",
+             static_cast<unsigned long>(flags & ~kTxFlags));
+    return -FI_EBADFLAGS;
+  }
+  qp::SendWr wr;
+  if (!FillSgl(iov, count, &wr.sgl, "fi_send")) return -FI_EINVAL;
+  const bool inject = (flags & FI_INJECT) != 0;
+  const size_t len = wr.sgl.Length();
+  if (inject && len > kInjectSize) {
+    IWX_WARN(ep_data, "fi_inject: %zu bytes exceed inject_size %zu\n", len, kInjectSize);
+    return -FI_EINVAL;
+  }
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  ssize_t err = 0;
+  qp::QueuePair* qp = ReadyQp("fi_send", &err);
+  if (qp == nullptr) return err;
+  uint32_t index = 0;
+  Slot* s = AllocTx(&index);
+  if (s == nullptr) return -FI_EAGAIN;
+  s->context = context;
+  s->flags = FI_SEND | FI_MSG;
+  s->report = !(context == nullptr && inject && (flags & FI_COMPLETION) == 0) &&
+              (!tx_selective_ || (flags & FI_COMPLETION) != 0);
+  s->cntr = send_cntr_;
+  if (inject) {
+    size_t off = 0;
+    for (size_t i = 0; i < count; ++i) {
+      if (iov[i].iov_len != 0) std::memcpy(s->inject.data() + off, iov[i].iov_base, iov[i].iov_len);
+      off += iov[i].iov_len;
+    }
+    wr.sgl = {};
+    (void)wr.sgl.Add(s->inject.data(), len);
+  }
+  wr.context = index;
+  wr.flags = qp::kWrSignaled | ((flags & FI_FENCE) != 0 ? qp::kWrFence : 0U);
+  const ssize_t ret = ToFi(qp->PostSend(wr), "fi_send");
+  if (ret != 0) {
+    FreeTx(index);
+    return ret;
+  }
+  AfterPost();
+  return 0;
+}
+
+ssize_t Endpoint::PostWrite(const struct iovec* iov, size_t count, uint64_t addr, uint64_t key,
+                            void* context, uint64_t flags, uint64_t data) {
+  if ((flags & ~kTxFlags) != 0) {
+    IWX_WARN(ep_data, "fi_write: flags %#lx are not supported\n",
+             static_cast<unsigned long>(flags & ~kTxFlags));
+    return -FI_EBADFLAGS;
+  }
+  if (key > UINT32_MAX) {
+    IWX_WARN(ep_data, "fi_write: key %#lx is not a 32-bit STag\n", static_cast<unsigned long>(key));
+    return -FI_EINVAL;
+  }
+  qp::WriteWr wr;
+  if (!FillSgl(iov, count, &wr.sgl, "fi_write")) return -FI_EINVAL;
+  const bool inject = (flags & FI_INJECT) != 0;
+  const size_t len = wr.sgl.Length();
+  if (inject && len > kInjectSize) {
+    IWX_WARN(ep_data, "fi_inject_write: %zu bytes exceed inject_size %zu\n", len, kInjectSize);
+    return -FI_EINVAL;
+  }
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  ssize_t err = 0;
+  qp::QueuePair* qp = ReadyQp("fi_write", &err);
+  if (qp == nullptr) return err;
+  uint32_t index = 0;
+  Slot* s = AllocTx(&index);
+  if (s == nullptr) return -FI_EAGAIN;
+  s->context = context;
+  s->flags = FI_RMA | FI_WRITE;
+  s->report = !(inject && context == nullptr && (flags & FI_COMPLETION) == 0) &&
+              (!tx_selective_ || (flags & FI_COMPLETION) != 0);
+  s->cntr = write_cntr_;
+  if (inject) {
+    size_t off = 0;
+    for (size_t i = 0; i < count; ++i) {
+      if (iov[i].iov_len != 0) std::memcpy(s->inject.data() + off, iov[i].iov_base, iov[i].iov_len);
+      off += iov[i].iov_len;
+    }
+    wr.sgl = {};
+    (void)wr.sgl.Add(s->inject.data(), len);
+  }
+  wr.context = index;
+  wr.remote_stag = static_cast<uint32_t>(key);
+  wr.remote_to = addr;
+  wr.flags = qp::kWrSignaled | ((flags & FI_FENCE) != 0 ? qp::kWrFence : 0U);
+  wr.with_imm = (flags & FI_REMOTE_CQ_DATA) != 0;
+  wr.imm = data;
+  const ssize_t ret = ToFi(qp->PostWrite(wr), "fi_write");
+  if (ret != 0) {
+    FreeTx(index);
+    return ret;
+  }
+  AfterPost();
+  return 0;
+}
+
+ssize_t Endpoint::PostRead(const struct iovec* iov, void** desc, size_t count, uint64_t addr,
+                           uint64_t key, void* context, uint64_t flags) {
+  if ((flags & ~kTxFlags) != 0 || (flags & (FI_INJECT | FI_REMOTE_CQ_DATA)) != 0) {
+    IWX_WARN(ep_data, "fi_read: flags %#lx are not supported\n", static_cast<unsigned long>(flags));
+    return -FI_EBADFLAGS;
+  }
+  if (iov == nullptr || count != 1) {
+    IWX_WARN(ep_data, "fi_read: %zu local iovecs (iwarpx reads into exactly one)\n", count);
+    return -FI_EINVAL;
+  }
+  if (key > UINT32_MAX || iov[0].iov_len > UINT32_MAX ||
+      (iov[0].iov_base == nullptr && iov[0].iov_len != 0)) {
+    IWX_WARN(ep_data, "fi_read: bad key %#lx or buffer (%p, %zu bytes)\n",
+             static_cast<unsigned long>(key), iov[0].iov_base, iov[0].iov_len);
+    return -FI_EINVAL;
+  }
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  ssize_t err = 0;
+  qp::QueuePair* qp = ReadyQp("fi_read", &err);
+  if (qp == nullptr) return err;
+  uint32_t index = 0;
+  Slot* s = AllocTx(&index);
+  if (s == nullptr) return -FI_EAGAIN;
+  qp::ReadWr wr;
+  Mr* mr = desc != nullptr ? Mr::FromDesc(desc[0]) : nullptr;
+  if (mr != nullptr && (mr->access() & mem::kLocalWrite) != 0) {
+    wr.local_stag = mr->stag();
+    wr.local_to = mr->TaggedOffsetOf(iov[0].iov_base);
+  } else {
+    // No usable descriptor: register the sink for local write for this Read.
+    mem::RegionSpec spec;
+    spec.host = static_cast<uint8_t*>(iov[0].iov_base);
+    spec.length = iov[0].iov_len;
+    spec.base_to = reinterpret_cast<uintptr_t>(iov[0].iov_base);
+    spec.access = mem::kLocalWrite;
+    spec.pd = domain_->pd();
+    auto r = domain_->table().Register(spec);
+    if (!r.ok()) {
+      FreeTx(index);
+      IWX_WARN(ep_data, "fi_read: cannot register the sink buffer: %s\n",
+               fi_strerror(-ToFiErr(r.error())));
+      return ToFiErr(r.error());
+    }
+    s->temp_stag = r.value();
+    wr.local_stag = r.value();
+    wr.local_to = spec.base_to;
+  }
+  s->context = context;
+  s->flags = FI_RMA | FI_READ;
+  s->report = !tx_selective_ || (flags & FI_COMPLETION) != 0;
+  s->cntr = read_cntr_;
+  wr.context = index;
+  wr.length = static_cast<uint32_t>(iov[0].iov_len);
+  wr.remote_stag = static_cast<uint32_t>(key);
+  wr.remote_to = addr;
+  wr.flags = qp::kWrSignaled | ((flags & FI_FENCE) != 0 ? qp::kWrFence : 0U);
+  const ssize_t ret = ToFi(qp->PostRead(wr), "fi_read");
+  if (ret != 0) {
+    ReleaseTempStag(*s);
+    FreeTx(index);
+    return ret;
+  }
+  AfterPost();
+  return 0;
+}
+
+ssize_t Endpoint::PostAtomic(const void* buf, size_t count, enum fi_datatype datatype,
+                             enum fi_op op, uint64_t addr, uint64_t key, const void* compare,
+                             void* result, void* context, uint64_t flags, bool fetch, bool cmp) {
+  if ((flags & ~kTxFlags) != 0) {
+    IWX_WARN(ep_data, "fi_atomic: flags %#lx are not supported\n",
+             static_cast<unsigned long>(flags & ~kTxFlags));
+    return -FI_EBADFLAGS;
+  }
+  if (!Supported64(datatype) || count != 1 || buf == nullptr || key > UINT32_MAX ||
+      (fetch && result == nullptr) || (cmp && compare == nullptr)) {
+    IWX_WARN(ep_data,
+             "fi_atomic: one 64-bit integer (FI_UINT64/FI_INT64) with its buffers and a "
+             "32-bit key is required (datatype %d, count %zu)\n",
+             static_cast<int>(datatype), count);
+    return -FI_EINVAL;
+  }
+  qp::AtomicWr wr;
+  std::memcpy(&wr.operand, buf, sizeof(uint64_t));
+  if (cmp) {
+    if (op != FI_CSWAP) return -FI_EOPNOTSUPP;
+    wr.op = wire::AtomicOp::kCmpSwap;
+    std::memcpy(&wr.compare, compare, sizeof(uint64_t));
+  } else if (op == FI_SUM) {
+    wr.op = wire::AtomicOp::kFetchAdd;
+  } else if (op == FI_ATOMIC_READ && fetch) {
+    wr.op = wire::AtomicOp::kFetchAdd;
+    wr.operand = 0;
+  } else if (op == FI_ATOMIC_WRITE) {
+    wr.op = wire::AtomicOp::kSwap;
+  } else {
+    IWX_WARN(ep_data,
+             "fi_atomic: op %d is not supported (FI_SUM, FI_ATOMIC_READ, "
+             "FI_ATOMIC_WRITE, FI_CSWAP)\n",
+             static_cast<int>(op));
+    return -FI_EOPNOTSUPP;
+  }
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  ssize_t err = 0;
+  qp::QueuePair* qp = ReadyQp("fi_atomic", &err);
+  if (qp == nullptr) return err;
+  uint32_t index = 0;
+  Slot* s = AllocTx(&index);
+  if (s == nullptr) return -FI_EAGAIN;
+  s->context = context;
+  s->flags = FI_ATOMIC | (fetch ? FI_READ : FI_WRITE);
+  s->report = !((flags & FI_INJECT) != 0 && context == nullptr) &&
+              (!tx_selective_ || (flags & FI_COMPLETION) != 0);
+  s->cntr = fetch ? read_cntr_ : write_cntr_;
+  wr.context = index;
+  wr.remote_stag = static_cast<uint32_t>(key);
+  wr.remote_to = addr;
+  wr.result = fetch ? static_cast<uint64_t*>(result) : nullptr;
+  wr.flags = qp::kWrSignaled | ((flags & FI_FENCE) != 0 ? qp::kWrFence : 0U);
+  const ssize_t ret = ToFi(qp->PostAtomic(wr), "fi_atomic");
+  if (ret != 0) {
+    FreeTx(index);
+    return ret;
+  }
+  AfterPost();
+  return 0;
+}
+
+}  // namespace iwarpx::ofi

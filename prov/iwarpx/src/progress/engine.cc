@@ -1,0 +1,181 @@
+#include "progress/engine.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <limits>
+
+namespace iwarpx::progress {
+
+using transport::Poller;
+
+namespace {
+constexpr size_t kEventsPerPass = 64;
+constexpr uint32_t kInterestMask = Poller::kReadable | Poller::kWritable;
+}  // namespace
+
+Result<std::unique_ptr<Engine>, transport::IoError> Engine::Create(const Clock& clock) {
+  auto poller = Poller::Create();
+  if (!poller.ok()) return Err{poller.error()};
+  return std::unique_ptr<Engine>(new Engine(clock, std::move(poller).value()));
+}
+
+Engine::Engine(const Clock& clock, std::unique_ptr<Poller> poller)
+    : clock_(clock), poller_(std::move(poller)) {
+  events_.resize(kEventsPerPass);
+  timed_.reserve(64);
+  pending_.reserve(64);
+  scratch_.reserve(64);
+}
+
+Engine::~Engine() {
+  for (auto& [token, p] : live_) p->token_ = 0;
+}
+
+transport::Status Engine::Add(Pollable& p) {
+  if (p.token_ != 0) return {EEXIST};
+  const uint64_t token = next_token_++;
+  const int fd = p.fd();
+  const uint32_t interest = p.interest() & kInterestMask;
+  if (fd >= 0) {
+    if (const transport::Status s = poller_->Add(fd, interest, token); !s.ok()) return s;
+    p.fd_added_ = true;
+  }
+  p.token_ = token;
+  p.registered_ = interest;
+  live_.emplace(token, &p);
+  Update(p);
+  return {};
+}
+
+void Engine::Remove(Pollable& p) {
+  if (p.token_ == 0) return;
+  if (p.fd_added_) (void)poller_->Remove(p.fd());
+  live_.erase(p.token_);
+  std::erase(timed_, p.token_);
+  std::erase(pending_, p.token_);
+  p.token_ = 0;
+  p.registered_ = 0;
+  p.fd_added_ = false;
+  p.timed_ = false;
+  p.pending_ = false;
+}
+
+void Engine::Update(Pollable& p) {
+  if (p.token_ == 0) return;
+  if (p.fd_added_) {
+    const uint32_t interest = p.interest() & kInterestMask;
+    if (interest != p.registered_) {
+      if (poller_->Modify(p.fd(), interest, p.token_).ok()) p.registered_ = interest;
+    }
+  }
+  const bool timed = p.deadline().has_value();
+  if (timed != p.timed_) {
+    p.timed_ = timed;
+    if (timed) {
+      timed_.push_back(p.token_);
+    } else {
+      std::erase(timed_, p.token_);
+    }
+  }
+  const bool pending = p.has_pending_work();
+  if (pending && !p.pending_) {
+    p.pending_ = true;
+    pending_.push_back(p.token_);
+    Wakeup();  // a thread blocked in WaitForEvents must come and run it
+  }
+  // A Pollable that no longer has pending work is dropped from the list by
+  // the next RunPending.
+}
+
+Pollable* Engine::Lookup(uint64_t token) const {
+  const auto it = live_.find(token);
+  return it == live_.end() ? nullptr : it->second;
+}
+
+void Engine::Dispatch(Pollable& p, uint32_t events) {
+  p.OnReady(events);
+  if (p.token_ != 0) Update(p);
+}
+
+size_t Engine::RunOnce(int timeout_ms) {
+  if (!pending_.empty()) timeout_ms = 0;
+  const int until_timer = MsUntilNextDeadline();
+  if (until_timer >= 0 && (timeout_ms < 0 || until_timer < timeout_ms)) timeout_ms = until_timer;
+  size_t ran = 0;
+  auto w = poller_->Wait(timeout_ms, events_);
+  if (w.ok()) {
+    for (size_t i = 0; i < w->count; ++i) {
+      Pollable* p = Lookup(events_[i].token);
+      if (p == nullptr) continue;  // removed earlier in this pass
+      Dispatch(*p, events_[i].events);
+      ++ran;
+    }
+  }
+  if (!timed_.empty()) RunTimers();
+  if (!pending_.empty()) RunPending();
+  return ran;
+}
+
+int Engine::MsUntilNextDeadline() const {
+  if (timed_.empty()) return -1;
+  uint64_t next = std::numeric_limits<uint64_t>::max();
+  for (const uint64_t token : timed_) {
+    const Pollable* p = Lookup(token);
+    if (p == nullptr) continue;
+    if (const auto d = p->deadline(); d) next = std::min(next, *d);
+  }
+  if (next == std::numeric_limits<uint64_t>::max()) return -1;
+  const uint64_t now = clock_.NowNs();
+  if (next <= now) return 0;
+  const uint64_t ms = (next - now + kNsPerMs - 1) / kNsPerMs;
+  return static_cast<int>(std::min<uint64_t>(ms, std::numeric_limits<int>::max()));
+}
+
+void Engine::RunTimers() {
+  const uint64_t now = clock_.NowNs();
+  scratch_.assign(timed_.begin(), timed_.end());
+  for (const uint64_t token : scratch_) {
+    Pollable* p = Lookup(token);
+    if (p == nullptr) continue;
+    const auto d = p->deadline();
+    if (!d || *d > now) continue;
+    p->OnTimer();
+    if (p->token_ != 0) Update(*p);
+  }
+}
+
+void Engine::RunPending() {
+  scratch_.swap(pending_);
+  pending_.clear();
+  for (const uint64_t token : scratch_) {
+    Pollable* p = Lookup(token);
+    if (p == nullptr) continue;
+    p->pending_ = false;
+    if (p->has_pending_work()) {
+      p->OnPendingWork();
+      if (p->token_ != 0) Update(*p);
+    }
+  }
+  scratch_.clear();
+}
+
+void Engine::WaitForEvents(int timeout_ms, int extra_fd) {
+  int until_timer = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!pending_.empty()) return;
+    until_timer = MsUntilNextDeadline();
+  }
+  if (until_timer >= 0 && (timeout_ms < 0 || until_timer < timeout_ms)) timeout_ms = until_timer;
+  pollfd pfd[2] = {{poller_->fd(), POLLIN, 0}, {extra_fd, POLLIN, 0}};
+  (void)::poll(pfd, extra_fd >= 0 ? 2 : 1, timeout_ms);
+}
+
+void Engine::Wakeup() {
+  const transport::Status s = poller_->Wakeup();
+  (void)s;
+}
+
+}  // namespace iwarpx::progress

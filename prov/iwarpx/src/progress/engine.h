@@ -1,0 +1,124 @@
+// Engine: the readiness loop that drives every connection of one fabric (its
+// listeners, connecting and connected channels). Knows nothing of libfabric:
+// it calls Pollable objects, which the layers above implement.
+//
+// Contract
+// - One mutex, mu(), the engine lock, serialises all engine state and every
+//   call into a registered Pollable. The owner holds it to post work, to
+//   register (Add/Remove/Update) and to run RunOnce(). Callbacks run with it
+//   held, so a callback must not take it again; callbacks may Add, Remove
+//   (even themselves: a removed Pollable is never called again, also within
+//   the same pass) and Update any Pollable.
+// - Registration costs an allocation (a token map entry); steady-state passes
+//   and Update() allocate nothing.
+// - Interest: after every callback the engine re-reads the Pollable's
+//   interest(), deadline() and has_pending_work() (Update). When something
+//   else changed them (an application posted work), the owner calls Update().
+//   epoll_ctl runs only when the interest really changed.
+// - Timers: deadline() is an absolute Clock time; OnTimer() runs in the first
+//   pass at or after it. Only Pollables with a deadline are visited.
+// - Pending work: a Pollable with input already staged in user space
+//   (has_pending_work()) gets OnPendingWork() in every pass until it has
+//   none, without waiting for readiness.
+// - WaitForEvents(timeout) blocks *without* the lock (poll(2) on the epoll
+//   descriptor) until a registered descriptor is ready, Wakeup() is called,
+//   an extra descriptor is readable, or the timeout (bounded by the nearest deadline) passes; it
+//   consumes nothing, so the caller follows it with a locked RunOnce(). Any thread.
+// - Wakeup() is thread-safe and needs no lock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/result.h"
+#include "transport/poller.h"
+
+namespace iwarpx::progress {
+
+class Engine;
+
+// Something the engine drives: one descriptor, a wanted readiness set, an
+// optional deadline and optional work that needs no readiness.
+class Pollable {
+ public:
+  virtual ~Pollable() = default;
+  Pollable() = default;
+  Pollable(const Pollable&) = delete;
+  Pollable& operator=(const Pollable&) = delete;
+
+  // The descriptor to watch; -1 for none (then only timers and pending work).
+  [[nodiscard]] virtual int fd() const = 0;
+  // transport::Poller::kReadable | kWritable wanted now (0: none).
+  [[nodiscard]] virtual uint32_t interest() const = 0;
+  // fd() is ready: Poller masks, possibly with kError/kHangup.
+  virtual void OnReady(uint32_t events) = 0;
+  [[nodiscard]] virtual std::optional<uint64_t> deadline() const { return std::nullopt; }
+  virtual void OnTimer() {}
+  [[nodiscard]] virtual bool has_pending_work() const { return false; }
+  virtual void OnPendingWork() {}
+
+ private:
+  friend class Engine;
+  uint64_t token_ = 0;       // 0: not registered
+  uint32_t registered_ = 0;  // interest currently in the epoll set
+  bool fd_added_ = false;
+  bool timed_ = false;    // listed in Engine::timed_
+  bool pending_ = false;  // listed in Engine::pending_
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>, transport::IoError> Create(const Clock& clock);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  std::mutex& mu() { return mu_; }
+  [[nodiscard]] const Clock& clock() const { return clock_; }
+
+  // --- mu held.
+  // Registers `p` (its fd with its current interest). errno on failure.
+  transport::Status Add(Pollable& p);
+  // Unregisters `p`; it is never called again. Safe for unregistered objects.
+  void Remove(Pollable& p);
+  // Re-reads interest/deadline/pending work of a registered `p`.
+  void Update(Pollable& p);
+  // One pass: waits at most timeout_ms for readiness (0: just polls), runs
+  // the ready callbacks, expired timers and pending work. Returns the number
+  // of callbacks run.
+  size_t RunOnce(int timeout_ms);
+  // Milliseconds until the nearest deadline (-1: none, 0: due).
+  [[nodiscard]] int MsUntilNextDeadline() const;
+  [[nodiscard]] bool has_pending_work() const { return !pending_.empty(); }
+  [[nodiscard]] size_t registered() const { return live_.size(); }
+
+  // --- any thread, mu not held.
+  // `extra_fd` (-1: none) also ends the wait when readable.
+  void WaitForEvents(int timeout_ms, int extra_fd = -1);
+  void Wakeup();
+
+ private:
+  Engine(const Clock& clock, std::unique_ptr<transport::Poller> poller);
+  Pollable* Lookup(uint64_t token) const;
+  void Dispatch(Pollable& p, uint32_t events);
+  void RunTimers();
+  void RunPending();
+
+  const Clock& clock_;
+  std::unique_ptr<transport::Poller> poller_;
+  std::mutex mu_;
+  uint64_t next_token_ = 1;
+  std::unordered_map<uint64_t, Pollable*> live_;
+  std::vector<uint64_t> timed_;    // tokens with a deadline
+  std::vector<uint64_t> pending_;  // tokens with pending work
+  std::vector<uint64_t> scratch_;
+  std::vector<transport::PollEvent> events_;
+};
+
+}  // namespace iwarpx::progress

@@ -1,0 +1,190 @@
+#include "progress/msg_channel.h"
+
+#include <cerrno>
+#include <utility>
+
+#include "transport/poller.h"
+#include "transport/tcp.h"
+
+namespace iwarpx::progress {
+
+using transport::Poller;
+
+MsgChannel::MsgChannel(Engine& engine, mem::StagTable* stags, const ChannelConfig& config,
+                       std::unique_ptr<transport::Connection> conn)
+    : engine_(engine), stags_(stags), config_(config), conn_(std::move(conn)) {}
+
+MsgChannel::~MsgChannel() {
+  engine_.Remove(*this);
+}
+
+Result<std::unique_ptr<MsgChannel>, int> MsgChannel::Connect(
+    Engine& engine, mem::StagTable& stags, const ChannelConfig& config,
+    const qp::QpConfig& qp_config, const transport::SockAddr& peer,
+    const transport::SockAddr& local, ByteSpan private_data, ChannelSink& sink) {
+  auto conn = transport::TcpConnection::Connect(peer, local);
+  if (!conn.ok()) return Err{conn.error().err != 0 ? conn.error().err : EIO};
+  std::unique_ptr<MsgChannel> ch(new MsgChannel(engine, &stags, config, std::move(conn).value()));
+  auto cep = cm::Cep::CreateInitiator(*ch->conn_, engine.clock(), config.policy, private_data,
+                                      config.timeouts);
+  if (!cep.ok()) return Err{EINVAL};
+  ch->cep_ = std::move(cep).value();
+  ch->qp_config_ = qp_config;
+  ch->qp_config_.role = wire::MpaRole::kInitiator;
+  ch->sink_ = &sink;
+  if (const transport::Status s = engine.Add(*ch); !s.ok()) return Err{s.err};
+  return ch;
+}
+
+Result<std::unique_ptr<MsgChannel>, int> MsgChannel::Respond(
+    Engine& engine, const ChannelConfig& config, std::unique_ptr<transport::Connection> conn,
+    RequestObserver& observer) {
+  std::unique_ptr<MsgChannel> ch(new MsgChannel(engine, nullptr, config, std::move(conn)));
+  auto cep = cm::Cep::CreateResponder(*ch->conn_, engine.clock(), config.policy, config.timeouts);
+  if (!cep.ok()) return Err{EINVAL};
+  ch->cep_ = std::move(cep).value();
+  ch->observer_ = &observer;
+  if (const transport::Status s = engine.Add(*ch); !s.ok()) return Err{s.err};
+  return ch;
+}
+
+int MsgChannel::Accept(ByteSpan private_data, mem::StagTable& stags, uint32_t pd,
+                       const qp::QpConfig& qp_config, ChannelSink& sink) {
+  if (phase_ != Phase::kAwaitingDecision) return EINVAL;
+  auto r = cep_->Accept(private_data);
+  if (!r.ok()) return EINVAL;
+  stags_ = &stags;
+  config_.pd = pd;
+  qp_config_ = qp_config;
+  qp_config_.role = wire::MpaRole::kResponder;
+  sink_ = &sink;
+  observer_ = nullptr;
+  phase_ = Phase::kHandshake;
+  AfterCep();
+  engine_.Update(*this);
+  return 0;
+}
+
+int MsgChannel::Reject(ByteSpan private_data) {
+  if (phase_ != Phase::kAwaitingDecision) return EINVAL;
+  auto r = cep_->Reject(private_data);
+  if (!r.ok()) return EINVAL;
+  phase_ = Phase::kHandshake;
+  AfterCep();
+  engine_.Update(*this);
+  return 0;
+}
+
+void MsgChannel::Disconnect() {
+  if (phase_ != Phase::kRunning || !qp_) return;
+  qp_->Disconnect();
+  if (qp_->state() == qp::QpState::kError && !qp_->wants_write()) Finish();
+  engine_.Update(*this);
+}
+
+ByteSpan MsgChannel::peer_private_data() const {
+  return cep_ ? cep_->peer_private_data() : ByteSpan{};
+}
+
+const std::optional<wire::MpaOutcome>& MsgChannel::outcome() const {
+  return cep_->outcome();
+}
+
+uint32_t MsgChannel::interest() const {
+  switch (phase_) {
+    case Phase::kHandshake:
+    case Phase::kAwaitingDecision:
+      return (cep_->wants_read() ? Poller::kReadable : 0U) |
+             (cep_->wants_write() ? Poller::kWritable : 0U);
+    case Phase::kRunning:
+      return (qp_->wants_read() ? Poller::kReadable : 0U) |
+             (qp_->wants_write() ? Poller::kWritable : 0U);
+    case Phase::kDone: return 0;
+  }
+  return 0;
+}
+
+std::optional<uint64_t> MsgChannel::deadline() const {
+  if (phase_ == Phase::kHandshake) return cep_->deadline();
+  return std::nullopt;
+}
+
+void MsgChannel::OnTimer() {
+  if (phase_ != Phase::kHandshake) return;
+  cep_->OnTimer();
+  AfterCep();
+}
+
+void MsgChannel::OnReady(uint32_t events) {
+  const bool failed = (events & (Poller::kError | Poller::kHangup)) != 0;
+  const bool writable = failed || (events & Poller::kWritable) != 0;
+  const bool readable = failed || (events & Poller::kReadable) != 0;
+  switch (phase_) {
+    case Phase::kHandshake:
+    case Phase::kAwaitingDecision:
+      if (writable) cep_->OnWritable();
+      if (readable) cep_->OnReadable();
+      AfterCep();
+      return;
+    case Phase::kRunning:
+      if (writable && qp_->wants_write()) qp_->OnWritable();
+      if (readable && qp_->wants_read()) qp_->OnReadable();
+      if (qp_->state() == qp::QpState::kError && !qp_->wants_write()) Finish();
+      return;
+    case Phase::kDone: return;
+  }
+}
+
+void MsgChannel::AfterCep() {
+  switch (cep_->state()) {
+    case cm::CepState::kRequestReceived:
+      if (phase_ == Phase::kHandshake && observer_ != nullptr) {
+        phase_ = Phase::kAwaitingDecision;
+        observer_->OnRequest(*this);
+      }
+      return;
+    case cm::CepState::kEstablished:
+      if (phase_ == Phase::kHandshake) StartQp();
+      return;
+    case cm::CepState::kRejected:
+    case cm::CepState::kClosedAfterReject:
+    case cm::CepState::kFailed: {
+      if (phase_ == Phase::kDone) return;
+      Finish();
+      if (sink_ != nullptr) {
+        sink_->OnConnectFailed(cep_->error(), cep_->peer_private_data());
+      } else if (observer_ != nullptr) {
+        observer_->OnUnacceptedDone(*this);
+      }
+      return;
+    }
+    default: return;
+  }
+}
+
+void MsgChannel::StartQp() {
+  auto qp =
+      qp::QueuePair::Create(*conn_, *stags_, config_.pd, *cep_->outcome(), qp_config_, *sink_);
+  if (!qp.ok()) {
+    Finish();
+    cm::CepError e;
+    e.kind = cm::CepErrorKind::kProtocol;
+    e.wire_error = wire::WireError::kInvalidArgument;
+    sink_->OnConnectFailed(e, {});
+    return;
+  }
+  qp_ = std::move(qp).value();
+  phase_ = Phase::kRunning;
+  sink_->OnQpReady(*qp_);
+  qp_->Start();
+  // The peer's first FPDUs may already be waiting behind the Reply.
+  if (qp_->wants_read()) qp_->OnReadable();
+  if (qp_->state() == qp::QpState::kError && !qp_->wants_write()) Finish();
+}
+
+void MsgChannel::Finish() {
+  phase_ = Phase::kDone;
+  engine_.Remove(*this);
+}
+
+}  // namespace iwarpx::progress

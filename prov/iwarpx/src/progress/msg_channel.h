@@ -1,0 +1,148 @@
+// MsgChannel: one connected-mode iWARP connection as the engine drives it —
+// a stream Connection, the MPA connection endpoint (cm::Cep) while the
+// connection is set up, then the QueuePair. Knows nothing of libfabric: it
+// reports through a ChannelSink (the ofi endpoint implements it).
+//
+// Lifecycle (phase()):
+//   kHandshake         the Cep runs MPA (initiator: connect, Request, Reply;
+//                      responder: read the Request).
+//   kAwaitingDecision  responder only: the Request arrived; the listener's
+//                      owner was told (MsgListener) and must call Accept() or
+//                      Reject(). No timer runs (the decision is the ULP's).
+//   kRunning           the QueuePair exists (qp() not null) and owns the
+//                      stream; the sink receives its completions.
+//   kDone              setup failed, was rejected, or the QP reached kError;
+//                      the channel no longer watches its descriptor.
+// Reports (all with the engine lock held, from inside engine calls or from
+// Accept/Connect):
+//   OnQpReady(qp)       the QP was created, before it sends or reads anything:
+//                       the owner posts the receives it queued before the
+//                       connection existed.
+//   OnEstablished()     (CompletionSink) the connection is usable; the
+//                       initiator may read the peer's accept data from
+//                       peer_private_data().
+//   OnConnectFailed()   setup ended without a QP (initiator: rejected, timeout,
+//                       refused, protocol error; responder after Accept: the
+//                       Reply could not be sent).
+//   OnTerminated() / OnError()  (CompletionSink) as the QP reports them.
+//
+// Ownership and threads: the channel owns its Connection, Cep and QP and
+// borrows the Engine, the StagTable and the sink (all must outlive it). Every
+// call needs the engine lock. Destroying a channel unregisters it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "base/bytes.h"
+#include "base/result.h"
+#include "cm/cep.h"
+#include "mem/stag_table.h"
+#include "progress/engine.h"
+#include "qp/completion_sink.h"
+#include "qp/queue_pair.h"
+#include "transport/sock_addr.h"
+#include "transport/transport.h"
+#include "wire/mpa_negotiate.h"
+
+namespace iwarpx::progress {
+
+class MsgChannel;
+
+class ChannelSink : public qp::CompletionSink {
+ public:
+  virtual void OnQpReady(qp::QueuePair& qp) = 0;
+  // Setup ended without a connection. For a rejected initiator
+  // (error.wire_error == kMpaRejected) `reject_data` is the peer's reason.
+  virtual void OnConnectFailed(const cm::CepError& error, ByteSpan reject_data) = 0;
+};
+
+// The responder's Request arrived (MsgListener implements it).
+class RequestObserver {
+ public:
+  virtual ~RequestObserver() = default;
+  virtual void OnRequest(MsgChannel& channel) = 0;
+  // A channel not yet accepted ended (the initiator went away or timed out,
+  // or a Reject completed).
+  virtual void OnUnacceptedDone(MsgChannel& channel) = 0;
+};
+
+struct ChannelConfig {
+  wire::MpaPolicy policy;
+  cm::CepTimeouts timeouts;
+  uint32_t pd = 0;
+};
+
+class MsgChannel final : public Pollable {
+ public:
+  enum class Phase : uint8_t { kHandshake, kAwaitingDecision, kRunning, kDone };
+
+  // Starts a non-blocking connect to `peer` (from `local` when valid) and the
+  // MPA Request with `private_data`. Errors: errno (connect failed at once,
+  // EINVAL for private data or a policy the Cep refuses).
+  static Result<std::unique_ptr<MsgChannel>, int> Connect(Engine& engine, mem::StagTable& stags,
+                                                          const ChannelConfig& config,
+                                                          const qp::QpConfig& qp_config,
+                                                          const transport::SockAddr& peer,
+                                                          const transport::SockAddr& local,
+                                                          ByteSpan private_data, ChannelSink& sink);
+  // Responder over an accepted connection; reports to `observer` until
+  // Accept() hands it a sink.
+  // The memory table and protection domain come with Accept() (the
+  // application picks the domain when it accepts).
+  static Result<std::unique_ptr<MsgChannel>, int> Respond(
+      Engine& engine, const ChannelConfig& config, std::unique_ptr<transport::Connection> conn,
+      RequestObserver& observer);
+  ~MsgChannel() override;
+
+  // kAwaitingDecision only (else EINVAL); EINVAL also for private data too
+  // long. Accept: the reply goes out; the QP (qp_config, on `stags` in
+  // protection domain `pd`) starts once it is sent, reporting to `sink`. Reject: the reject Reply
+  // carries `private_data`, then the channel ends (OnUnacceptedDone).
+  int Accept(ByteSpan private_data, mem::StagTable& stags, uint32_t pd,
+             const qp::QpConfig& qp_config, ChannelSink& sink);
+  int Reject(ByteSpan private_data);
+
+  // Orderly close (fi_shutdown): the QP flushes and half-closes. No effect
+  // before kRunning or after kDone.
+  void Disconnect();
+
+  [[nodiscard]] Phase phase() const { return phase_; }
+  [[nodiscard]] qp::QueuePair* qp() { return qp_.get(); }
+  // The peer's private data: the Request's on a responder, the Reply's on an
+  // initiator (accept or reject); valid until the channel is destroyed.
+  [[nodiscard]] ByteSpan peer_private_data() const;
+  [[nodiscard]] const std::optional<wire::MpaOutcome>& outcome() const;
+  [[nodiscard]] transport::SockAddr local_address() const { return conn_->local_address(); }
+  [[nodiscard]] transport::SockAddr peer_address() const { return conn_->peer_address(); }
+  [[nodiscard]] const cm::CepError& setup_error() const { return cep_->error(); }
+
+  // Pollable.
+  [[nodiscard]] int fd() const override { return conn_->fd(); }
+  [[nodiscard]] uint32_t interest() const override;
+  void OnReady(uint32_t events) override;
+  [[nodiscard]] std::optional<uint64_t> deadline() const override;
+  void OnTimer() override;
+
+ private:
+  MsgChannel(Engine& engine, mem::StagTable* stags, const ChannelConfig& config,
+             std::unique_ptr<transport::Connection> conn);
+  // Acts on the Cep's state after it ran.
+  void AfterCep();
+  void StartQp();
+  void Finish();
+
+  Engine& engine_;
+  mem::StagTable* stags_;  // set by Connect or Accept
+  ChannelConfig config_;
+  std::unique_ptr<transport::Connection> conn_;
+  std::unique_ptr<cm::Cep> cep_;
+  std::unique_ptr<qp::QueuePair> qp_;
+  qp::QpConfig qp_config_;
+  ChannelSink* sink_ = nullptr;
+  RequestObserver* observer_ = nullptr;
+  Phase phase_ = Phase::kHandshake;
+};
+
+}  // namespace iwarpx::progress

@@ -1,0 +1,231 @@
+// The engine, a listener and two channels over real loopback TCP: MPA setup
+// with private data, accept/reject, data in both directions, orderly and
+// abrupt ends. Every loop is bounded (5 s of engine passes).
+#include "progress/msg_channel.h"
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "base/clock.h"
+#include "base/random.h"
+#include "mem/stag_table.h"
+#include "progress/engine.h"
+#include "progress/msg_listener.h"
+#include "testing/qp_harness.h"
+#include "transport/tcp.h"
+
+namespace iwarpx::progress {
+namespace {
+
+ByteSpan Span(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+std::string Str(ByteSpan b) {
+  return {b.begin(), b.end()};
+}
+
+class Sink final : public ChannelSink {
+ public:
+  qp::test::RecordingSink rec;
+  int qp_ready = 0;
+  int connect_failed = 0;
+  cm::CepError failure;
+  std::string reject_data;
+  std::vector<qp::RecvWr> early_recvs;  // posted in OnQpReady
+
+  void OnQpReady(qp::QueuePair& qp) override {
+    ++qp_ready;
+    for (const auto& wr : early_recvs) EXPECT_EQ(qp.PostRecv(wr), qp::QpStatus::kOk);
+  }
+  void OnConnectFailed(const cm::CepError& e, ByteSpan reject) override {
+    ++connect_failed;
+    failure = e;
+    reject_data = Str(reject);
+  }
+  void OnSendComplete(uint64_t c) override { rec.OnSendComplete(c); }
+  void OnRecvComplete(uint64_t c, size_t b, const qp::RecvInfo& i) override {
+    rec.OnRecvComplete(c, b, i);
+  }
+  void OnRdmaComplete(uint64_t c, qp::WcOp op) override { rec.OnRdmaComplete(c, op); }
+  void OnError(uint64_t c, qp::WcOp op, const qp::WcError& e) override { rec.OnError(c, op, e); }
+  void OnEstablished() override { rec.OnEstablished(); }
+  void OnTerminated(wire::TermCause cause, qp::TermOrigin origin) override {
+    rec.OnTerminated(cause, origin);
+  }
+};
+
+class Requests final : public ListenerSink {
+ public:
+  std::vector<MsgChannel*> requests;
+  int gone = 0;
+  void OnRequest(MsgChannel& ch) override { requests.push_back(&ch); }
+  void OnRequestGone(MsgChannel& /*ch*/) override { ++gone; }
+};
+
+class MsgChannelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto e = Engine::Create(clock_);
+    ASSERT_TRUE(e.ok());
+    engine_ = std::move(e).value();
+    auto l =
+        MsgListener::Listen(*engine_, transport::SockAddr::Loopback4(), config_, 16, requests_);
+    ASSERT_TRUE(l.ok());
+    listener_ = std::move(l).value();
+  }
+
+  // Runs engine passes until `done` or 5 s.
+  template <class Done>
+  bool RunUntil(Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::lock_guard<std::mutex> lock(engine_->mu());
+      engine_->RunOnce(10);
+    }
+    return true;
+  }
+
+  std::unique_ptr<MsgChannel> Connect(const std::string& pd, Sink& sink) {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    auto ch = MsgChannel::Connect(*engine_, stags_, config_, qp::QpConfig{},
+                                  listener_->local_address(), {}, Span(pd), sink);
+    EXPECT_TRUE(ch.ok());
+    return ch.ok() ? std::move(ch).value() : nullptr;
+  }
+
+  MonotonicClock clock_;
+  ChannelConfig config_;
+  mem::StagTable stags_{Random(7), 64};
+  std::unique_ptr<Engine> engine_;
+  Requests requests_;
+  std::unique_ptr<MsgListener> listener_;
+};
+
+TEST_F(MsgChannelTest, ConnectAcceptExchangeAndDisconnect) {
+  Sink client_sink;
+  Sink server_sink;
+  std::vector<uint8_t> server_buf(64);
+  qp::RecvWr early;
+  early.context = 77;
+  ASSERT_TRUE(early.sgl.Add(server_buf.data(), server_buf.size()));
+  server_sink.early_recvs.push_back(early);
+
+  auto client = Connect("hello", client_sink);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(RunUntil([&] { return !requests_.requests.empty(); }));
+  MsgChannel* req = requests_.requests[0];
+  EXPECT_EQ(Str(req->peer_private_data()), "hello");
+  std::unique_ptr<MsgChannel> server;
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    server = listener_->Take(req);
+    ASSERT_NE(server, nullptr);
+    EXPECT_EQ(server->Accept(Span(std::string("welcome")), stags_, 0, qp::QpConfig{}, server_sink),
+              0);
+  }
+  ASSERT_TRUE(RunUntil([&] { return client_sink.rec.established == 1; }));
+  EXPECT_EQ(Str(client->peer_private_data()), "welcome");
+  // The client may send at once (RTR): the server's early receive takes it.
+  const std::string msg = "ping over the engine";
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    qp::SendWr s;
+    s.context = 5;
+    ASSERT_TRUE(s.sgl.Add(const_cast<char*>(msg.data()), msg.size()));
+    ASSERT_EQ(client->qp()->PostSend(s), qp::QpStatus::kOk);
+    engine_->Update(*client);
+  }
+  ASSERT_TRUE(RunUntil([&] {
+    return server_sink.rec.Count(qp::test::Completion::Kind::kRecv) == 1 &&
+           client_sink.rec.Count(qp::test::Completion::Kind::kSend) == 1;
+  }));
+  EXPECT_EQ(server_sink.rec.established, 1);
+  EXPECT_EQ(
+      std::string(server_buf.begin(), server_buf.begin() + static_cast<std::ptrdiff_t>(msg.size())),
+      msg);
+  EXPECT_EQ(server_sink.rec.completions.back().context, 77U);
+
+  // Orderly close from the client: the server sees the connection end.
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    client->Disconnect();
+  }
+  ASSERT_TRUE(RunUntil([&] { return server_sink.rec.terminated == 1; }));
+  EXPECT_EQ(server_sink.rec.term_origin, qp::TermOrigin::kConnectionLost);
+  ASSERT_TRUE(RunUntil([&] { return client->phase() == MsgChannel::Phase::kDone; }));
+}
+
+TEST_F(MsgChannelTest, RejectCarriesPrivateDataToTheInitiator) {
+  Sink client_sink;
+  auto client = Connect("may I", client_sink);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(RunUntil([&] { return !requests_.requests.empty(); }));
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    EXPECT_EQ(requests_.requests[0]->Reject(Span(std::string("no thanks"))), 0);
+  }
+  ASSERT_TRUE(RunUntil([&] { return client_sink.connect_failed == 1; }));
+  EXPECT_EQ(client_sink.failure.wire_error, wire::WireError::kMpaRejected);
+  EXPECT_EQ(client_sink.reject_data, "no thanks");
+  // The listener destroys the rejected channel by itself.
+  ASSERT_TRUE(RunUntil([&] { return listener_->channels() == 0; }));
+  EXPECT_EQ(requests_.gone, 1);
+}
+
+TEST_F(MsgChannelTest, ConnectToAClosedPortFails) {
+  Sink sink;
+  transport::SockAddr dead = listener_->local_address();
+  listener_.reset();  // nobody listens there any more
+  std::unique_ptr<MsgChannel> ch;
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    auto r = MsgChannel::Connect(*engine_, stags_, config_, qp::QpConfig{}, dead, {},
+                                 Span(std::string()), sink);
+    if (!r.ok()) {
+      EXPECT_EQ(r.error(), ECONNREFUSED);
+      return;
+    }
+    ch = std::move(r).value();
+  }
+  ASSERT_TRUE(RunUntil([&] { return sink.connect_failed == 1; }));
+  EXPECT_EQ(sink.failure.kind, cm::CepErrorKind::kTransport);
+  EXPECT_EQ(sink.failure.sys_errno, ECONNREFUSED);
+}
+
+TEST_F(MsgChannelTest, InitiatorLeavingBeforeTheDecisionIsReported) {
+  Sink client_sink;
+  auto client = Connect("bye soon", client_sink);
+  ASSERT_TRUE(RunUntil([&] { return !requests_.requests.empty(); }));
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    client.reset();
+  }
+  ASSERT_TRUE(RunUntil([&] { return requests_.gone == 1 && listener_->channels() == 0; }));
+}
+
+TEST_F(MsgChannelTest, MpaTimeoutFailsASilentPeer) {
+  // A raw TCP client that never sends a Request: the responder's timer fires.
+  config_.timeouts.request_ns = 100 * kNsPerMs;
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    listener_.reset();
+    auto l =
+        MsgListener::Listen(*engine_, transport::SockAddr::Loopback4(), config_, 16, requests_);
+    ASSERT_TRUE(l.ok());
+    listener_ = std::move(l).value();
+  }
+  auto raw = transport::TcpConnection::Connect(listener_->local_address());
+  ASSERT_TRUE(raw.ok());
+  ASSERT_TRUE(RunUntil([&] { return listener_->channels() == 1; }));
+  ASSERT_TRUE(RunUntil([&] { return listener_->channels() == 0; }));
+  EXPECT_TRUE(requests_.requests.empty());  // never reported: no Request arrived
+}
+
+}  // namespace
+}  // namespace iwarpx::progress
