@@ -2,16 +2,29 @@
 # scripts/demo.sh - the main job's demo (run ./autogen.sh first; the README's
 # first command does).
 #
-# Today: a complete connected iWARP exchange produced by the project's codecs
-# (MPA v2 request/reply with CRC, RTR, Send, RDMA Write, Read Request/Response,
-# atomics, Terminate) crosses a loopback TCP connection; tshark captures it and
-# its own iWARP dissectors decode every frame. Then datagram iWARP over UDP,
-# decoded by the project's Lua dissector. Needs root for the captures.
+# 1. Debian's fi_pingpong (libfabric-bin) runs over the iwarpx provider's
+#    FI_EP_MSG endpoint on loopback, every payload checked (-c), all sizes.
+# 2. The same traffic under a tshark capture: tshark's own iWARP dissectors
+#    decode the provider's MPA Request/Reply, the RTR and every Send FPDU with
+#    a good CRC32.
+# 3. A complete connected iWARP exchange produced by the project's codecs
+#    (MPA v2 request/reply with CRC, RTR, Send, RDMA Write, Read
+#    Request/Response, atomics, Terminate), decoded by tshark frame by frame.
+# 4. Datagram iWARP over UDP, decoded by the project's Lua dissector.
+# Needs root for the captures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${IWARPX_BUILD_DIR:-build}
 exchange=$build/tests/wire_check/wire_exchange
 [[ -x $exchange ]] || { echo "demo: $exchange not built; run ./autogen.sh" >&2; exit 1; }
+provider_dir=$build/prov/iwarpx/src/ofi
+echo "== iwarpx demo: Debian's fi_pingpong over FI_PROVIDER=iwarpx, FI_EP_MSG, data checked =="
+fabtests_ext/functional/fi_pingpong_check.sh "$(command -v fi_pingpong)" "$provider_dir" -S all \
+  -I 100
+echo
+echo "== iwarpx demo: the provider's traffic decoded by tshark's iWARP dissectors =="
+python3 tests/wire_check/tshark_pingpong_check.py --provider-dir "$provider_dir" --demo
+echo
 echo "== iwarpx demo: connected iWARP from our codecs, decoded by tshark =="
 python3 tests/wire_check/tshark_wire_check.py --exchange "$exchange" --demo
 echo

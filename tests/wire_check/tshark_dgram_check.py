@@ -17,13 +17,12 @@ Exit 0 on pass, 1 on failure. Stops only the processes it started; waits are bou
 import argparse
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
-import time
+
+from tshark_capture import QUIET_HEURISTICS, CaptureError, TsharkCapture
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_LUA = os.path.join(HERE, "..", "..", "tools", "wireshark", "iwarpx_dgram.lua")
@@ -41,8 +40,6 @@ EXPECTED = [
 ]
 FIELDS = ["iwarpx_dgram.type", "iwarpx_dgram.ctrl_op", "iwarpx_dgram.seq",
           "iwarpx_dgram.crc.status", "iwarp_rdma.opcode"]
-QUIET_HEURISTICS = ["--disable-heuristic", "rpcrdma_iwarp",
-                    "--disable-heuristic", "smb_direct_iwarp"]
 
 
 def free_udp_port():
@@ -53,44 +50,15 @@ def free_udp_port():
 
 def capture(sender, port, pcap):
     """Runs tshark around one sender run; returns an error string or None."""
-    tshark = subprocess.Popen(["tshark", "-i", "lo", "-f", "udp port %d" % port, "-w", pcap],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    announced = threading.Event()  # "Capturing on 'Loopback: lo'"
-    started = threading.Event()  # "Capture started": dumpcap's filter is attached
-    stderr_lines = []
-
-    def read_stderr():
-        for line in tshark.stderr:
-            stderr_lines.append(line)
-            if "Capturing on" in line:
-                announced.set()
-            if "Capture started" in line:
-                started.set()
-
-    reader = threading.Thread(target=read_stderr, daemon=True)
-    reader.start()
     try:
-        if not announced.wait(20):
-            return "tshark did not start capturing: " + "".join(stderr_lines)[-500:]
-        # tshark 4.0 prints "Capturing on" ~20 ms before the capture really
-        # starts; datagrams sent in between are lost.
-        if not started.wait(5):
-            time.sleep(1)
-        run = subprocess.run([sender, str(port), "--bad-crc"], timeout=20,
-                             capture_output=True, text=True)
-        if run.returncode != 0:
-            return "dgram_sender failed (%d): %s" % (run.returncode, run.stderr)
-        time.sleep(1)  # let the last datagrams reach the capture file
-        return None
-    finally:
-        if tshark.poll() is None:
-            tshark.send_signal(signal.SIGTERM)
-            try:
-                tshark.wait(10)
-            except subprocess.TimeoutExpired:
-                tshark.kill()
-                tshark.wait(5)
-        reader.join(5)
+        with TsharkCapture("udp port %d" % port, pcap):
+            run = subprocess.run([sender, str(port), "--bad-crc"], timeout=20,
+                                 capture_output=True, text=True)
+            if run.returncode != 0:
+                return "dgram_sender failed (%d): %s" % (run.returncode, run.stderr)
+    except CaptureError as e:
+        return str(e)
+    return None
 
 
 def main():

@@ -21,25 +21,11 @@ import argparse
 import os
 import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import time
-import xml.etree.ElementTree as ET
 
-TSHARK_DECODE_OPTS = [
-    "--disable-heuristic", "rpcrdma_iwarp",
-    "--disable-heuristic", "smb_direct_iwarp",
-]
-OPCODE_NAMES = {
-    0x0: "RDMA Write", 0x1: "RDMA Read Request", 0x2: "RDMA Read Response",
-    0x3: "Send", 0x4: "Send with Invalidate", 0x5: "Send with SE",
-    0x6: "Send with SE and Invalidate", 0x7: "Terminate", 0x8: "Immediate Data",
-    0x9: "Immediate Data with SE", 0xA: "Atomic Request", 0xB: "Atomic Response",
-}
-
+from tshark_capture import OPCODE_NAMES, CaptureError, TsharkCapture, decode_mpa, expert_errors
 
 def fail(msg):
     print(f"wire check FAILED: {msg}", file=sys.stderr)
@@ -63,29 +49,12 @@ def capture(exchange_bin, exchange_args, pcap):
         if not line or not line.startswith("PORT "):
             fail(f"exchange program did not announce its port (got {line!r})")
         port = int(line.split()[1])
-        tshark = subprocess.Popen(
-            ["tshark", "-i", "lo", "-f", f"tcp port {port}", "-w", pcap],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        # tshark prints "Capturing on 'lo'" before dumpcap has attached its
-        # filter, then "Capture started" once packets are really recorded.
-        announced = started = False
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            l = readline_timeout(tshark.stderr, min(3.0, deadline - time.monotonic()))
-            if l is None and announced:
-                break  # this tshark does not log "Capture started": go on after a pause
-            if l == "":
-                break
-            if l and "Capturing on" in l:
-                announced = True
-            if l and "Capture started" in l:
-                started = True
-                break
-        if not (started or announced):
-            fail("tshark did not start capturing on lo within 30 s (are you root?)")
-        time.sleep(0.5)
-        # Keep draining tshark's stderr so it never blocks on a full pipe.
-        threading.Thread(target=tshark.stderr.read, daemon=True).start()
+        tshark = TsharkCapture(f"tcp port {port}", pcap)
+        try:
+            tshark.__enter__()
+        except CaptureError as e:
+            tshark = None
+            fail(str(e))
         ex.stdin.write("go\n")
         ex.stdin.flush()
         try:
@@ -95,73 +64,15 @@ def capture(exchange_bin, exchange_args, pcap):
             fail("exchange program did not finish within 60 s")
         if ex.returncode != 0:
             fail(f"exchange program exited {ex.returncode}:\n{err}")
-        time.sleep(1.0)  # let the last packets reach the capture file
     finally:
         if ex.poll() is None:
             ex.kill()
             ex.wait()
-        if tshark is not None and tshark.poll() is None:
-            tshark.send_signal(signal.SIGINT)
-            try:
-                tshark.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                tshark.kill()
-                tshark.wait()
+        if tshark is not None:
+            tshark.__exit__(None, None, None)
     expects = [l.split()[1:] for l in out.splitlines() if l.startswith("EXPECT ")]
     transcript = [l for l in out.splitlines() if not l.startswith("EXPECT ")]
     return expects, transcript
-
-
-def decode(pcap):
-    """Returns tshark's view: a list of (frame, kind, detail dict) in order."""
-    res = subprocess.run(["tshark", "-r", pcap, "-T", "pdml", *TSHARK_DECODE_OPTS],
-                         capture_output=True, text=True, timeout=120)
-    if res.returncode != 0:
-        fail(f"tshark -r failed: {res.stderr}")
-    events = []
-    for pkt in ET.fromstring(res.stdout).iter("packet"):
-        frame = tcp_src = None
-        for proto in pkt.iter("proto"):
-            name = proto.get("name")
-            if name == "geninfo":
-                f = proto.find("field[@name='num']")
-                frame = int(f.get("show")) if f is not None else None
-            elif name == "tcp":
-                f = proto.find("field[@name='tcp.srcport']")
-                tcp_src = f.get("show") if f is not None else None
-            elif name == "iwarp_mpa":
-                for fld in proto.iter("field"):
-                    n = fld.get("name")
-                    if n == "iwarp_mpa.req":
-                        events.append((frame, "mpa_req", {"src": tcp_src}))
-                    elif n == "iwarp_mpa.rep":
-                        events.append((frame, "mpa_rep", {"src": tcp_src}))
-                    elif n == "iwarp_mpa.crc_check":
-                        show = fld.get("showname", "")
-                        status = ("good" if "Good CRC32" in show else
-                                  "bad" if "Bad CRC32" in show else "unknown")
-                        events.append((frame, "fpdu", {"crc": status, "src": tcp_src,
-                                                       "crc_text": show}))
-            elif name == "iwarp_ddp_rdmap":
-                op = None
-                for fld in proto.iter("field"):
-                    if fld.get("name") == "iwarp_rdma.opcode":
-                        op = int(fld.get("show"), 0)
-                        break
-                # Attach the opcode to the latest FPDU of this packet without one.
-                for ev in reversed(events):
-                    if ev[0] == frame and ev[1] == "fpdu" and "opcode" not in ev[2]:
-                        ev[2]["opcode"] = op
-                        break
-                else:
-                    events.append((frame, "ddp_without_mpa", {"opcode": op}))
-    return events
-
-
-def expert_errors(pcap):
-    res = subprocess.run(["tshark", "-r", pcap, "-q", "-z", "expert,error",
-                          *TSHARK_DECODE_OPTS], capture_output=True, text=True, timeout=120)
-    return [l for l in res.stdout.splitlines() if "iwarp" in l.lower() or "mpa" in l.lower()]
 
 
 def main():
@@ -179,7 +90,7 @@ def main():
         expects, transcript = capture(args.exchange, exchange_args, pcap)
         if args.keep:
             shutil.copy(pcap, args.keep)
-        events = decode(pcap)
+        events = decode_mpa(pcap)
         errors = expert_errors(pcap)
 
     if args.demo:
