@@ -130,6 +130,11 @@ int Domain::Open(struct fid_fabric* fabric, struct fi_info* info, struct fid_dom
   d->handle_.fid.fid.ops = const_cast<struct fi_ops*>(&kDomainFiOps);
   d->handle_.fid.ops = const_cast<struct fi_ops_domain*>(&kDomainOps);
   d->handle_.fid.mr = const_cast<struct fi_ops_mr*>(&MrOps());
+  const bool auto_progress =
+      GetParams().progress_thread ||
+      (info->domain_attr != nullptr && (info->domain_attr->data_progress == FI_PROGRESS_AUTO ||
+                                        info->domain_attr->control_progress == FI_PROGRESS_AUTO));
+  if (auto_progress) f->StartProgressThread();
   f->Ref();
   *domain = d->fid();
   IWX_INFO(domain, "domain %p opened (pd %u, mr_mode %#lx)\n", static_cast<void*>(d), d->pd_,

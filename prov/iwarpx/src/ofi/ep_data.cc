@@ -93,7 +93,7 @@ bool Endpoint::FillSgl(const struct iovec* iov, size_t count, qp::Sgl* sgl,
 }
 
 void Endpoint::AfterPost() {
-  if (channel_) fabric_->engine().Update(*channel_);
+  if (channel_) channel_->AfterPost();
 }
 
 ssize_t Endpoint::PostRecv(const struct iovec* iov, size_t count, void* context, uint64_t flags) {

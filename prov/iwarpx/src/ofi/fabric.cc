@@ -102,14 +102,32 @@ int Fabric::Close() {
              static_cast<void*>(this), refs);
     return -FI_EBUSY;
   }
+  {
+    std::lock_guard<std::mutex> lock(thread_mu_);
+    thread_.reset();  // stops before the engine goes
+  }
   IWX_INFO(fabric, "fabric %p closed\n", static_cast<void*>(this));
   delete this;
   return 0;
 }
 
 void Fabric::Progress() {
+  if (auto_progress_.load(std::memory_order_relaxed)) {
+    std::unique_lock<std::mutex> lock(engine_->mu(), std::try_to_lock);
+    if (lock.owns_lock()) engine_->RunOnce(0);
+    return;
+  }
   std::lock_guard<std::mutex> lock(engine_->mu());
   engine_->RunOnce(0);
+}
+
+void Fabric::StartProgressThread() {
+  std::lock_guard<std::mutex> lock(thread_mu_);
+  if (thread_) return;
+  thread_ = progress::ProgressThread::Start(*engine_, /*bind=*/true);
+  auto_progress_.store(true);
+  IWX_INFO(fabric, "fabric %p: progress thread started (FI_PROGRESS_AUTO)\n",
+           static_cast<void*>(this));
 }
 
 int Fabric::TryWait(struct fid** fids, int count) {

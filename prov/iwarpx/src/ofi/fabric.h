@@ -5,22 +5,28 @@
 //
 // Contract: any thread may call its ops (FI_THREAD_SAFE). fi_close fails with
 // -FI_EBUSY while a domain, EQ or passive endpoint opened from it is open.
-// Progress (manual, FI_PROGRESS_MANUAL): Progress() runs one non-blocking
-// engine pass; every CQ, EQ and counter read calls it, and their blocking
-// reads call ProgressUntil(). Neither may be called with a CQ/EQ/counter
-// mutex held (lock order: engine lock, then a queue's mutex).
+// Progress: Progress() runs one non-blocking engine pass; every CQ, EQ and
+// counter read calls it, and their blocking reads call ProgressUntil()
+// (FI_PROGRESS_MANUAL). A domain opened with FI_PROGRESS_AUTO (or any domain
+// with FI_IWARPX_PROGRESS_THREAD=1) starts the fabric's progress thread,
+// which then drives the engine too. Neither call may be made with a
+// CQ/EQ/counter mutex held (lock order: engine lock, then a queue's mutex).
 #pragma once
+
+#include <poll.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 
 #include <rdma/fabric.h>
 
 #include "base/clock.h"
 #include "ofi/common.h"
 #include "progress/engine.h"
+#include "progress/progress_thread.h"
 
 namespace iwarpx::ofi {
 
@@ -43,8 +49,13 @@ class Fabric {
   }
 
   progress::Engine& engine() { return *engine_; }
-  // One non-blocking engine pass (takes the engine lock).
+  // One non-blocking engine pass (takes the engine lock). With the progress
+  // thread running it only runs when the lock is free (the thread makes
+  // progress anyway; the caller must not queue behind it).
   void Progress();
+  // FI_PROGRESS_AUTO: starts the fabric's progress thread (once; bound with
+  // hwloc). Any thread.
+  void StartProgressThread();
   // Drives progress until ready() is true or timeout_ms passes (negative: no
   // limit); between passes it sleeps in poll(2) on the engine and on
   // `wake_fd` (the waiting queue's eventfd, -1 for none) so completions that
@@ -63,7 +74,13 @@ class Fabric {
         if (spent >= timeout_ms) return false;
         slice = static_cast<int>(std::min<long>(slice, timeout_ms - spent));
       }
-      engine_->WaitForEvents(slice, wake_fd);
+      if (auto_progress_.load(std::memory_order_relaxed) && wake_fd >= 0) {
+        // The progress thread drives the engine: sleep on the queue alone.
+        pollfd pfd{wake_fd, POLLIN, 0};
+        (void)::poll(&pfd, 1, slice);
+      } else {
+        engine_->WaitForEvents(slice, wake_fd);
+      }
     }
   }
 
@@ -77,6 +94,9 @@ class Fabric {
 
   MonotonicClock clock_;
   std::unique_ptr<progress::Engine> engine_;
+  std::mutex thread_mu_;
+  std::unique_ptr<progress::ProgressThread> thread_;  // thread_mu_
+  std::atomic<bool> auto_progress_{false};
 
   FidHandle<struct fid_fabric, Fabric> handle_;
   std::atomic<int> refs_{0};

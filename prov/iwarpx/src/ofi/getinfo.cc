@@ -65,9 +65,6 @@ int CheckEpAttr(const struct fi_ep_attr& a) {
 
 int CheckDomainAttr(const struct fi_domain_attr& a) {
   if (a.name != nullptr && std::strcmp(a.name, kDomainName) != 0) return NoMatch("domain name");
-  if (a.control_progress == FI_PROGRESS_AUTO || a.data_progress == FI_PROGRESS_AUTO) {
-    return NoMatch("FI_PROGRESS_AUTO (lands with the progress engine; progress is manual)");
-  }
   if (a.mr_key_size > kMrKeySize) return NoMatch("mr_key_size (STags are 4 bytes)");
   if (a.cq_data_size > kCqDataSize) {
     return NoMatch("cq_data_size (RFC 7306 Immediate Data carries 8 bytes)");
@@ -305,8 +302,14 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
                                           ? hints->domain_attr->threading
                                           : FI_THREAD_UNSPEC;
   d.threading = threading != FI_THREAD_UNSPEC ? threading : FI_THREAD_SAFE;
-  d.control_progress = FI_PROGRESS_MANUAL;
-  d.data_progress = FI_PROGRESS_MANUAL;
+  // Progress: what the application asks for; otherwise manual unless
+  // FI_IWARPX_PROGRESS_THREAD makes the provider run its progress thread.
+  const enum fi_progress dflt = GetParams().progress_thread ? FI_PROGRESS_AUTO : FI_PROGRESS_MANUAL;
+  const struct fi_domain_attr* hd = hints != nullptr ? hints->domain_attr : nullptr;
+  d.control_progress =
+      hd != nullptr && hd->control_progress != FI_PROGRESS_UNSPEC ? hd->control_progress : dflt;
+  d.data_progress =
+      hd != nullptr && hd->data_progress != FI_PROGRESS_UNSPEC ? hd->data_progress : dflt;
   d.resource_mgmt = FI_RM_ENABLED;
   d.av_type = FI_AV_UNSPEC;
   d.mr_mode = static_cast<int>(MrModeFor(hints, version));
@@ -363,13 +366,6 @@ int CheckDomainInfo(const struct fi_info* info) {
       info->ep_attr->type != FI_EP_MSG) {
     IWX_WARN(domain, "fi_domain: ep_type %d is not provided by iwarpx (FI_EP_MSG only)\n",
              static_cast<int>(info->ep_attr->type));
-    return -FI_EINVAL;
-  }
-  if (info->domain_attr != nullptr && (info->domain_attr->data_progress == FI_PROGRESS_AUTO ||
-                                       info->domain_attr->control_progress == FI_PROGRESS_AUTO)) {
-    IWX_WARN(domain,
-             "fi_domain: FI_PROGRESS_AUTO is not available yet (it lands with the progress "
-             "engine)\n");
     return -FI_EINVAL;
   }
   return 0;

@@ -40,9 +40,10 @@ void DefineParams() {
                   "1..16383: how many RDMA Reads this endpoint may have outstanding. "
                   "(default: 16)");
   fi_param_define(&g_provider, "progress_thread", FI_PARAM_BOOL,
-                  "Run a progress thread per domain (FI_PROGRESS_AUTO). Not available yet: "
-                  "it lands with the progress engine; until then progress is manual. "
-                  "(default: false)");
+                  "Run the provider's progress thread (one per fabric, bound with hwloc to "
+                  "the last CPU the process may use) for every domain, and report "
+                  "FI_PROGRESS_AUTO. Without it progress is manual unless the application "
+                  "asks for FI_PROGRESS_AUTO. (default: false)");
   fi_param_define(&g_provider, "max_mr", FI_PARAM_INT,
                   "Maximum number of live memory registrations per domain (domain_attr "
                   "mr_cnt), 1..16777216. (default: 65536)");
@@ -73,11 +74,6 @@ void ReadParams() {
   int max_mr = static_cast<int>(g_params.max_mr);
   ReadInt("max_mr", 1, 1 << 24, &max_mr);
   g_params.max_mr = static_cast<size_t>(max_mr);
-  if (g_params.progress_thread) {
-    IWX_WARN(core,
-             "FI_IWARPX_PROGRESS_THREAD=1 is not available yet (it lands with the progress "
-             "engine); progress stays manual\n");
-  }
 }
 
 void Cleanup() {}

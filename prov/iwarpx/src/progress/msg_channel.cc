@@ -82,6 +82,18 @@ void MsgChannel::Disconnect() {
   engine_.Update(*this);
 }
 
+void MsgChannel::AfterPost() {
+  if (parked_ && phase_ == Phase::kRunning) {
+    parked_ = false;
+    if (const transport::Status s = engine_.Add(*this); !s.ok()) {
+      parked_ = true;
+      return;
+    }
+    OnReady(Poller::kReadable | Poller::kHangup);
+  }
+  engine_.Update(*this);
+}
+
 ByteSpan MsgChannel::peer_private_data() const {
   return cep_ ? cep_->peer_private_data() : ByteSpan{};
 }
@@ -129,7 +141,12 @@ void MsgChannel::OnReady(uint32_t events) {
     case Phase::kRunning:
       if (writable && qp_->wants_write()) qp_->OnWritable();
       if (readable && qp_->wants_read()) qp_->OnReadable();
-      if (qp_->state() == qp::QpState::kError && !qp_->wants_write()) Finish();
+      if (qp_->state() == qp::QpState::kError && !qp_->wants_write()) {
+        Finish();
+      } else if (failed && !qp_->wants_read() && !qp_->wants_write()) {
+        parked_ = true;
+        engine_.Remove(*this);
+      }
       return;
     case Phase::kDone: return;
   }

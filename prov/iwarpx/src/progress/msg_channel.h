@@ -26,6 +26,12 @@
 //                       Reply could not be sent).
 //   OnTerminated() / OnError()  (CompletionSink) as the QP reports them.
 //
+// Hang-up while blocked: epoll reports EPOLLHUP/EPOLLERR whatever the
+// interest, so a peer that is gone while the QP waits for a receive buffer
+// would wake the engine forever. The channel then parks: it leaves the
+// engine until AfterPost() (a new receive) lets the QP read the end of the
+// stream.
+//
 // Ownership and threads: the channel owns its Connection, Cep and QP and
 // borrows the Engine, the StagTable and the sink (all must outlive it). Every
 // call needs the engine lock. Destroying a channel unregisters it.
@@ -107,6 +113,9 @@ class MsgChannel final : public Pollable {
   // Orderly close (fi_shutdown): the QP flushes and half-closes. No effect
   // before kRunning or after kDone.
   void Disconnect();
+  // The owner posted work to qp(): re-reads interest and, if the channel had
+  // parked its descriptor (see below), drives the QP once.
+  void AfterPost();
 
   [[nodiscard]] Phase phase() const { return phase_; }
   [[nodiscard]] qp::QueuePair* qp() { return qp_.get(); }
@@ -143,6 +152,7 @@ class MsgChannel final : public Pollable {
   ChannelSink* sink_ = nullptr;
   RequestObserver* observer_ = nullptr;
   Phase phase_ = Phase::kHandshake;
+  bool parked_ = false;  // removed from the engine after a hang-up (see above)
 };
 
 }  // namespace iwarpx::progress

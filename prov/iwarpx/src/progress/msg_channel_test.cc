@@ -3,10 +3,13 @@
 // abrupt ends. Every loop is bounded (5 s of engine passes).
 #include "progress/msg_channel.h"
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -16,6 +19,7 @@
 #include "mem/stag_table.h"
 #include "progress/engine.h"
 #include "progress/msg_listener.h"
+#include "progress/progress_thread.h"
 #include "testing/qp_harness.h"
 #include "transport/tcp.h"
 
@@ -225,6 +229,86 @@ TEST_F(MsgChannelTest, MpaTimeoutFailsASilentPeer) {
   ASSERT_TRUE(RunUntil([&] { return listener_->channels() == 1; }));
   ASSERT_TRUE(RunUntil([&] { return listener_->channels() == 0; }));
   EXPECT_TRUE(requests_.requests.empty());  // never reported: no Request arrived
+}
+
+TEST_F(MsgChannelTest, HangUpWhileWaitingForAReceiveParksInsteadOfSpinning) {
+  Sink client_sink;
+  Sink server_sink;  // posts no receive: the Send blocks the server's QP
+  auto client = Connect("", client_sink);
+  ASSERT_TRUE(RunUntil([&] { return !requests_.requests.empty(); }));
+  std::unique_ptr<MsgChannel> server;
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    server = listener_->Take(requests_.requests[0]);
+    ASSERT_EQ(server->Accept({}, stags_, 0, qp::QpConfig{}, server_sink), 0);
+  }
+  ASSERT_TRUE(RunUntil([&] { return client_sink.rec.established == 1; }));
+  const std::string msg = "nobody is ready for this";
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    qp::SendWr s;
+    ASSERT_TRUE(s.sgl.Add(const_cast<char*>(msg.data()), msg.size()));
+    ASSERT_EQ(client->qp()->PostSend(s), qp::QpStatus::kOk);
+    client->AfterPost();
+  }
+  ASSERT_TRUE(
+      RunUntil([&] { return server_sink.rec.established == 1 && !server->qp()->wants_read(); }));
+  // The client resets the connection (SO_LINGER 0): the server's socket
+  // reports EPOLLHUP|EPOLLERR although it asked for nothing.
+  const linger hard{1, 0};
+  ASSERT_EQ(setsockopt(client->fd(), SOL_SOCKET, SO_LINGER, &hard, sizeof(hard)), 0);
+  const size_t before = engine_->registered();
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    client.reset();
+  }
+  ASSERT_TRUE(RunUntil([&] { return engine_->registered() == before - 2; }))
+      << "the server channel should have left the engine";
+  EXPECT_EQ(server_sink.rec.terminated, 0);
+  // A receive lets the QP read on: it sees the reset and ends the connection.
+  std::vector<uint8_t> buf(64);
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    qp::RecvWr r;
+    ASSERT_TRUE(r.sgl.Add(buf.data(), buf.size()));
+    ASSERT_EQ(server->qp()->PostRecv(r), qp::QpStatus::kOk);
+    server->AfterPost();
+  }
+  ASSERT_TRUE(RunUntil([&] { return server_sink.rec.terminated == 1; }));
+  EXPECT_EQ(server_sink.rec.completions.size(), 1U);  // the receive: data or flushed
+}
+
+TEST_F(MsgChannelTest, ProgressThreadDrivesTheHandshakeAlone) {
+  // With a progress thread nobody else runs engine passes: the connection
+  // still comes up and data still flows (FI_PROGRESS_AUTO).
+  auto thread = ProgressThread::Start(*engine_, /*bind=*/true);
+  Sink client_sink;
+  Sink server_sink;
+  auto client = Connect("auto", client_sink);
+  ASSERT_NE(client, nullptr);
+  const auto until = [&](auto done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < deadline) {
+      {
+        std::lock_guard<std::mutex> lock(engine_->mu());
+        if (done()) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
+  };
+  ASSERT_TRUE(until([&] { return !requests_.requests.empty(); }));
+  std::unique_ptr<MsgChannel> server;
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    server = listener_->Take(requests_.requests[0]);
+    ASSERT_NE(server, nullptr);
+    ASSERT_EQ(server->Accept({}, stags_, 0, qp::QpConfig{}, server_sink), 0);
+  }
+  ASSERT_TRUE(
+      until([&] { return client_sink.rec.established == 1 && server_sink.rec.established == 1; }));
+  EXPECT_GT(thread->passes(), 0U);
+  thread.reset();  // stops before the channels go away
 }
 
 }  // namespace
