@@ -323,6 +323,42 @@ TEST(QpReadMiscTest, SourceDeregisteredMidResponseTerminates) {
   EXPECT_LT(std::count(sink.begin(), sink.end(), 0x5a), 4096) << "the read did not complete";
 }
 
+// A Read Response FPDU the socket took only part of must not keep pointing
+// into the source region: the application may deregister and reuse that
+// memory as soon as the engine call returns. The rest of the FPDU goes out
+// from the QP's stash, with the bytes as they were when it was framed.
+TEST(QpReadMiscTest, HalfSentResponseNeverRereadsTheRegion) {
+  QpConfig cfg;
+  cfg.max_fpdu_payload = 256;
+  QpPair p(0, true, cfg);
+  p.Start();
+  p.Pump();
+  Bytes source(4096, 0x5a);
+  const uint32_t src_stag = p.b.Register(source, mem::kRemoteRead, 0);
+  Bytes sink(4096, 0);
+  const uint32_t sink_stag = p.a.Register(sink, mem::kLocalWrite, 0);
+  p.b.conn->set_send_capacity(600);  // stalls inside the third FPDU
+  ReadWr wr;
+  wr.context = 9;
+  wr.local_stag = sink_stag;
+  wr.length = static_cast<uint32_t>(source.size());
+  wr.remote_stag = src_stag;
+  ASSERT_EQ(p.a.qp->PostRead(wr), QpStatus::kOk);
+  p.a.qp->OnWritable();
+  p.b.qp->OnReadable();
+  ASSERT_EQ(p.a.conn->pending(), 600u) << "600 bytes: two 264-byte FPDUs and part of a third";
+  // The application takes the region back and reuses the memory.
+  ASSERT_TRUE(p.b.stags.Deregister(src_stag));
+  std::fill(source.begin(), source.end(), 0xee);
+  p.b.conn->set_send_capacity(1 << 30);
+  p.Pump();
+  EXPECT_EQ(std::count(sink.begin(), sink.end(), 0xee), 0) << "reused memory was sent";
+  EXPECT_GT(std::count(sink.begin(), sink.end(), 0x5a), 512) << "the half-sent FPDU completed";
+  EXPECT_EQ(p.b.sink.term_cause, wire::term::kRdmapInvalidStag);
+  ASSERT_EQ(p.a.sink.completions.size(), 1u);
+  EXPECT_EQ(p.a.sink.completions[0].kind, Kind::kError);
+}
+
 TEST(QpReadMiscTest, SinkWithoutLocalWriteTerminatesAtRequester) {
   QpPair p(0, false);
   p.Start();

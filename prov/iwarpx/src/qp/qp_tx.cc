@@ -7,6 +7,7 @@
 // both only at FPDU boundaries (a new FPDU is built only when none is active).
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 
 #include "qp/queue_pair.h"
 #include "wire/rdmap.h"
@@ -38,7 +39,10 @@ void QueuePair::ProcessTx() {
         return;
       }
     }
-    if (!WriteActive()) return;
+    if (!WriteActive()) {
+      if (tx_.active && tx_.borrowed) StashBorrowedPayload();
+      return;
+    }
     FinishTxFpdu();
   }
 }
@@ -61,6 +65,7 @@ bool QueuePair::BuildNext() {
   if (state_ != QpState::kRts || tx_held_) return false;
   tx_.iov_count = 2;
   tx_.done = TxDone::kNothing;
+  tx_.borrowed = false;
   if (rtr_pending_) {
     rtr_pending_ = false;
     auto n = wire::EncodeWriteHeader(kRtrStag, 0, true, tx_.header);
@@ -178,6 +183,7 @@ bool QueuePair::BuildReadResponse() {
       return false;
     }
     tx_.iov[tx_.iov_count++] = iovec{*src, len};
+    tx_.borrowed = true;
   }
   r.done += len;
   if (last) {
@@ -304,6 +310,29 @@ bool QueuePair::WriteActive() {
     return false;
   }
   return true;
+}
+
+void QueuePair::StashBorrowedPayload() {
+  const size_t rest = tx_.total - tx_.sent;
+  if (rest > tx_stash_.size()) return;  // cannot happen: the stash holds a whole FPDU
+  size_t skip = tx_.sent;
+  size_t out = 0;
+  for (size_t i = 0; i < tx_.iov_count; ++i) {
+    const iovec& p = tx_.iov[i];
+    if (skip >= p.iov_len) {
+      skip -= p.iov_len;
+      continue;
+    }
+    std::memcpy(tx_stash_.data() + out, static_cast<const uint8_t*>(p.iov_base) + skip,
+                p.iov_len - skip);
+    out += p.iov_len - skip;
+    skip = 0;
+  }
+  tx_.iov[0] = iovec{tx_stash_.data(), out};
+  tx_.iov_count = 1;
+  tx_.total = out;
+  tx_.sent = 0;
+  tx_.borrowed = false;
 }
 
 void QueuePair::FinishTxFpdu() {

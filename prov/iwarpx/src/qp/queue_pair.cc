@@ -67,6 +67,7 @@ QueuePair::QueuePair(transport::Connection& conn, mem::StagTable& stags, uint32_
       orq_(mpa.ord),
       ord_(mpa.ord),
       irq_(mpa.ird),
+      tx_stash_(config.max_fpdu_payload + kFpduOverhead),
       rx_(RxConfigFor(mpa)) {}
 
 QueuePair::~QueuePair() = default;

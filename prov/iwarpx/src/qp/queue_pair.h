@@ -16,6 +16,12 @@
 // receive staging buffer are allocated in Create(); posting, transmitting and
 // receiving never allocate.
 //
+// Borrowed memory: a Read Response is sent straight from the responder's
+// registered region, resolved through the StagTable for each FPDU. If the
+// socket takes only part of that FPDU, the rest is copied into a stash before
+// the call returns, so no pointer into a region outlives the call that
+// resolved it (the caller's lock then makes deregistration safe).
+//
 // Driving: the caller calls OnWritable() when the connection is writable and
 // wants_write() is true, and OnReadable() when it is readable and
 // wants_read() is true. Post*() also try to transmit at once. When an
@@ -84,6 +90,9 @@ struct QpConfig {
 };
 
 inline constexpr size_t kMinFpduPayload = 128;
+// Bytes an FPDU adds to its ULPDU without markers: the 2-byte length, up to 3
+// pad bytes and the CRC.
+inline constexpr size_t kFpduOverhead = 2 + 3 + 4;
 
 class QueuePair {
  public:
@@ -182,6 +191,10 @@ class QueuePair {
     TxDone done = TxDone::kNothing;
     uint64_t sq_seq = 0;  // kSqSegment: the WR's sequence number
     bool last = false;    // kSqSegment: the WR's last FPDU
+    // The payload points into a region only borrowed through an STag (a Read
+    // Response source): it must not be referenced once the call that
+    // resolved it returns (see StashBorrowedPayload).
+    bool borrowed = false;
   };
   enum class RxDest : uint8_t { kNone, kTagged, kRecv };
   enum class Dispatch : uint8_t { kProceed, kBlock, kFailed };
@@ -221,6 +234,10 @@ class QueuePair {
   void SetPayload(const Sgl& sgl, size_t offset, size_t len);
   bool Frame();
   bool WriteActive();  // false: would block or failed
+  // Copies the unsent rest of a borrowed FPDU into tx_stash_, so that no
+  // pointer into a region survives the call: the application may deregister
+  // and free it as soon as it can take the engine lock.
+  void StashBorrowedPayload();
   void FinishTxFpdu();
   bool SqHasWork() const;
 
@@ -283,6 +300,7 @@ class QueuePair {
   bool prefer_irq_ = false;
 
   TxFpdu tx_;
+  std::vector<uint8_t> tx_stash_;  // one FPDU, allocated in Create()
   std::array<uint8_t, 72> term_bytes_{};
   size_t term_size_ = 0;
 
