@@ -101,7 +101,7 @@ TEST_F(CqTest, ErrorsKeepTheirPlaceInOrder) {
   fi_cq_err_entry err{};
   err.op_context = &err;
   err.err = FI_EIO;
-  err.prov_errno = 5;
+  err.prov_errno = 0x010101;  // DDP tagged buffer: base or bounds violation
   ASSERT_TRUE(c->PostError(err));
   ASSERT_TRUE(c->Post(Completion(3)));
   fi_cq_msg_entry out[4] = {};
@@ -113,7 +113,12 @@ TEST_F(CqTest, ErrorsKeepTheirPlaceInOrder) {
   EXPECT_EQ(got.err, FI_EIO);
   EXPECT_EQ(got.op_context, &err);
   EXPECT_EQ(got.err_data_size, 0u);
-  EXPECT_NE(fi_cq_strerror(cq, got.prov_errno, nullptr, nullptr, 0), nullptr);
+  EXPECT_STREQ(fi_cq_strerror(cq, got.prov_errno, nullptr, nullptr, 0),
+               "iWARP Terminate: DDP tagged buffer: base or bounds violation (layer 1, type 1, "
+               "code 0x1)");
+  char small[16];
+  EXPECT_EQ(fi_cq_strerror(cq, 0x7fffff, nullptr, small, sizeof(small)), small);
+  EXPECT_STREQ(small, "unknown provide");  // truncated to the buffer, terminated
   EXPECT_EQ(fi_cq_readerr(cq, &got, 0), -FI_EAGAIN);
   EXPECT_EQ(fi_cq_sread(cq, out, 4, nullptr, 1000), 1);
   EXPECT_EQ(out[0].len, 3u);

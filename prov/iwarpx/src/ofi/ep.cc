@@ -486,7 +486,9 @@ void Endpoint::OnConnectFailed(const cm::CepError& error, ByteSpan reject_data) 
   e.fid = &handle_.fid.fid;
   e.context = handle_.fid.fid.context;
   e.err = cm::CepErrno(error);
-  e.prov_errno = error.kind == cm::CepErrorKind::kProtocol ? static_cast<int>(error.wire_error) : 0;
+  e.prov_errno = error.kind == cm::CepErrorKind::kProtocol
+                     ? qp::ProvErrno(wire::TerminateCauseFor(error.wire_error))
+                     : 0;
   IWX_INFO(ep_ctrl, "ep %p: connection setup failed: %s\n", static_cast<void*>(this),
            fi_strerror(e.err));
   if (!eq_->PostError(e, reject_data.data(), reject_data.size())) {

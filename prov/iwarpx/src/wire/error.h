@@ -119,6 +119,10 @@ inline constexpr TermCause kLlpNoMatchingRtr{2, 0, 0x07};
 // decode with `e`.
 TermCause TerminateCauseFor(WireError e);
 
+// A short English description of a Terminate cause ("DDP tagged buffer:
+// base or bounds violation"); "unknown cause" for codes no RFC defines.
+const char* DescribeTermCause(TermCause c);
+
 // A stable, human-readable name for logs and test failure messages.
 const char* ToString(WireError e);
 
