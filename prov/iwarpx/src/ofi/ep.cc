@@ -287,14 +287,8 @@ int Endpoint::Control(int command, void* arg) {
 }
 
 progress::ChannelConfig Endpoint::MakeChannelConfig() const {
-  const Params& p = GetParams();
   progress::ChannelConfig c;
-  c.policy.max_revision = static_cast<uint8_t>(p.mpa_rev);
-  c.policy.want_crc = p.mpa_crc;
-  c.policy.want_markers = p.mpa_markers;
-  c.policy.ird = static_cast<uint16_t>(p.ird);
-  c.policy.max_ird = static_cast<uint16_t>(p.ird);
-  c.policy.ord = static_cast<uint16_t>(p.ord);
+  c.policy = MpaPolicyFromParams();
   c.pd = domain_->pd();
   return c;
 }

@@ -255,14 +255,8 @@ int PassiveEndpoint::Listen() {
     return -FI_ENOEQ;
   }
   if (listener_) return 0;
-  const Params& p = GetParams();
   progress::ChannelConfig config;
-  config.policy.max_revision = static_cast<uint8_t>(p.mpa_rev);
-  config.policy.want_crc = p.mpa_crc;
-  config.policy.want_markers = p.mpa_markers;
-  config.policy.ird = static_cast<uint16_t>(p.ird);
-  config.policy.max_ird = static_cast<uint16_t>(p.ird);
-  config.policy.ord = static_cast<uint16_t>(p.ord);
+  config.policy = MpaPolicyFromParams();
   const transport::SockAddr addr = name_.valid() ? name_ : transport::SockAddr::Any4();
   auto l = progress::MsgListener::Listen(fabric_->engine(), addr, config,
                                          transport::TcpListener::kDefaultBacklog, *this);

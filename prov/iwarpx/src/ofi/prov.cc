@@ -95,6 +95,18 @@ const Params& GetParams() {
   return g_params;
 }
 
+wire::MpaPolicy MpaPolicyFromParams() {
+  wire::MpaPolicy policy;
+  policy.max_revision = static_cast<uint8_t>(g_params.mpa_rev);
+  policy.want_crc = g_params.mpa_crc;
+  policy.want_markers = g_params.mpa_markers;
+  policy.insert_markers = true;
+  policy.ird = static_cast<uint16_t>(g_params.ird);
+  policy.max_ird = static_cast<uint16_t>(g_params.ird);
+  policy.ord = static_cast<uint16_t>(g_params.ord);
+  return policy;
+}
+
 }  // namespace iwarpx::ofi
 
 extern "C" FI_EXT_INI {

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 
+#include "wire/mpa_negotiate.h"
+
 namespace iwarpx::ofi {
 
 struct Params {
@@ -19,5 +21,9 @@ struct Params {
 
 // The values in effect (defaults until fi_prov_ini has run).
 const Params& GetParams();
+
+// The MPA negotiation policy the parameters describe (revision, CRC, markers
+// asked for; a peer that asks for markers always gets them; IRD/ORD).
+wire::MpaPolicy MpaPolicyFromParams();
 
 }  // namespace iwarpx::ofi

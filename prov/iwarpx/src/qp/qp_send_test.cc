@@ -76,9 +76,6 @@ TEST(QpCreateTest, RejectsBadConfig) {
   cfg.sq_size = 0;
   EXPECT_FALSE(QueuePair::Create(*conns.first, t, 1, o, cfg, sink).ok());
   cfg = {};
-  o.markers_tx = true;
-  EXPECT_FALSE(QueuePair::Create(*conns.first, t, 1, o, cfg, sink).ok());
-  o.markers_tx = false;
   o.rtr = wire::MpaRtr::kSend;
   EXPECT_FALSE(QueuePair::Create(*conns.first, t, 1, o, cfg, sink).ok());
 }

@@ -280,6 +280,27 @@ bool QueuePair::Frame() {
   tx_.total = transport::TotalLength(std::span<const iovec>(tx_.iov.data(), tx_.iov_count));
   tx_.sent = 0;
   tx_.active = true;
+  if (mpa_.markers_tx) return FrameWithMarkers();
+  return true;
+}
+
+bool QueuePair::FrameWithMarkers() {
+  // The body is ULPDU_Length | ULPDU | PAD: everything framed but the CRC.
+  size_t n = 0;
+  for (size_t i = 0; i < tx_.iov_count; ++i) {
+    size_t len = tx_.iov[i].iov_len;
+    if (i + 1 == tx_.iov_count) len -= wire::kFpduCrcSize;
+    if (n + len > tx_marker_body_.size()) return false;  // cannot happen: sized for MULPDU
+    if (len != 0) std::memcpy(tx_marker_body_.data() + n, tx_.iov[i].iov_base, len);
+    n += len;
+  }
+  auto marked = marker_tx_.Insert(ByteSpan(tx_marker_body_.data(), n), mpa_.crc,
+                                  MutableByteSpan(tx_stash_.data(), tx_stash_.size()));
+  if (!marked.ok()) return false;
+  tx_.iov[0] = iovec{tx_stash_.data(), *marked};
+  tx_.iov_count = 1;
+  tx_.total = *marked;
+  tx_.borrowed = false;  // copied
   return true;
 }
 

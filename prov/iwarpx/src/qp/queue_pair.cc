@@ -45,7 +45,7 @@ Result<std::unique_ptr<QueuePair>, QpStatus> QueuePair::Create(transport::Connec
                                                                const QpConfig& config,
                                                                CompletionSink& sink) {
   if (config.sq_size == 0 || config.rq_size == 0 || config.max_fpdu_payload < kMinFpduPayload ||
-      config.max_fpdu_payload > wire::kMaxUlpduLength || mpa.markers_tx) {
+      config.max_fpdu_payload > wire::kMaxUlpduLength) {
     return Err{QpStatus::kInvalid};
   }
   if (mpa.send_rtr && mpa.rtr != wire::MpaRtr::kWrite) return Err{QpStatus::kInvalid};
@@ -67,7 +67,9 @@ QueuePair::QueuePair(transport::Connection& conn, mem::StagTable& stags, uint32_
       orq_(mpa.ord),
       ord_(mpa.ord),
       irq_(mpa.ird),
-      tx_stash_(config.max_fpdu_payload + kFpduOverhead),
+      tx_stash_(wire::MarkedFpduLength(0, config.max_fpdu_payload + kFpduOverhead) +
+                wire::kMarkerSize),
+      tx_marker_body_(mpa.markers_tx ? config.max_fpdu_payload + kFpduOverhead : 0),
       rx_(RxConfigFor(mpa)) {}
 
 QueuePair::~QueuePair() = default;

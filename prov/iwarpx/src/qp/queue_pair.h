@@ -41,8 +41,10 @@
 // Completions for received data are reported only after the FPDU's CRC was
 // verified.
 //
-// Not supported yet (Create returns kInvalid): markers towards the peer
-// (markers_tx), the zero-length Send and Read RTRs. RFC 7306: Immediate Data
+// Markers towards the peer (markers_tx, RFC 5044 §4) are inserted by copying
+// each FPDU (the slow path: mainstream peers negotiate markers off).
+// Not supported yet (Create returns kInvalid): the zero-length Send and Read
+// RTRs. RFC 7306: Immediate Data
 // (WriteWr::with_imm) and 64-bit atomics (PostAtomic; Atomic Requests share
 // QN 1, its MSN and ORD/IRD with Read Requests; responses use QN 3).
 #pragma once
@@ -64,6 +66,7 @@
 #include "wire/ddp.h"
 #include "wire/error.h"
 #include "wire/fpdu.h"
+#include "wire/markers.h"
 #include "wire/mpa_negotiate.h"
 #include "wire/rdmap.h"
 
@@ -92,7 +95,8 @@ struct QpConfig {
 inline constexpr size_t kMinFpduPayload = 128;
 // Bytes an FPDU adds to its ULPDU without markers: the 2-byte length, up to 3
 // pad bytes and the CRC.
-inline constexpr size_t kFpduOverhead = 2 + 3 + 4;
+inline constexpr size_t kFpduOverhead =
+    wire::kFpduLengthSize + wire::kFpduMaxPad + wire::kFpduCrcSize;
 
 class QueuePair {
  public:
@@ -233,6 +237,7 @@ class QueuePair {
   void BuildTerminate();
   void SetPayload(const Sgl& sgl, size_t offset, size_t len);
   bool Frame();
+  bool FrameWithMarkers();
   bool WriteActive();  // false: would block or failed
   // Copies the unsent rest of a borrowed FPDU into tx_stash_, so that no
   // pointer into a region survives the call: the application may deregister
@@ -300,7 +305,11 @@ class QueuePair {
   bool prefer_irq_ = false;
 
   TxFpdu tx_;
-  std::vector<uint8_t> tx_stash_;  // one FPDU, allocated in Create()
+  std::vector<uint8_t> tx_stash_;  // one FPDU with markers, allocated in Create()
+  // Markers towards the peer (mpa_.markers_tx): FPDUs are copied into
+  // tx_marker_body_, then marked into tx_stash_ (RFC 5044 §4; the peer asked).
+  std::vector<uint8_t> tx_marker_body_;
+  wire::MarkerInserter marker_tx_;
   std::array<uint8_t, 72> term_bytes_{};
   size_t term_size_ = 0;
 

@@ -95,9 +95,12 @@ struct Side {
   Side(std::unique_ptr<FakeConnection> c, uint64_t seed)
       : conn(std::move(c)), stags(Random(seed), 64) {}
 
-  void Create(wire::MpaRole role, bool crc, QpConfig cfg, uint16_t ird, uint16_t ord) {
+  void Create(wire::MpaRole role, bool crc, QpConfig cfg, uint16_t ird, uint16_t ord,
+              bool markers = false) {
     cfg.role = role;
-    auto r = QueuePair::Create(*conn, stags, kPd, MakeOutcome(role, crc, ird, ord), cfg, sink);
+    wire::MpaOutcome o = MakeOutcome(role, crc, ird, ord);
+    o.markers_tx = o.markers_rx = markers;  // both sides asked for markers
+    auto r = QueuePair::Create(*conn, stags, kPd, o, cfg, sink);
     if (r.ok()) qp = std::move(r).value();
   }
 
@@ -118,14 +121,16 @@ struct QpPair {
   Side a;
   Side b;
 
-  QpPair(size_t max_per_call, bool crc, QpConfig cfg = {}, uint16_t ird = 4, uint16_t ord = 4)
-      : QpPair(::iwarpx::testing::MakeFakeConnectionPair(max_per_call), crc, cfg, ird, ord) {}
+  QpPair(size_t max_per_call, bool crc, QpConfig cfg = {}, uint16_t ird = 4, uint16_t ord = 4,
+         bool markers = false)
+      : QpPair(::iwarpx::testing::MakeFakeConnectionPair(max_per_call), crc, cfg, ird, ord,
+               markers) {}
 
   QpPair(std::pair<std::unique_ptr<FakeConnection>, std::unique_ptr<FakeConnection>> conns,
-         bool crc, QpConfig cfg, uint16_t ird, uint16_t ord)
+         bool crc, QpConfig cfg, uint16_t ird, uint16_t ord, bool markers = false)
       : a(std::move(conns.first), 11), b(std::move(conns.second), 22) {
-    a.Create(wire::MpaRole::kInitiator, crc, cfg, ird, ord);
-    b.Create(wire::MpaRole::kResponder, crc, cfg, ird, ord);
+    a.Create(wire::MpaRole::kInitiator, crc, cfg, ird, ord, markers);
+    b.Create(wire::MpaRole::kResponder, crc, cfg, ird, ord, markers);
   }
 
   void Start() {
