@@ -123,10 +123,10 @@ inline constexpr size_t kRxBulkThreshold = 1024;
 
 // Receive-path counters (tests and the provider's extension stats).
 struct RxStats {
-  uint64_t recv_calls = 0;      // RecvV calls, every outcome counted
-  uint64_t fpdus = 0;           // FPDUs completed with a verified CRC
-  uint64_t direct_bytes = 0;    // payload bytes received straight into their destination
-  uint64_t staged_copies = 0;   // payload bytes copied from staging to their destination
+  uint64_t recv_calls = 0;     // RecvV calls, every outcome counted
+  uint64_t fpdus = 0;          // FPDUs completed with a verified CRC
+  uint64_t direct_bytes = 0;   // payload bytes received straight into their destination
+  uint64_t staged_copies = 0;  // payload bytes copied from staging to their destination
 };
 
 class QueuePair {
@@ -363,12 +363,12 @@ class QueuePair {
   std::unique_ptr<uint8_t[]> rx_stage_;
   size_t rx_stage_head_ = 0;
   size_t rx_stage_tail_ = 0;
-  bool rx_bulk_ = false;         // the last FPDU dispatched had a bulk payload
-  bool rx_running_ = false;      // inside ProcessRx (PostRecv must not recurse)
-  bool rx_budget_hit_ = false;   // the last ProcessRx stopped on its budget
-  bool rx_pass_drained_ = false; // this pass: a RecvV came back short
-  size_t rx_pass_fpdus_ = 0;     // this pass: FPDUs completed
-  size_t rx_pass_bytes_ = 0;     // this pass: bytes received
+  bool rx_bulk_ = false;          // the last FPDU dispatched had a bulk payload
+  bool rx_running_ = false;       // inside ProcessRx (PostRecv must not recurse)
+  bool rx_budget_hit_ = false;    // the last ProcessRx stopped on its budget
+  bool rx_pass_drained_ = false;  // this pass: a RecvV came back short
+  size_t rx_pass_fpdus_ = 0;      // this pass: FPDUs completed
+  size_t rx_pass_bytes_ = 0;      // this pass: bytes received
   RxStats rx_stats_;
 };
 

@@ -36,7 +36,7 @@ class FakeConnection final : public transport::Connection {
     bool write_shut[2] = {false, false};
     bool reset = false;
     size_t max_per_call = 0;
-    size_t send_capacity = 0;  // 0 = unlimited
+    size_t send_capacity = 0;       // 0 = unlimited
     size_t recv_calls[2] = {0, 0};  // RecvV calls made on end i
   };
 
