@@ -63,7 +63,7 @@ void QueuePair::DrainClosing() {
     ++rx_stats_.recv_calls;
     if (r.status == transport::IoStatus::kOk && r.bytes > 0) {
       rx_pass_bytes_ += r.bytes;
-      if (r.bytes < kRxStagingSize) return;  // drained for now
+      if (rx_short_read_drains_ && r.bytes < kRxStagingSize) return;  // empty for now
       continue;
     }
     if (r.status == transport::IoStatus::kWouldBlock || r.status == transport::IoStatus::kOk) {
@@ -242,7 +242,7 @@ bool QueuePair::RxRead() {
   ++rx_stats_.recv_calls;
   if (!HandleIo(r)) return false;
   rx_pass_bytes_ += r.bytes;
-  if (r.bytes < direct + stage_len) rx_pass_drained_ = true;
+  if (rx_short_read_drains_ && r.bytes < direct + stage_len) rx_pass_drained_ = true;
   const size_t got_direct = std::min(r.bytes, direct);
   rx_stage_tail_ = r.bytes - got_direct;
   rx_payload_done_ += got_direct;

@@ -69,7 +69,8 @@ QueuePair::QueuePair(transport::Connection& conn, mem::StagTable& stags, uint32_
       ord_(mpa.ord),
       irq_(mpa.ird),
       rx_(RxConfigFor(mpa)),
-      rx_stage_(std::make_unique_for_overwrite<uint8_t[]>(kRxStagingSize)) {}
+      rx_stage_(std::make_unique_for_overwrite<uint8_t[]>(kRxStagingSize)),
+      rx_short_read_drains_(!conn.preserves_message_boundaries()) {}
 
 QueuePair::~QueuePair() = default;
 

@@ -30,16 +30,20 @@
 // payload bytes the staging part is cut to what the next header needs, so a
 // bulk stream is received with no copy beyond the first staging fill.
 // Contract for the progress engine:
-//   - OnReadable() processes staged bytes first and then reads until the
-//     socket has nothing more (a RecvV that returns less than asked for ends
-//     the call: one RecvV per wake-up when everything arrived together), the
-//     QP blocks, fails, or the budget is spent. Budget per call (QpConfig):
-//     at most rx_budget_fpdus completed FPDUs, and no new RecvV once
-//     rx_budget_bytes bytes were received in this call.
+//   - OnReadable() processes staged bytes first, then reads until the socket
+//     has nothing more, the QP blocks or fails, or the budget is spent. On a
+//     byte-stream LLP a RecvV that returns less than asked for ends the call
+//     (the socket is empty for now; the next readiness brings the QP back),
+//     so everything that arrived together costs one RecvV per wake-up. A
+//     call that starts with staged bytes (after a budget stop or a blocked
+//     Send) reads on once they are used up, which may cost one kWouldBlock.
+//     Budget per call (QpConfig): at most rx_budget_fpdus completed FPDUs,
+//     and no new RecvV once rx_budget_bytes bytes were received in the call.
 //   - wants_progress(): true when OnReadable() can make progress without new
 //     socket readiness (staged bytes left, or the last call stopped on its
 //     budget). The caller must call OnReadable() again while it is true,
-//     whether or not the poller reports the socket readable.
+//     whether or not the poller reports the socket readable; with an
+//     edge-triggered poller this is the only signal.
 //   - No receive posted: when an untagged Send (or Immediate Data) arrives
 //     and no receive is posted, the QP stops (wants_read() and
 //     wants_progress() false): nothing more is read, so TCP flow control
@@ -111,12 +115,12 @@ struct QpConfig {
   wire::MpaRole role = wire::MpaRole::kInitiator;
   // Receive budget of one OnReadable() call (see the file comment); >= 1.
   size_t rx_budget_fpdus = 64;
-  size_t rx_budget_bytes = 256 * 1024;
+  size_t rx_budget_bytes = size_t{256} * 1024;
 };
 
 inline constexpr size_t kMinFpduPayload = 128;
 // Receive staging (read-ahead) buffer, allocated once per QP.
-inline constexpr size_t kRxStagingSize = 16 * 1024;
+inline constexpr size_t kRxStagingSize = size_t{16} * 1024;
 // An FPDU with at least this many payload bytes marks a bulk stream: the
 // staging part of the next reads is cut to the next header.
 inline constexpr size_t kRxBulkThreshold = 1024;
@@ -366,6 +370,7 @@ class QueuePair {
   bool rx_bulk_ = false;          // the last FPDU dispatched had a bulk payload
   bool rx_running_ = false;       // inside ProcessRx (PostRecv must not recurse)
   bool rx_budget_hit_ = false;    // the last ProcessRx stopped on its budget
+  bool rx_short_read_drains_;     // byte stream: a short RecvV means "empty for now"
   bool rx_pass_drained_ = false;  // this pass: a RecvV came back short
   size_t rx_pass_fpdus_ = 0;      // this pass: FPDUs completed
   size_t rx_pass_bytes_ = 0;      // this pass: bytes received
