@@ -1,38 +1,76 @@
-// Receive side of the QueuePair, driven by wire::FpduReceiver (pull style).
-// Per FPDU: the 2-byte length and the trailer go through rx_scratch_; the
-// DDP/RDMAP header (and the fixed body of opcodes without payload) is read
-// into rx_hdr_ and parsed; then the payload is received straight into its
-// destination (registered memory for tagged segments after StagTable::Resolve,
-// the posted receive's SGL at MO for untagged Sends) and fed to Advance() so
+// Receive side of the QueuePair, driven by wire::FpduReceiver (pull style),
+// with read-ahead into the staging buffer (queue_pair.h, "Receive
+// read-ahead"). Bytes already staged are always consumed first: the length,
+// header, trailer and markers from staging (the header is copied into rx_hdr_
+// and parsed there), staged payload bytes are copied to the destination. Only
+// with staging empty is the socket read, with the scatter list
+// [rest of the payload -> destination, staging]. Every byte goes through
+// Advance() exactly once, from the staging copy or from the destination, so
 // the CRC covers it. Completions and queue effects happen only when Advance()
 // reports the FPDU complete, i.e. after the CRC was verified.
 // Every failed check ends in RxFail(cause): Terminate, flush, close.
 #include <algorithm>
+#include <cstring>
 #include <variant>
 
 #include "qp/queue_pair.h"
+#include "wire/markers.h"
 #include "wire/rdmap.h"
 #include "wire/terminate.h"
 
 namespace iwarpx::qp {
 
+namespace {
+
+// Staging bytes read while a bulk stream is in progress and no payload
+// destination is known yet: a trailer, the next length and header, and a
+// marker, with room to spare.
+constexpr size_t kBulkHeaderRead = 48;
+
+}  // namespace
+
 void QueuePair::ProcessRx() {
+  if (rx_running_) return;  // a callback posted a receive: the running loop continues
+  rx_running_ = true;
+  rx_budget_hit_ = false;
+  rx_pass_drained_ = false;
+  rx_pass_fpdus_ = 0;
+  rx_pass_bytes_ = 0;
   if (state_ == QpState::kClosing) {
-    // Waiting for the peer's close: discard what still arrives.
-    while (!rx_closed_) {
-      const iovec v{rx_hdr_.data(), rx_hdr_.size()};
-      const transport::IoResult r = conn_.RecvV(std::span<const iovec>(&v, 1));
-      if (r.status == transport::IoStatus::kOk && r.bytes > 0) continue;
-      if (r.status == transport::IoStatus::kWouldBlock || r.status == transport::IoStatus::kOk) {
-        return;
+    DrainClosing();
+  } else {
+    while (state_ == QpState::kRts && !rx_closed_) {
+      if (rx_pass_fpdus_ >= config_.rx_budget_fpdus) {
+        rx_budget_hit_ = true;
+        break;
       }
-      rx_closed_ = true;
-      Fire(Event::kLinkDown, wire::term::kLlpStreamLost, {}, 0);
+      if (!RxStep()) break;
     }
-    return;
   }
-  while (state_ == QpState::kRts && !rx_closed_) {
-    if (!RxStep()) return;
+  rx_running_ = false;
+}
+
+// Waiting for the peer's close: discard what is staged and what still arrives.
+void QueuePair::DrainClosing() {
+  rx_stage_head_ = rx_stage_tail_ = 0;
+  while (!rx_closed_) {
+    if (rx_pass_bytes_ >= config_.rx_budget_bytes) {
+      rx_budget_hit_ = true;
+      return;
+    }
+    const iovec v{rx_stage_.get(), kRxStagingSize};
+    const transport::IoResult r = conn_.RecvV(std::span<const iovec>(&v, 1));
+    ++rx_stats_.recv_calls;
+    if (r.status == transport::IoStatus::kOk && r.bytes > 0) {
+      rx_pass_bytes_ += r.bytes;
+      if (rx_short_read_drains_ && r.bytes < kRxStagingSize) return;  // empty for now
+      continue;
+    }
+    if (r.status == transport::IoStatus::kWouldBlock || r.status == transport::IoStatus::kOk) {
+      return;
+    }
+    rx_closed_ = true;
+    Fire(Event::kLinkDown, wire::term::kLlpStreamLost, {}, 0);
   }
 }
 
@@ -41,16 +79,11 @@ bool QueuePair::RxStep() {
     const Dispatch d = DispatchHeader();
     if (d != Dispatch::kProceed) return false;
     rx_dispatched_ = true;
+    rx_bulk_ = rx_payload_len_ >= kRxBulkThreshold;
   }
-  switch (rx_.stage()) {
-    case wire::FpduReceiver::Stage::kFailed: return false;
-    case wire::FpduReceiver::Stage::kUlpdu:
-      return rx_hdr_done_ ? RxPayloadBytes() : RxHeaderBytes();
-    case wire::FpduReceiver::Stage::kLength:
-    case wire::FpduReceiver::Stage::kTrailer:
-    case wire::FpduReceiver::Stage::kMarker: return RxSmall();
-  }
-  return false;
+  if (rx_.stage() == wire::FpduReceiver::Stage::kFailed) return false;
+  if (rx_stage_head_ < rx_stage_tail_) return RxFromStaging();
+  return RxRead();
 }
 
 bool QueuePair::HandleIo(const transport::IoResult& r) {
@@ -72,27 +105,33 @@ bool QueuePair::AdvanceRx(ByteSpan bytes) {
     RxFail(wire::TerminateCauseFor(step.error()));
     return false;
   }
-  if (step->fpdu_complete) RxFpduComplete();
+  if (step->fpdu_complete) {
+    ++rx_pass_fpdus_;
+    ++rx_stats_.fpdus;
+    RxFpduComplete();
+  }
   return state_ == QpState::kRts;
 }
 
-bool QueuePair::RxSmall() {
-  const size_t want = std::min(rx_.Needed(), rx_scratch_.size());
-  const iovec v{rx_scratch_.data(), want};
-  const transport::IoResult r = conn_.RecvV(std::span<const iovec>(&v, 1));
-  if (!HandleIo(r)) return false;
-  return AdvanceRx(ByteSpan(rx_scratch_.data(), r.bytes));
+bool QueuePair::RxFromStaging() {
+  const ByteSpan staged(rx_stage_.get() + rx_stage_head_, rx_stage_tail_ - rx_stage_head_);
+  if (rx_.stage() == wire::FpduReceiver::Stage::kUlpdu) {
+    return rx_hdr_done_ ? RxPayloadFromStaging(staged) : RxHeaderBytes(staged);
+  }
+  // Length, trailer or marker: the receiver keeps what it needs of these.
+  const size_t n = std::min(staged.size(), rx_.Needed());
+  rx_stage_head_ += n;
+  return AdvanceRx(staged.first(n));
 }
 
-bool QueuePair::RxHeaderBytes() {
+bool QueuePair::RxHeaderBytes(ByteSpan staged) {
   const size_t off = rx_.ulpdu_offset();
   if (rx_hdr_target_ == 0) rx_hdr_target_ = 2;  // DDP and RDMAP control bytes first
-  const size_t want = std::min(rx_.Needed(), rx_hdr_target_ - off);
-  const iovec v{rx_hdr_.data() + off, want};
-  const transport::IoResult r = conn_.RecvV(std::span<const iovec>(&v, 1));
-  if (!HandleIo(r)) return false;
-  if (!AdvanceRx(ByteSpan(rx_hdr_.data() + off, r.bytes))) return false;
-  const size_t got = off + r.bytes;
+  const size_t n = std::min({staged.size(), rx_.Needed(), rx_hdr_target_ - off});
+  std::memcpy(rx_hdr_.data() + off, staged.data(), n);
+  rx_stage_head_ += n;
+  if (!AdvanceRx(ByteSpan(rx_hdr_.data() + off, n))) return false;
+  const size_t got = off + n;
   const size_t ulpdu = rx_.ulpdu_length();
   if (got == 2 && rx_hdr_target_ == 2) {
     // The control bytes say how much header to read before the payload:
@@ -122,35 +161,94 @@ bool QueuePair::RxHeaderBytes() {
   return true;
 }
 
-bool QueuePair::RxPayloadBytes() {
-  const size_t want = std::min(rx_.Needed(), rx_payload_len_ - rx_payload_done_);
-  std::array<iovec, kMaxSge> v{};
+// The destination of payload bytes [offset, offset + len) of the current
+// segment as iovecs; returns how many were written (0: no destination).
+size_t QueuePair::PayloadIov(size_t offset, size_t len, std::span<iovec> out) const {
   size_t count = 0;
   if (rx_dest_ == RxDest::kTagged) {
-    v[count++] = iovec{rx_tagged_ + rx_payload_done_, want};
+    out[count++] = iovec{rx_tagged_ + offset, len};
   } else if (rx_dest_ == RxDest::kRecv) {
-    size_t offset = rx_sgl_offset_ + rx_payload_done_;
-    size_t len = want;
-    for (uint8_t i = 0; i < rx_sgl_->count && len > 0; ++i) {
+    offset += rx_sgl_offset_;
+    for (uint8_t i = 0; i < rx_sgl_->count && len > 0 && count < out.size(); ++i) {
       const Sge& s = rx_sgl_->sge[i];
       if (offset >= s.len) {
         offset -= s.len;
         continue;
       }
       const size_t n = std::min(s.len - offset, len);
-      v[count++] = iovec{static_cast<uint8_t*>(s.addr) + offset, n};
+      out[count++] = iovec{static_cast<uint8_t*>(s.addr) + offset, n};
       len -= n;
       offset = 0;
     }
-  } else {
+  }
+  return count;
+}
+
+bool QueuePair::RxPayloadFromStaging(ByteSpan staged) {
+  const size_t n = std::min({staged.size(), rx_.Needed(), rx_payload_len_ - rx_payload_done_});
+  std::array<iovec, kMaxSge> v{};
+  const size_t count = PayloadIov(rx_payload_done_, n, v);
+  if (count == 0) {
     RxFail(wire::term::kRdmapLocalCatastrophic);  // payload without a destination: a bug
     return false;
   }
+  size_t copied = 0;
+  for (size_t i = 0; i < count; ++i) {
+    std::memcpy(v[i].iov_base, staged.data() + copied, v[i].iov_len);
+    copied += v[i].iov_len;
+  }
+  rx_stage_head_ += n;
+  rx_payload_done_ += n;
+  rx_stats_.staged_copies += n;
+  // The CRC runs over the staged bytes: what came off the wire, even if the
+  // destination memory is changed concurrently.
+  return AdvanceRx(staged.first(n));
+}
+
+// Staging is empty: one RecvV of [rest of the payload -> destination,
+// staging]. The staging part is the whole buffer, or, in a bulk stream, just
+// enough for the trailer and the next header.
+bool QueuePair::RxRead() {
+  if (rx_pass_drained_) return false;  // the last RecvV came back short: nothing more now
+  if (rx_pass_bytes_ >= config_.rx_budget_bytes) {
+    rx_budget_hit_ = true;
+    return false;
+  }
+  rx_stage_head_ = rx_stage_tail_ = 0;
+  std::array<iovec, kMaxSge + 1> v{};
+  size_t count = 0;
+  size_t direct = 0;
+  size_t stage_len = kRxStagingSize;
+  const bool in_payload = rx_.stage() == wire::FpduReceiver::Stage::kUlpdu && rx_hdr_done_;
+  if (in_payload && rx_payload_done_ < rx_payload_len_) {
+    direct = std::min(rx_.Needed(), rx_payload_len_ - rx_payload_done_);
+    count = PayloadIov(rx_payload_done_, direct, std::span<iovec>(v.data(), kMaxSge));
+    if (count == 0) {
+      RxFail(wire::term::kRdmapLocalCatastrophic);  // payload without a destination: a bug
+      return false;
+    }
+    if (rx_bulk_) {
+      // The trailer and the next FPDU's length and header, guessing that it
+      // has the same header as this one (the next segment of a message).
+      stage_len = wire::PadFor(rx_.ulpdu_length()) + wire::kFpduCrcSize + wire::kFpduLengthSize +
+                  rx_hdr_target_;
+      if (rx_.config().markers) stage_len += wire::kMarkerSize;
+    }
+  } else if (rx_bulk_) {
+    stage_len = kBulkHeaderRead;
+  }
+  v[count++] = iovec{rx_stage_.get(), stage_len};
   const transport::IoResult r = conn_.RecvV(std::span<const iovec>(v.data(), count));
+  ++rx_stats_.recv_calls;
   if (!HandleIo(r)) return false;
-  size_t left = r.bytes;
-  rx_payload_done_ += r.bytes;
-  for (size_t i = 0; i < count && left > 0; ++i) {
+  rx_pass_bytes_ += r.bytes;
+  if (rx_short_read_drains_ && r.bytes < direct + stage_len) rx_pass_drained_ = true;
+  const size_t got_direct = std::min(r.bytes, direct);
+  rx_stage_tail_ = r.bytes - got_direct;
+  rx_payload_done_ += got_direct;
+  rx_stats_.direct_bytes += got_direct;
+  size_t left = got_direct;
+  for (size_t i = 0; i + 1 < count && left > 0; ++i) {
     const size_t n = std::min(left, v[i].iov_len);
     left -= n;
     if (!AdvanceRx(ByteSpan(static_cast<const uint8_t*>(v[i].iov_base), n))) return false;

@@ -45,7 +45,8 @@ Result<std::unique_ptr<QueuePair>, QpStatus> QueuePair::Create(transport::Connec
                                                                const QpConfig& config,
                                                                CompletionSink& sink) {
   if (config.sq_size == 0 || config.rq_size == 0 || config.max_fpdu_payload < kMinFpduPayload ||
-      config.max_fpdu_payload > wire::kMaxUlpduLength) {
+      config.max_fpdu_payload > wire::kMaxUlpduLength || config.rx_budget_fpdus == 0 ||
+      config.rx_budget_bytes == 0) {
     return Err{QpStatus::kInvalid};
   }
   if (mpa.send_rtr && mpa.rtr != wire::MpaRtr::kWrite) return Err{QpStatus::kInvalid};
@@ -70,7 +71,9 @@ QueuePair::QueuePair(transport::Connection& conn, mem::StagTable& stags, uint32_
       tx_stash_(wire::MarkedFpduLength(0, config.max_fpdu_payload + kFpduOverhead) +
                 wire::kMarkerSize),
       tx_marker_body_(mpa.markers_tx ? config.max_fpdu_payload + kFpduOverhead : 0),
-      rx_(RxConfigFor(mpa)) {}
+      rx_(RxConfigFor(mpa)),
+      rx_stage_(std::make_unique_for_overwrite<uint8_t[]>(kRxStagingSize)),
+      rx_short_read_drains_(!conn.preserves_message_boundaries()) {}
 
 QueuePair::~QueuePair() = default;
 
@@ -169,11 +172,15 @@ QpStatus QueuePair::PostRecv(const RecvWr& wr) {
   if (!ValidSgl(wr.sgl) || wr.sgl.Length() > UINT32_MAX) return QpStatus::kInvalid;
   if (state_ != QpState::kRts) return QpStatus::kBadState;
   if (rq_tail_ - rq_head_ >= rq_.size()) return QpStatus::kQueueFull;
+  const bool was_blocked = RxBlocked();
   RqEntry& r = rq_[rq_tail_ % rq_.size()];
   r.context = wr.context;
   r.sgl = wr.sgl;
   r.length = wr.sgl.Length();
   ++rq_tail_;
+  // Resume a receive path stopped for lack of a receive: its staged bytes
+  // get no new socket readiness (queue_pair.h, "No receive posted").
+  if (was_blocked) ProcessRx();
   return QpStatus::kOk;
 }
 
@@ -199,8 +206,19 @@ bool QueuePair::wants_read() const {
   if (rx_closed_) return false;
   if (state_ == QpState::kClosing) return true;
   if (state_ != QpState::kRts) return false;
-  // Stopped on an untagged Send with no receive posted.
-  return !(rx_hdr_done_ && !rx_dispatched_ && rq_head_ == rq_tail_);
+  return !RxBlocked();
+}
+
+bool QueuePair::wants_progress() const {
+  if (rx_closed_) return false;
+  if (state_ == QpState::kClosing) return rx_budget_hit_;
+  if (state_ != QpState::kRts || RxBlocked()) return false;
+  return rx_budget_hit_ || rx_stage_head_ < rx_stage_tail_;
+}
+
+// Stopped on an untagged Send (or Immediate Data) with no receive posted.
+bool QueuePair::RxBlocked() const {
+  return rx_hdr_done_ && !rx_dispatched_ && rq_head_ == rq_tail_;
 }
 
 // --- State machine -------------------------------------------------------

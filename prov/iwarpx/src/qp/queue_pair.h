@@ -13,8 +13,8 @@
 // (progress engine) serialises every call. Nothing blocks.
 //
 // Memory: every queue (send ring, receive ring, ORD and IRD queues) and the
-// receive staging buffer are allocated in Create(); posting, transmitting and
-// receiving never allocate.
+// receive staging buffer (kRxStagingSize) are allocated in Create(); posting,
+// transmitting and receiving never allocate.
 //
 // Borrowed memory: a Read Response is sent straight from the responder's
 // registered region, resolved through the StagTable for each FPDU. If the
@@ -24,10 +24,41 @@
 //
 // Driving: the caller calls OnWritable() when the connection is writable and
 // wants_write() is true, and OnReadable() when it is readable and
-// wants_read() is true. Post*() also try to transmit at once. When an
-// untagged Send arrives and no receive is posted, the QP stops reading
-// (wants_read() false) until PostRecv(): TCP flow control pushes back on the
-// peer and nothing is buffered here.
+// wants_read() is true. Post*() also try to transmit at once.
+//
+// Receive read-ahead (qp_rx.cc): the receive path reads into a per-QP staging
+// buffer of kRxStagingSize bytes, so one RecvV brings in an FPDU's length,
+// header, small payload and trailer, and usually the next FPDUs too. Headers
+// are parsed from staging and payload bytes already staged are copied to
+// their destination; the rest of a payload is received straight into its
+// destination (registered memory / the posted receive) with the scatter list
+// [rest of payload, staging]. After an FPDU with at least kRxBulkThreshold
+// payload bytes the staging part is cut to what the next header needs, so a
+// bulk stream is received with no copy beyond the first staging fill.
+// Contract for the progress engine:
+//   - OnReadable() processes staged bytes first, then reads until the socket
+//     has nothing more, the QP blocks or fails, or the budget is spent. On a
+//     byte-stream LLP a RecvV that returns less than asked for ends the call
+//     (the socket is empty for now; the next readiness brings the QP back),
+//     so everything that arrived together costs one RecvV per wake-up. A
+//     call that starts with staged bytes (after a budget stop or a blocked
+//     Send) reads on once they are used up, which may cost one kWouldBlock.
+//     Budget per call (QpConfig): at most rx_budget_fpdus completed FPDUs,
+//     and no new RecvV once rx_budget_bytes bytes were received in the call.
+//   - wants_progress(): true when OnReadable() can make progress without new
+//     socket readiness (staged bytes left, or the last call stopped on its
+//     budget). The caller must call OnReadable() again while it is true,
+//     whether or not the poller reports the socket readable; with an
+//     edge-triggered poller this is the only signal.
+//   - No receive posted: when an untagged Send (or Immediate Data) arrives
+//     and no receive is posted, the QP stops (wants_read() and
+//     wants_progress() false): nothing more is read, so TCP flow control
+//     pushes back on the peer; bytes of later FPDUs already staged stay in
+//     staging (at most kRxStagingSize). PostRecv() on such a blocked QP resumes
+//     receiving at once, from inside PostRecv(): it processes the staged bytes
+//     and reads on like OnReadable() (completions may be reported from inside
+//     PostRecv(); a PostRecv() made from a completion callback does not
+//     recurse, the running receive loop continues instead).
 //
 // States (one handler per source state in queue_pair.cc):
 //   kRts        connected; WRs flow.
@@ -55,6 +86,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "base/bytes.h"
@@ -90,6 +122,9 @@ struct QpConfig {
   // MULPDU (wire::MaxUlpduLength). At least kMinFpduPayload.
   size_t max_fpdu_payload = 1448;
   wire::MpaRole role = wire::MpaRole::kInitiator;
+  // Receive budget of one OnReadable() call (see the file comment); >= 1.
+  size_t rx_budget_fpdus = 64;
+  size_t rx_budget_bytes = size_t{256} * 1024;
 };
 
 inline constexpr size_t kMinFpduPayload = 128;
@@ -97,6 +132,19 @@ inline constexpr size_t kMinFpduPayload = 128;
 // pad bytes and the CRC.
 inline constexpr size_t kFpduOverhead =
     wire::kFpduLengthSize + wire::kFpduMaxPad + wire::kFpduCrcSize;
+// Receive staging (read-ahead) buffer, allocated once per QP.
+inline constexpr size_t kRxStagingSize = size_t{16} * 1024;
+// An FPDU with at least this many payload bytes marks a bulk stream: the
+// staging part of the next reads is cut to the next header.
+inline constexpr size_t kRxBulkThreshold = 1024;
+
+// Receive-path counters (tests and the provider's extension stats).
+struct RxStats {
+  uint64_t recv_calls = 0;     // RecvV calls, every outcome counted
+  uint64_t fpdus = 0;          // FPDUs completed with a verified CRC
+  uint64_t direct_bytes = 0;   // payload bytes received straight into their destination
+  uint64_t staged_copies = 0;  // payload bytes copied from staging to their destination
+};
 
 class QueuePair {
  public:
@@ -130,6 +178,12 @@ class QueuePair {
   void OnReadable();
   [[nodiscard]] bool wants_write() const;
   [[nodiscard]] bool wants_read() const;
+  // Call OnReadable() again without waiting for readiness (file comment).
+  [[nodiscard]] bool wants_progress() const;
+  // Received bytes waiting in the staging buffer (may be non-zero while the
+  // QP is blocked for lack of a receive, or after it failed).
+  [[nodiscard]] size_t rx_staged_bytes() const { return rx_stage_tail_ - rx_stage_head_; }
+  [[nodiscard]] const RxStats& rx_stats() const { return rx_stats_; }
 
   [[nodiscard]] QpState state() const { return state_; }
   [[nodiscard]] bool established() const { return established_; }
@@ -248,10 +302,14 @@ class QueuePair {
 
   // --- qp_rx.cc
   void ProcessRx();
-  bool RxStep();  // false: stop (would block, blocked, closed, failed)
-  bool RxHeaderBytes();
-  bool RxPayloadBytes();
-  bool RxSmall();
+  void DrainClosing();
+  bool RxStep();  // false: stop (would block, blocked, closed, failed, budget)
+  bool RxBlocked() const;
+  bool RxFromStaging();
+  bool RxHeaderBytes(ByteSpan staged);
+  bool RxPayloadFromStaging(ByteSpan staged);
+  bool RxRead();
+  size_t PayloadIov(size_t offset, size_t len, std::span<iovec> out) const;
   Dispatch DispatchHeader();
   Dispatch DispatchSend();
   Dispatch DispatchTagged(bool read_response);
@@ -331,7 +389,19 @@ class QueuePair {
   uint32_t rx_msn_read_ = 1;
   uint32_t rx_msn_atomic_resp_ = 1;
   size_t rx_send_mo_ = 0;  // bytes of the current inbound Send message so far
-  std::array<uint8_t, 8> rx_scratch_{};
+  // Staging: bytes [rx_stage_head_, rx_stage_tail_) were received and not
+  // yet consumed. RecvV only happens with staging empty, so no compaction.
+  std::unique_ptr<uint8_t[]> rx_stage_;
+  size_t rx_stage_head_ = 0;
+  size_t rx_stage_tail_ = 0;
+  bool rx_bulk_ = false;          // the last FPDU dispatched had a bulk payload
+  bool rx_running_ = false;       // inside ProcessRx (PostRecv must not recurse)
+  bool rx_budget_hit_ = false;    // the last ProcessRx stopped on its budget
+  bool rx_short_read_drains_;     // byte stream: a short RecvV means "empty for now"
+  bool rx_pass_drained_ = false;  // this pass: a RecvV came back short
+  size_t rx_pass_fpdus_ = 0;      // this pass: FPDUs completed
+  size_t rx_pass_bytes_ = 0;      // this pass: bytes received
+  RxStats rx_stats_;
 };
 
 }  // namespace iwarpx::qp

@@ -8,6 +8,7 @@
 // receive queue gives kWouldBlock, or kClosed once the peer called
 // ShutdownWrite()/Close(). Reset() makes both ends fail every later call with
 // kError ECONNRESET (unread data is discarded, as a TCP RST does).
+// recv_calls() counts the RecvV calls made on an end (syscall-count tests).
 // preserves_message_boundaries() is false (a byte stream, like TCP); fd() is
 // -1, so the fake is driven by calling it, not by a Poller.
 // Test-only, header-only, not thread-safe; the two ends share state through a
@@ -35,7 +36,8 @@ class FakeConnection final : public transport::Connection {
     bool write_shut[2] = {false, false};
     bool reset = false;
     size_t max_per_call = 0;
-    size_t send_capacity = 0;  // 0 = unlimited
+    size_t send_capacity = 0;       // 0 = unlimited
+    size_t recv_calls[2] = {0, 0};  // RecvV calls made on end i
   };
 
   FakeConnection(std::shared_ptr<Shared> shared, int side)
@@ -65,6 +67,7 @@ class FakeConnection final : public transport::Connection {
   }
 
   transport::IoResult RecvV(std::span<const iovec> iov) override {
+    ++shared_->recv_calls[side_];
     if (shared_->reset) return transport::IoResult::Error(ECONNRESET);
     const size_t want = transport::TotalLength(iov);
     if (want == 0) return transport::IoResult::Ok(0);
@@ -112,6 +115,8 @@ class FakeConnection final : public transport::Connection {
   }
   // Bytes sent towards this end and not yet received.
   [[nodiscard]] size_t pending() const { return shared_->queue[side_].size(); }
+  // RecvV calls made on this end so far (every outcome counts).
+  [[nodiscard]] size_t recv_calls() const { return shared_->recv_calls[side_]; }
 
  private:
   static constexpr int kBasePort = 40000;

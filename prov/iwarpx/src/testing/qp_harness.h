@@ -148,7 +148,7 @@ struct QpPair {
           s->qp->OnWritable();
           any = true;
         }
-        if (s->qp->wants_read() && s->conn->pending() > 0) {
+        if ((s->qp->wants_read() && s->conn->pending() > 0) || s->qp->wants_progress()) {
           s->qp->OnReadable();
           any = true;
         }
@@ -157,7 +157,7 @@ struct QpPair {
       // A write that makes no progress (peer window full) and nothing to read.
       if (!(a.conn->pending() > 0 && a.qp->wants_read()) &&
           !(b.conn->pending() > 0 && b.qp->wants_read()) && !a.qp->wants_write() &&
-          !b.qp->wants_write()) {
+          !b.qp->wants_write() && !a.qp->wants_progress() && !b.qp->wants_progress()) {
         break;
       }
     }
