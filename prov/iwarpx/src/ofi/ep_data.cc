@@ -110,7 +110,10 @@ ssize_t Endpoint::PostRecv(const struct iovec* iov, size_t count, void* context,
     return -FI_EOPBADSTATE;
   }
   if (rx_free_.empty()) return -FI_EAGAIN;
+  // Taken before posting: the QP may complete the receive inside PostRecv
+  // (staged input), which hands the slot back.
   const uint32_t index = rx_free_.back();
+  rx_free_.pop_back();
   Slot& s = rx_slots_[index];
   s.context = context;
   s.buf = count != 0 ? iov[0].iov_base : nullptr;
@@ -119,19 +122,20 @@ ssize_t Endpoint::PostRecv(const struct iovec* iov, size_t count, void* context,
   wr.context = index | kRxContextBit;
   if (qp_ == nullptr) {
     if (cm_state_ == CmState::kFailed || cm_state_ == CmState::kShutdown) {
+      rx_free_.push_back(index);
       IWX_WARN(ep_data, "fi_recv: the connection has ended\n");
       return -FI_EOPBADSTATE;
     }
     early_recvs_.push_back(wr);
-    rx_free_.pop_back();
     return 0;
   }
   const ssize_t ret = ToFi(qp_->PostRecv(wr), "fi_recv");
-  if (ret == 0) {
-    rx_free_.pop_back();
-    AfterPost();
+  if (ret != 0) {
+    rx_free_.push_back(index);
+    return ret;
   }
-  return ret;
+  AfterPost();
+  return 0;
 }
 
 ssize_t Endpoint::PostSend(const struct iovec* iov, size_t count, void* context, uint64_t flags) {

@@ -121,6 +121,16 @@ std::optional<uint64_t> MsgChannel::deadline() const {
   return std::nullopt;
 }
 
+bool MsgChannel::has_pending_work() const {
+  return phase_ == Phase::kRunning && qp_->wants_progress();
+}
+
+void MsgChannel::OnPendingWork() {
+  if (phase_ != Phase::kRunning) return;
+  qp_->OnReadable();
+  if (qp_->state() == qp::QpState::kError && !qp_->wants_write()) Finish();
+}
+
 void MsgChannel::OnTimer() {
   if (phase_ != Phase::kHandshake) return;
   cep_->OnTimer();

@@ -133,6 +133,9 @@ class MsgChannel final : public Pollable {
   void OnReady(uint32_t events) override;
   [[nodiscard]] std::optional<uint64_t> deadline() const override;
   void OnTimer() override;
+  // The QP holds staged input or stopped on its receive budget.
+  [[nodiscard]] bool has_pending_work() const override;
+  void OnPendingWork() override;
 
  private:
   MsgChannel(Engine& engine, mem::StagTable* stags, const ChannelConfig& config,
