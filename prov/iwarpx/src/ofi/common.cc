@@ -4,6 +4,8 @@
 
 #include <rdma/fi_errno.h>
 
+#include "wire/error.h"
+
 namespace iwarpx::ofi {
 
 int ToFiErr(mem::RegisterError e) {
@@ -33,13 +35,31 @@ int fi_no_ops_set(struct fid* /*fid*/, const char* /*name*/, uint64_t /*flags*/,
   return -FI_ENOSYS;
 }
 
-const char* ProvErrnoText(int prov_errno, char* buf, size_t len) {
-  const char* text = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
+namespace {
+
+const char* CopyText(const char* text, char* buf, size_t len) {
   if (buf != nullptr && len != 0) {
     std::snprintf(buf, len, "%s", text);
     return buf;
   }
   return text;
+}
+
+}  // namespace
+
+const char* CqProvErrnoText(int prov_errno, char* buf, size_t len) {
+  if (prov_errno < 0 || prov_errno > 0xFFFFFF)
+    return CopyText("not an iWARP Terminate cause", buf, len);
+  const wire::TermCause c{static_cast<uint8_t>(prov_errno >> 16),
+                          static_cast<uint8_t>((prov_errno >> 8) & 0xFF),
+                          static_cast<uint8_t>(prov_errno & 0xFF)};
+  return CopyText(wire::ToString(c), buf, len);
+}
+
+const char* EqProvErrnoText(int prov_errno, char* buf, size_t len) {
+  if (prov_errno == 0) return CopyText("no provider-specific detail", buf, len);
+  if (prov_errno < 0 || prov_errno > 0xFF) return CopyText("unknown provider error", buf, len);
+  return CopyText(wire::ToString(static_cast<wire::WireError>(prov_errno)), buf, len);
 }
 
 }  // namespace iwarpx::ofi

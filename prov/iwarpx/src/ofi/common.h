@@ -41,9 +41,13 @@ inline bool IsOurs(const struct fid* f, size_t fclass, const struct fi_ops* ops)
 // -FI_E* for an internal status.
 int ToFiErr(mem::RegisterError e);
 
-// The text for a CQ or EQ error's prov_errno (fi_cq_strerror / fi_eq_strerror):
-// copied into buf when buf/len are given, else a static string.
-const char* ProvErrnoText(int prov_errno, char* buf, size_t len);
+// fi_cq_strerror: a CQ error's prov_errno is the iWARP Terminate cause
+// (layer << 16 | etype << 8 | code, qp::ProvErrno); its RFC description.
+// fi_eq_strerror: an EQ error's prov_errno is 0 or the wire::WireError that
+// failed the connection setup; its name. Both copy into buf when buf/len are
+// given, else return a static string.
+const char* CqProvErrnoText(int prov_errno, char* buf, size_t len);
+const char* EqProvErrnoText(int prov_errno, char* buf, size_t len);
 
 // Stubs for ops the provider does not support: each returns -FI_ENOSYS.
 int fi_no_bind(struct fid* fid, struct fid* bfid, uint64_t flags);

@@ -47,7 +47,7 @@ int CqSignal(struct fid_cq* cq) {
 
 const char* CqStrError(struct fid_cq* /*cq*/, int prov_errno, const void* /*err_data*/, char* buf,
                        size_t len) {
-  return ProvErrnoText(prov_errno, buf, len);
+  return CqProvErrnoText(prov_errno, buf, len);
 }
 
 const struct fi_ops kCqFiOps = {

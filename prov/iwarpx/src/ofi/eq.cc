@@ -39,7 +39,7 @@ ssize_t EqSRead(struct fid_eq* eq, uint32_t* event, void* buf, size_t len, int t
 }
 const char* EqStrError(struct fid_eq* /*eq*/, int prov_errno, const void* /*err_data*/, char* buf,
                        size_t len) {
-  return ProvErrnoText(prov_errno, buf, len);
+  return EqProvErrnoText(prov_errno, buf, len);
 }
 
 const struct fi_ops kEqFiOps = {
