@@ -35,27 +35,29 @@ int fi_no_ops_set(struct fid* /*fid*/, const char* /*name*/, uint64_t /*flags*/,
   return -FI_ENOSYS;
 }
 
+namespace {
+
+const char* CopyText(const char* text, char* buf, size_t len) {
+  if (buf != nullptr && len != 0) {
+    std::snprintf(buf, len, "%s", text);
+    return buf;
+  }
+  return text;
+}
+
+}  // namespace
+
 const char* ProvErrnoText(int prov_errno, char* buf, size_t len) {
   // prov_errno = layer << 16 | etype << 8 | code of the iWARP Terminate cause
-  // (qp::ProvErrno); 0 when there was none.
-  const auto layer = static_cast<uint8_t>((prov_errno >> 16) & 0xff);
-  const auto etype = static_cast<uint8_t>((prov_errno >> 8) & 0xff);
-  const auto code = static_cast<uint8_t>(prov_errno & 0xff);
-  const bool is_cause = prov_errno >= 0 && (prov_errno >> 24) == 0 && layer <= 2;
-  const char* text = is_cause ? wire::DescribeTermCause(wire::TermCause{layer, etype, code})
-                              : "unknown provider error";
-  if (prov_errno == 0) text = "no iWARP Terminate cause";
-  thread_local char local[160];
-  char* out = buf != nullptr && len != 0 ? buf : local;
-  const size_t out_len = buf != nullptr && len != 0 ? len : sizeof(local);
-  if (is_cause && prov_errno != 0) {
-    std::snprintf(out, out_len, "iWARP Terminate: %s (layer %u, type %u, code %#x)", text,
-                  static_cast<unsigned>(layer), static_cast<unsigned>(etype),
-                  static_cast<unsigned>(code));
-  } else {
-    std::snprintf(out, out_len, "%s (prov_errno %d)", text, prov_errno);
+  // (qp::ProvErrno), for CQ errors and connection errors alike; 0: none.
+  if (prov_errno == 0) return CopyText("no iWARP Terminate cause", buf, len);
+  if (prov_errno < 0 || prov_errno > 0xFFFFFF) {
+    return CopyText("not an iWARP Terminate cause", buf, len);
   }
-  return out;
+  const wire::TermCause c{static_cast<uint8_t>(prov_errno >> 16),
+                          static_cast<uint8_t>((prov_errno >> 8) & 0xFF),
+                          static_cast<uint8_t>(prov_errno & 0xFF)};
+  return CopyText(wire::ToString(c), buf, len);
 }
 
 }  // namespace iwarpx::ofi

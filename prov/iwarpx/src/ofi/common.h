@@ -41,7 +41,9 @@ inline bool IsOurs(const struct fid* f, size_t fclass, const struct fi_ops* ops)
 // -FI_E* for an internal status.
 int ToFiErr(mem::RegisterError e);
 
-// The text for a CQ or EQ error's prov_errno (fi_cq_strerror / fi_eq_strerror):
+// fi_cq_strerror / fi_eq_strerror: the prov_errno of a CQ or EQ error is the
+// iWARP Terminate cause (layer << 16 | etype << 8 | code, qp::ProvErrno; 0
+// when there is none, e.g. a refused TCP connect); its RFC description,
 // copied into buf when buf/len are given, else a static string.
 const char* ProvErrnoText(int prov_errno, char* buf, size_t len);
 

@@ -109,52 +109,56 @@ bool IsKnownTermCause(TermCause c) {
   }
 }
 
-const char* DescribeTermCause(TermCause c) {
-  struct Entry {
+const char* ToString(TermCause c) {
+  struct Name {
     TermCause cause;
     const char* text;
   };
-  static constexpr Entry kTable[] = {
-      {term::kRdmapLocalCatastrophic, "RDMAP: local catastrophic error"},
+  static constexpr Name kNames[] = {
       {term::kRdmapInvalidStag, "RDMAP remote protection: invalid STag"},
       {term::kRdmapBaseBounds, "RDMAP remote protection: base or bounds violation"},
       {term::kRdmapAccessRights, "RDMAP remote protection: access rights violation"},
       {term::kRdmapStagNotAssociated,
-       "RDMAP remote protection: STag not associated with RDMAP stream"},
-      {term::kRdmapToWrap, "RDMAP remote protection: TO wrap"},
+       "RDMAP remote protection: STag not associated with this stream"},
+      {term::kRdmapToWrap, "RDMAP remote protection: tagged offset wrap"},
       {term::kRdmapCannotInvalidateProt, "RDMAP remote protection: STag cannot be invalidated"},
       {term::kRdmapProtUnspecified, "RDMAP remote protection: unspecified error"},
       {term::kRdmapBadVersion, "RDMAP remote operation: invalid RDMAP version"},
       {term::kRdmapUnexpectedOpcode, "RDMAP remote operation: unexpected opcode"},
-      {term::kRdmapCatastrophicStream,
-       "RDMAP remote operation: catastrophic error, localized to stream"},
+      {term::kRdmapCatastrophicStream, "RDMAP remote operation: catastrophic error, stream"},
       {term::kRdmapCatastrophicGlobal, "RDMAP remote operation: catastrophic error, global"},
       {term::kRdmapCannotInvalidateOp, "RDMAP remote operation: STag cannot be invalidated"},
       {term::kRdmapOpUnspecified, "RDMAP remote operation: unspecified error"},
-      {term::kDdpLocalCatastrophic, "DDP: local catastrophic error"},
+      {term::kDdpLocalCatastrophic, "DDP local catastrophic error"},
       {term::kDdpTaggedInvalidStag, "DDP tagged buffer: invalid STag"},
       {term::kDdpTaggedBaseBounds, "DDP tagged buffer: base or bounds violation"},
-      {term::kDdpTaggedStagNotAssociated, "DDP tagged buffer: STag not associated with DDP stream"},
-      {term::kDdpTaggedToWrap, "DDP tagged buffer: TO wrap"},
+      {term::kDdpTaggedStagNotAssociated, "DDP tagged buffer: STag not associated with stream"},
+      {term::kDdpTaggedToWrap, "DDP tagged buffer: tagged offset wrap"},
       {term::kDdpTaggedBadVersion, "DDP tagged buffer: invalid DDP version"},
-      {term::kDdpUntaggedInvalidQn, "DDP untagged buffer: invalid QN"},
-      {term::kDdpUntaggedNoBuffer, "DDP untagged buffer: no buffer available"},
+      {term::kDdpUntaggedInvalidQn, "DDP untagged buffer: invalid queue number"},
+      {term::kDdpUntaggedNoBuffer, "DDP untagged buffer: no receive buffer posted"},
       {term::kDdpUntaggedMsnRange, "DDP untagged buffer: invalid MSN range"},
-      {term::kDdpUntaggedInvalidMo, "DDP untagged buffer: invalid MO"},
-      {term::kDdpUntaggedTooLong, "DDP untagged buffer: message too long for the buffer"},
+      {term::kDdpUntaggedInvalidMo, "DDP untagged buffer: invalid message offset"},
+      {term::kDdpUntaggedTooLong, "DDP untagged buffer: message too long for the receive"},
       {term::kDdpUntaggedBadVersion, "DDP untagged buffer: invalid DDP version"},
-      {term::kLlpStreamLost, "LLP: connection lost"},
+      {term::kLlpStreamLost, "LLP: stream lost (connection closed or reset)"},
       {term::kLlpCrcError, "MPA: CRC error"},
-      {term::kLlpMarkerMismatch, "MPA: marker or ULPDU length error"},
+      {term::kLlpMarkerMismatch, "MPA: marker or FPDU length error"},
       {term::kLlpInvalidReqRep, "MPA: invalid Request or Reply frame"},
       {term::kLlpLocalCatastrophic, "MPA: local catastrophic error"},
       {term::kLlpInsufficientIrd, "MPA: insufficient IRD resources"},
-      {term::kLlpNoMatchingRtr, "MPA: no matching RTR model"},
+      {term::kLlpNoMatchingRtr, "MPA: no matching RTR"},
   };
-  for (const Entry& e : kTable) {
-    if (e.cause == c) return e.text;
+  for (const Name& n : kNames) {
+    if (n.cause == c) return n.text;
   }
-  return "unknown cause";
+  switch (c.layer) {
+    case term::kLayerRdmap:
+      return c.etype == 0 ? "RDMAP local catastrophic error" : "RDMAP: unknown cause";
+    case term::kLayerDdp: return "DDP: unknown cause";
+    case term::kLayerLlp: return "LLP: unknown cause";
+    default: return "unknown Terminate layer";
+  }
 }
 
 }  // namespace iwarpx::wire

@@ -119,12 +119,13 @@ inline constexpr TermCause kLlpNoMatchingRtr{2, 0, 0x07};
 // decode with `e`.
 TermCause TerminateCauseFor(WireError e);
 
-// A short English description of a Terminate cause ("DDP tagged buffer:
-// base or bounds violation"); "unknown cause" for codes no RFC defines.
-const char* DescribeTermCause(TermCause c);
-
 // A stable, human-readable name for logs and test failure messages.
 const char* ToString(WireError e);
+
+// A human-readable description of a Terminate cause ("DDP tagged buffer:
+// base or bounds violation"); causes outside the RFCs' tables are named by
+// layer with "unknown cause".
+const char* ToString(TermCause c);
 
 // True if `c` is a cause listed in RFC 5040/5041/5044/6581 (used to validate
 // received Terminate messages).

@@ -1,5 +1,6 @@
 #include "wire/error.h"
 
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -40,6 +41,29 @@ TEST(WireErrorNames, EveryErrorHasAName) {
     EXPECT_NE(std::string(ToString(static_cast<WireError>(e))), "unknown wire error") << e;
     EXPECT_TRUE(IsKnownTermCause(TerminateCauseFor(static_cast<WireError>(e)))) << e;
   }
+}
+
+TEST(TermCauseText, EveryKnownCauseHasItsOwnText) {
+  std::set<std::string> texts;
+  int known = 0;
+  for (int layer = 0; layer < 4; ++layer) {
+    for (int etype = 0; etype < 16; ++etype) {
+      for (int code = 0; code < 256; ++code) {
+        const TermCause c{static_cast<uint8_t>(layer), static_cast<uint8_t>(etype),
+                          static_cast<uint8_t>(code)};
+        const std::string t = ToString(c);
+        EXPECT_FALSE(t.empty());
+        if (IsKnownTermCause(c) && !(layer == 0 && etype == 0)) {
+          EXPECT_EQ(t.find("unknown"), std::string::npos) << layer << "/" << etype << "/" << code;
+          texts.insert(t);
+          ++known;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(static_cast<int>(texts.size()), known);  // no two causes share a text
+  EXPECT_STREQ(ToString(term::kDdpTaggedBaseBounds), "DDP tagged buffer: base or bounds violation");
+  EXPECT_STREQ(ToString(term::kRdmapLocalCatastrophic), "RDMAP local catastrophic error");
 }
 
 }  // namespace
