@@ -554,7 +554,9 @@ TEST_F(MsgTest, FencedWriteWaitsForEarlierRead) {
     EXPECT_EQ(net_.client.cq.done[1].op_context, Ctx(200 + round));
     net_.client.cq.done.clear();
     EXPECT_TRUE(sink == oldv) << "the read saw bytes of the fenced write (round " << round << ")";
-    EXPECT_TRUE(target == newv);
+    // The write completes when sent (FI_TRANSMIT_COMPLETE): wait until it has
+    // landed before the next round resets the target.
+    EXPECT_TRUE(net_.WaitUntil([&] { return target == newv; })) << "the write did not land";
   }
 }
 
@@ -854,13 +856,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, MsgErrorTest,
 // FI_DELIVERY_COMPLETE asks for the write's completion only once the data is
 // placed at the target, so "any target-side errors would be reported" with
 // it (fi_cq(3)).
-// DISABLED: provider bug. ep_data.cc accepts FI_DELIVERY_COMPLETE (kTxFlags)
-// but ignores it: an RDMA Write is completed when its last FPDU is handed to
-// the socket (qp_tx.cc CompleteSq), so a write the target refuses still gets a
-// successful completion and the error shows only as FI_SHUTDOWN. A fix needs
-// the QP to hold such a write's completion until a later Read Response (e.g.
-// an internal zero-length Read after it) or the Terminate arrives.
-TEST_F(MsgTest, DISABLED_DeliveryCompleteWriteReportsTargetError) {
+// The provider follows such a write with a zero-length RDMA Read (ep.h).
+TEST_F(MsgTest, DeliveryCompleteWriteReportsTargetError) {
   auto c = net_.Establish();
   ASSERT_TRUE(c.has_value()) << net_.error;
   Bytes mem = Pattern(4096, 73);
@@ -888,6 +885,36 @@ TEST_F(MsgTest, DISABLED_DeliveryCompleteWriteReportsTargetError) {
   ASSERT_TRUE(err.has_value());
   EXPECT_EQ(err->err, FI_EACCES);
   EXPECT_TRUE(mem == before);
+}
+
+// With FI_DELIVERY_COMPLETE the data is in the target's memory by the time
+// the write's completion is read, without driving the target any further.
+TEST_F(MsgTest, DeliveryCompleteWriteHasLandedAtCompletion) {
+  auto c = net_.Establish();
+  ASSERT_TRUE(c.has_value()) << net_.error;
+  const size_t len = size_t{1} << 20;
+  Bytes mem(len, 0);
+  const RemoteBuf rb = Advertise(*c, mem.data(), mem.size(), FI_REMOTE_WRITE);
+  ASSERT_FALSE(HasFailure());
+  const Bytes src = Pattern(len, 75);
+  iovec iov = {const_cast<uint8_t*>(src.data()), src.size()};
+  fi_rma_iov riov = {rb.addr, src.size(), rb.key};
+  fi_msg_rma msg{};
+  msg.msg_iov = &iov;
+  msg.iov_count = 1;
+  msg.rma_iov = &riov;
+  msg.rma_iov_count = 1;
+  msg.context = Ctx(2);
+  ASSERT_EQ(fi_writemsg(c->client, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE), 0);
+  std::optional<fi_cq_data_entry> ok;
+  ASSERT_TRUE(net_.WaitUntil([&] {
+    ok = net_.client.cq.Take(Ctx(2));
+    return ok.has_value() || !net_.client.cq.errs.empty();
+  }));
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_EQ(ok->flags, FI_RMA | FI_WRITE);
+  EXPECT_TRUE(mem == src) << "completed before the data was placed";
+  EXPECT_TRUE(net_.client.cq.done.empty()) << "one completion per write, not two";
 }
 
 // --- 9. Shutdown, 10. options, names, cancel -----------------------------------

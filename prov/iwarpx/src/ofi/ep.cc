@@ -530,6 +530,10 @@ void Endpoint::PostCqError(Cq* cq, void* context, uint64_t flags, const qp::WcEr
 void Endpoint::ReportTx(uint32_t index, bool success, const qp::WcError* error) {
   Slot& s = tx_slots_[index];
   ReleaseTempStag(s);
+  if (s.silent) {
+    FreeTx(index);
+    return;
+  }
   if (success) {
     if (s.report && tx_cq_ != nullptr) {
       struct fi_cq_data_entry c = {};

@@ -23,6 +23,12 @@
 //   Terminate cause (fi_cq_strerror decodes it).
 // - FI_INJECT: up to inject_size bytes are copied at the call; the buffer is
 //   reusable on return. FI_FENCE waits for earlier Reads/atomics.
+// - Write completion levels: by default (FI_TRANSMIT_COMPLETE) a write
+//   completes once its last FPDU was handed to TCP. FI_DELIVERY_COMPLETE
+//   adds a zero-length RDMA Read behind it (RDMAP orders a Read Response
+//   after the Writes before it were placed, and a refused Write ends in a
+//   Terminate instead): the write completes, or fails with the target's
+//   cause, when that Read does.
 // - FI_REMOTE_CQ_DATA on RMA writes travels as an RFC 7306 Immediate Data
 //   message: it consumes a receive at the target, whose completion has
 //   FI_REMOTE_CQ_DATA | FI_RMA | FI_REMOTE_WRITE and `data`.
@@ -118,6 +124,8 @@ class Endpoint final : public progress::ChannelSink {
     void* buf = nullptr;     // receive buffer (CQ buf field)
     uint64_t flags = 0;      // CQ entry flags
     bool report = true;      // write a CQ entry on success
+    bool silent = false;     // reports nothing at all (another slot speaks for it)
+    bool in_use = false;     // posted and not yet reported
     Cntr* cntr = nullptr;    // counter of this operation
     uint32_t temp_stag = 0;  // Read sink registered for this Read only
     std::array<uint8_t, kInjectSize> inject{};
@@ -129,6 +137,11 @@ class Endpoint final : public progress::ChannelSink {
   qp::QueuePair* ReadyQp(const char* call, ssize_t* err);
   Slot* AllocTx(uint32_t* index);
   void FreeTx(uint32_t index);
+  // FI_DELIVERY_COMPLETE: posts the zero-length Read in `fence_index` that
+  // reports for the (silent) write slot `write_index`. False (fence slot
+  // freed) when the send queue is full.
+  bool PostDeliveryFence(qp::QueuePair* qp, uint32_t write_index, uint32_t fence_index,
+                         uint64_t addr, uint32_t key);
   bool FillSgl(const struct iovec* iov, size_t count, qp::Sgl* sgl, const char* call) const;
   // After a post: the QP may have started transmitting or blocked.
   void AfterPost();

@@ -63,11 +63,36 @@ Endpoint::Slot* Endpoint::AllocTx(uint32_t* index) {
   tx_free_.pop_back();
   Slot* s = &tx_slots_[*index];
   s->temp_stag = 0;
+  s->silent = false;
+  s->in_use = true;
   return s;
 }
 
 void Endpoint::FreeTx(uint32_t index) {
+  tx_slots_[index].in_use = false;
   tx_free_.push_back(index);
+}
+
+bool Endpoint::PostDeliveryFence(qp::QueuePair* qp, uint32_t write_index, uint32_t fence_index,
+                                 uint64_t addr, uint32_t key) {
+  Slot& w = tx_slots_[write_index];
+  Slot& fence = tx_slots_[fence_index];
+  fence.context = w.context;
+  fence.flags = w.flags;
+  fence.report = w.report;
+  fence.cntr = w.cntr;
+  qp::ReadWr rd;
+  rd.context = fence_index;
+  rd.length = 0;  // places nothing; RDMAP orders its response after the write
+  rd.remote_stag = key;
+  rd.remote_to = addr;
+  rd.flags = qp::kWrSignaled;
+  if (qp->PostRead(rd) == qp::QpStatus::kOk) return true;
+  FreeTx(fence_index);
+  IWX_WARN(ep_data,
+           "fi_write: the send queue is full; FI_DELIVERY_COMPLETE degrades to "
+           "transmit completion for this write\n");
+  return false;
 }
 
 bool Endpoint::FillSgl(const struct iovec* iov, size_t count, qp::Sgl* sgl,
@@ -215,6 +240,17 @@ ssize_t Endpoint::PostWrite(const struct iovec* iov, size_t count, uint64_t addr
   s->report = !(inject && context == nullptr && (flags & FI_COMPLETION) == 0) &&
               (!tx_selective_ || (flags & FI_COMPLETION) != 0);
   s->cntr = write_cntr_;
+  // FI_DELIVERY_COMPLETE: a zero-length Read behind the write reports for it
+  // (ep.h); the write itself is silent from the start, since it may complete
+  // inside PostWrite already.
+  const bool delivery = (flags & FI_DELIVERY_COMPLETE) != 0;
+  uint32_t fence_index = 0;
+  if (delivery && AllocTx(&fence_index) == nullptr) {
+    FreeTx(index);
+    return -FI_EAGAIN;
+  }
+  s->silent = delivery;
+  const Slot saved = *s;
   if (inject) {
     size_t off = 0;
     for (size_t i = 0; i < count; ++i) {
@@ -233,7 +269,20 @@ ssize_t Endpoint::PostWrite(const struct iovec* iov, size_t count, uint64_t addr
   const ssize_t ret = ToFi(qp->PostWrite(wr), "fi_write");
   if (ret != 0) {
     FreeTx(index);
+    if (delivery) FreeTx(fence_index);
     return ret;
+  }
+  if (delivery && !PostDeliveryFence(qp, index, fence_index, addr, static_cast<uint32_t>(key))) {
+    // No fence: the write reports for itself, as a transmit completion.
+    if (s->in_use) {
+      s->silent = false;
+    } else if (saved.report && tx_cq_ != nullptr) {
+      struct fi_cq_data_entry done = {};
+      done.op_context = saved.context;
+      done.flags = saved.flags;
+      (void)tx_cq_->Post(done);
+      if (saved.cntr != nullptr) saved.cntr->Inc();
+    }
   }
   AfterPost();
   return 0;
