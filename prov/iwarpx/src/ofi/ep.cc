@@ -29,9 +29,6 @@ namespace {
 // The receive slots' QP contexts carry this bit (send-queue ones do not).
 constexpr uint64_t kRxContextBit = uint64_t{1} << 32;
 
-// Largest FPDU payload (MULPDU) the QP cuts messages into.
-constexpr size_t kMulpdu = 16384;
-
 std::optional<transport::SockAddr> AddrFrom(const void* addr, size_t len) {
   if (addr == nullptr) return std::nullopt;
   return transport::SockAddr::FromRaw(static_cast<const sockaddr*>(addr),
@@ -297,7 +294,7 @@ qp::QpConfig Endpoint::MakeQpConfig() const {
   qp::QpConfig c;
   c.sq_size = static_cast<uint32_t>(tx_slots_.size());
   c.rq_size = static_cast<uint32_t>(rx_slots_.size());
-  c.max_fpdu_payload = kMulpdu;
+  c.max_fpdu_payload = static_cast<size_t>(GetParams().mulpdu);
   return c;
 }
 

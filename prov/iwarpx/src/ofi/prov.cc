@@ -44,6 +44,11 @@ void DefineParams() {
                   "the last CPU the process may use) for every domain, and report "
                   "FI_PROGRESS_AUTO. Without it progress is manual unless the application "
                   "asks for FI_PROGRESS_AUTO. (default: false)");
+  fi_param_define(&g_provider, "mulpdu", FI_PARAM_INT,
+                  "Largest DDP segment (MULPDU, header included) sent in one MPA FPDU on "
+                  "connected endpoints, 128..65532. Larger FPDUs mean fewer system calls per "
+                  "message; peers that want FPDUs aligned to TCP segments need about the "
+                  "path's MSS. (default: 16384)");
   fi_param_define(&g_provider, "max_mr", FI_PARAM_INT,
                   "Maximum number of live memory registrations per domain (domain_attr "
                   "mr_cnt), 1..16777216. (default: 65536)");
@@ -74,6 +79,7 @@ void ReadParams() {
   int max_mr = static_cast<int>(g_params.max_mr);
   ReadInt("max_mr", 1, 1 << 24, &max_mr);
   g_params.max_mr = static_cast<size_t>(max_mr);
+  ReadInt("mulpdu", 128, 65532, &g_params.mulpdu);
 }
 
 void Cleanup() {}
