@@ -1,0 +1,421 @@
+// Connected-endpoint setup, buffer registration, posting and completion
+// polling for the benchmarks. See bench_fabric.h for the contract.
+#include "bench_fabric.h"
+
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+namespace bench {
+namespace {
+
+constexpr uint32_t kFiVersion = FI_VERSION(1, 17);
+constexpr uint32_t kCtlMagic = 0x69775862;  // "iwXb"
+constexpr size_t kCtlBytes = 256;           // room for Ctl; one buffer each way
+constexpr size_t kPageSize = 4096;
+constexpr uint64_t kMrModesHandled =
+    FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+constexpr int kCqBatch = 16;
+constexpr unsigned kPollsPerClockRead = 256;
+
+const char* EventName(uint32_t event) {
+  switch (event) {
+    case FI_CONNREQ: return "FI_CONNREQ";
+    case FI_CONNECTED: return "FI_CONNECTED";
+    case FI_SHUTDOWN: return "FI_SHUTDOWN";
+    default: return "other";
+  }
+}
+
+void Close(fid* f, const char* what) {
+  if (f == nullptr) return;
+  const int ret = fi_close(f);
+  if (ret != 0) fprintf(stderr, "warning: fi_close(%s) failed: %s\n", what, fi_strerror(-ret));
+}
+
+}  // namespace
+
+void Check(const Options& o, ssize_t ret, const char* call) {
+  if (ret >= 0) return;
+  Fail(o, std::string(call) + " failed: " + fi_strerror(static_cast<int>(-ret)) + " (" +
+              std::to_string(ret) + ")");
+}
+
+void PrintInfo(const fi_info* info) {
+  // fi_tostr returns a static buffer: copy each result before the next call.
+  uint64_t mr_mode = static_cast<uint64_t>(info->domain_attr->mr_mode);
+  const std::string mr = fi_tostr(&mr_mode, FI_TYPE_MR_MODE);
+  const std::string progress = fi_tostr(&info->domain_attr->data_progress, FI_TYPE_PROGRESS);
+  fprintf(stderr,
+          "# fi_info: provider %s, fabric %s, domain %s, mr_mode [%s], data_progress %s, "
+          "tx size %zu, rx size %zu, inject %zu, max_msg_size %zu\n",
+          info->fabric_attr->prov_name, info->fabric_attr->name, info->domain_attr->name,
+          mr.c_str(), progress.c_str(), info->tx_attr->size, info->rx_attr->size,
+          info->tx_attr->inject_size, info->ep_attr->max_msg_size);
+}
+
+Connection::Connection(const Options& o, uint64_t caps, uint64_t msg_order) : o_(o) {
+  fi_info* hints = fi_allocinfo();
+  if (hints == nullptr) Fail(o_, "fi_allocinfo failed");
+  hints->ep_attr->type = FI_EP_MSG;
+  hints->caps = caps;
+  hints->mode = FI_CONTEXT | FI_CONTEXT2;
+  hints->tx_attr->msg_order = msg_order;
+  hints->rx_attr->msg_order = msg_order;
+  hints->domain_attr->mr_mode = static_cast<int>(kMrModesHandled);
+  hints->domain_attr->threading = FI_THREAD_DOMAIN;
+  hints->fabric_attr->prov_name = strdup(o_.provider.c_str());
+  if (o_.is_client()) {
+    OpenClient(hints);
+  } else {
+    OpenServer(hints);
+  }
+  fi_freeinfo(hints);
+  WaitConnected();
+}
+
+Connection::~Connection() {
+  if (ep_ != nullptr && o_.is_client()) {
+    const int ret = fi_shutdown(ep_, 0);
+    if (ret != 0) fprintf(stderr, "warning: fi_shutdown failed: %s\n", fi_strerror(-ret));
+  } else if (ep_ != nullptr) {
+    WaitPeerShutdown();
+  }
+  Close(ep_ == nullptr ? nullptr : &ep_->fid, "ep");
+  for (auto& r : regions_) {
+    Close(r->mr == nullptr ? nullptr : &r->mr->fid, "mr");
+    free(r->buf);
+  }
+  Close(tx_cq_ == nullptr ? nullptr : &tx_cq_->fid, "tx cq");
+  Close(rx_cq_ == nullptr ? nullptr : &rx_cq_->fid, "rx cq");
+  Close(pep_ == nullptr ? nullptr : &pep_->fid, "pep");
+  Close(domain_ == nullptr ? nullptr : &domain_->fid, "domain");
+  Close(eq_ == nullptr ? nullptr : &eq_->fid, "eq");
+  Close(fabric_ == nullptr ? nullptr : &fabric_->fid, "fabric");
+  fi_freeinfo(info_);
+}
+
+// Server: give the client's fi_shutdown a moment to arrive (FI_SHUTDOWN or an
+// error entry); either way is fine. Some providers progress connection state
+// only from CQ reads, so the receive CQ is polled too (entries are dropped).
+void Connection::WaitPeerShutdown() {
+  const double deadline = NowSeconds() + 1.0;
+  while (NowSeconds() < deadline) {
+    fi_cq_msg_entry entry{};
+    if (fi_cq_read(rx_cq_, &entry, 1) == -FI_EAVAIL) {
+      fi_cq_err_entry err{};
+      (void)fi_cq_readerr(rx_cq_, &err, 0);
+    }
+    uint32_t event = 0;
+    fi_eq_cm_entry cm{};
+    const ssize_t ret = fi_eq_read(eq_, &event, &cm, sizeof(cm), 0);
+    if (ret != -FI_EAGAIN) return;
+  }
+}
+
+// fi_getinfo with the preferred msg_order; a provider that does not
+// advertise it is used without, with a note (the data checks still catch a
+// reordering that matters).
+int Connection::GetInfo(fi_info* hints, const char* node, uint64_t flags, fi_info** out) {
+  int ret = fi_getinfo(kFiVersion, node, o_.port.c_str(), flags, hints, out);
+  if (ret == -FI_ENODATA && hints->tx_attr->msg_order != 0) {
+    uint64_t order = hints->tx_attr->msg_order;
+    fprintf(stderr, "%s: note: provider %s does not advertise msg_order %s; going on without\n",
+            o_.program.c_str(), o_.provider.c_str(), fi_tostr(&order, FI_TYPE_MSG_ORDER));
+    hints->tx_attr->msg_order = 0;
+    hints->rx_attr->msg_order = 0;
+    ret = fi_getinfo(kFiVersion, node, o_.port.c_str(), flags, hints, out);
+  }
+  return ret;
+}
+
+void Connection::OpenServer(fi_info* hints) {
+  fi_info* listen_info = nullptr;
+  const char* node = o_.src_addr.empty() ? nullptr : o_.src_addr.c_str();
+  Check(o_, GetInfo(hints, node, FI_SOURCE, &listen_info), "fi_getinfo (server, FI_SOURCE)");
+  if (o_.verbose) PrintInfo(listen_info);
+  Check(o_, fi_fabric(listen_info->fabric_attr, &fabric_, nullptr), "fi_fabric");
+  fi_eq_attr eq_attr{};
+  eq_attr.wait_obj = FI_WAIT_NONE;
+  Check(o_, fi_eq_open(fabric_, &eq_attr, &eq_, nullptr), "fi_eq_open");
+  Check(o_, fi_passive_ep(fabric_, listen_info, &pep_, nullptr), "fi_passive_ep");
+  Check(o_, fi_pep_bind(pep_, &eq_->fid, 0), "fi_pep_bind");
+  Check(o_, fi_listen(pep_), "fi_listen");
+  fi_freeinfo(listen_info);
+
+  sockaddr_storage bound{};
+  size_t bound_len = sizeof(bound);
+  Check(o_, fi_getname(&pep_->fid, &bound, &bound_len), "fi_getname (passive endpoint)");
+  unsigned port = 0;
+  if (bound.ss_family == AF_INET) {
+    port = ntohs(reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
+  } else if (bound.ss_family == AF_INET6) {
+    port = ntohs(reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port);
+  } else {
+    Fail(o_, "fi_getname returned an address that is neither IPv4 nor IPv6");
+  }
+  fprintf(stderr, "%s: listening on port %u\n", o_.program.c_str(), port);
+  WritePortFile(o_, port);
+
+  fi_eq_cm_entry entry{};
+  const uint32_t event = ReadEq(&entry, NowSeconds() + o_.timeout);
+  if (event != FI_CONNREQ) {
+    Fail(o_, std::string("expected FI_CONNREQ on the passive endpoint, got ") + EventName(event));
+  }
+  if (entry.info == nullptr) Fail(o_, "FI_CONNREQ event without fi_info");
+  info_ = entry.info;
+  Check(o_, fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain (from FI_CONNREQ info)");
+  OpenEndpoint();
+  Check(o_, fi_accept(ep_, nullptr, 0), "fi_accept");
+}
+
+void Connection::OpenClient(fi_info* hints) {
+  Check(o_, GetInfo(hints, o_.server.c_str(), 0, &info_), "fi_getinfo (client)");
+  if (o_.verbose) PrintInfo(info_);
+  Check(o_, fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
+  fi_eq_attr eq_attr{};
+  eq_attr.wait_obj = FI_WAIT_NONE;
+  Check(o_, fi_eq_open(fabric_, &eq_attr, &eq_, nullptr), "fi_eq_open");
+  Check(o_, fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain");
+  OpenEndpoint();
+  Check(o_, fi_connect(ep_, info_->dest_addr, nullptr, 0), "fi_connect");
+}
+
+// Endpoint, CQs, the control buffers and the first control receive: all
+// before fi_accept / fi_connect, so the peer's first message finds it.
+void Connection::OpenEndpoint() {
+  const uint64_t mr_mode = static_cast<uint64_t>(info_->domain_attr->mr_mode);
+  if ((mr_mode & ~kMrModesHandled) != 0) {
+    uint64_t extra = mr_mode & ~kMrModesHandled;
+    Fail(o_, std::string("provider requires unsupported mr_mode bits ") +
+                 fi_tostr(&extra, FI_TYPE_MR_MODE));
+  }
+  fi_cq_attr cq_attr{};
+  cq_attr.format = FI_CQ_FORMAT_MSG;
+  cq_attr.wait_obj = FI_WAIT_NONE;
+  cq_attr.size = info_->tx_attr->size;
+  Check(o_, fi_cq_open(domain_, &cq_attr, &tx_cq_, nullptr), "fi_cq_open (transmit)");
+  cq_attr.size = info_->rx_attr->size;
+  Check(o_, fi_cq_open(domain_, &cq_attr, &rx_cq_, nullptr), "fi_cq_open (receive)");
+  Check(o_, fi_endpoint(domain_, info_, &ep_, nullptr), "fi_endpoint");
+  Check(o_, fi_ep_bind(ep_, &eq_->fid, 0), "fi_ep_bind (eq)");
+  Check(o_, fi_ep_bind(ep_, &tx_cq_->fid, FI_TRANSMIT), "fi_ep_bind (transmit cq)");
+  Check(o_, fi_ep_bind(ep_, &rx_cq_->fid, FI_RECV), "fi_ep_bind (receive cq)");
+  Check(o_, fi_enable(ep_), "fi_enable");
+
+  contexts_.resize(info_->tx_attr->size + info_->rx_attr->size + 4);
+  for (auto& c : contexts_) free_contexts_.push_back(&c);
+  ctl_tx_ = Register(kCtlBytes, FI_SEND);
+  ctl_rx_ = Register(kCtlBytes, FI_RECV);
+  PostCtlRecv();
+}
+
+void Connection::WaitConnected() {
+  fi_eq_cm_entry entry{};
+  const uint32_t event = ReadEq(&entry, NowSeconds() + o_.timeout);
+  if (event != FI_CONNECTED) {
+    Fail(o_, std::string("expected FI_CONNECTED, got ") + EventName(event));
+  }
+  if (entry.fid != &ep_->fid) Fail(o_, "FI_CONNECTED for another fid than the endpoint");
+}
+
+// Polls the EQ until an event and returns it; error entries and the
+// deadline are fatal. Once the endpoint exists its CQs are polled too, for
+// providers whose connection state advances with data progress.
+uint32_t Connection::ReadEq(fi_eq_cm_entry* entry, double deadline) {
+  uint32_t event = 0;
+  for (;;) {
+    if (tx_cq_ != nullptr) Progress();
+    const ssize_t ret = fi_eq_read(eq_, &event, entry, sizeof(*entry), 0);
+    if (ret >= 0) return event;
+    if (ret == -FI_EAVAIL) {
+      fi_eq_err_entry err{};
+      const ssize_t eret = fi_eq_readerr(eq_, &err, 0);
+      if (eret < 0) Check(o_, eret, "fi_eq_readerr");
+      Fail(o_, std::string("connection failed: ") + fi_strerror(err.err) + " (provider: " +
+                   fi_eq_strerror(eq_, err.prov_errno, err.err_data, nullptr, 0) + ")");
+    }
+    if (ret != -FI_EAGAIN) Check(o_, ret, "fi_eq_read");
+    if (NowSeconds() > deadline) Fail(o_, "timed out waiting for a connection event (--timeout)");
+    struct timespec pause = {0, 100'000};
+    nanosleep(&pause, nullptr);
+  }
+}
+
+size_t Connection::max_window() const {
+  // Two slots stay free for the control messages.
+  const size_t queue = std::min(info_->tx_attr->size, info_->rx_attr->size);
+  return queue > 2 ? queue - 2 : 1;
+}
+
+Region* Connection::Register(size_t len, uint64_t access) {
+  auto r = std::make_unique<Region>();
+  r->len = len;
+  const size_t rounded = (len + kPageSize - 1) / kPageSize * kPageSize;
+  r->buf = static_cast<uint8_t*>(aligned_alloc(kPageSize, rounded));
+  if (r->buf == nullptr) Fail(o_, "out of memory for a " + std::to_string(len) + " B buffer");
+  memset(r->buf, 0, rounded);
+  const uint64_t mr_mode = static_cast<uint64_t>(info_->domain_attr->mr_mode);
+  const bool remote = (access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) != 0;
+  if ((mr_mode & FI_MR_LOCAL) != 0 || remote) {
+    Check(o_, fi_mr_reg(domain_, r->buf, len, access, 0, next_key_++, 0, &r->mr, nullptr),
+          "fi_mr_reg");
+    if ((mr_mode & FI_MR_ENDPOINT) != 0) {
+      Check(o_, fi_mr_bind(r->mr, &ep_->fid, 0), "fi_mr_bind (endpoint)");
+      Check(o_, fi_mr_enable(r->mr), "fi_mr_enable");
+    }
+    if ((mr_mode & FI_MR_LOCAL) != 0) r->desc = fi_mr_desc(r->mr);
+    r->key = fi_mr_key(r->mr);
+    if (r->key == FI_KEY_NOTAVAIL) Fail(o_, "fi_mr_key: key not available (FI_MR_RAW unsupported)");
+    r->remote_addr = (mr_mode & FI_MR_VIRT_ADDR) != 0 ? reinterpret_cast<uint64_t>(r->buf) : 0;
+  }
+  regions_.push_back(std::move(r));
+  return regions_.back().get();
+}
+
+Connection::OpContext* Connection::TakeContext(OpKind kind) {
+  const double deadline = NowSeconds() + o_.timeout;
+  while (free_contexts_.empty()) {
+    Progress();
+    CheckDeadline(deadline, "a free operation context");
+  }
+  OpContext* c = free_contexts_.back();
+  free_contexts_.pop_back();
+  c->kind = kind;
+  return c;
+}
+
+void Connection::CheckDeadline(double deadline, const char* what) const {
+  if (NowSeconds() > deadline) Fail(o_, std::string("timed out waiting for ") + what);
+}
+
+// -FI_EAGAIN means the queue is full until completions are read.
+template <typename Post>
+void Connection::PostRetry(const Post& post, const char* name) {
+  const double deadline = NowSeconds() + o_.timeout;
+  for (unsigned spins = 0;; ++spins) {
+    const ssize_t ret = post();
+    if (ret == 0) return;
+    if (ret != -FI_EAGAIN) Check(o_, ret, name);
+    Progress();
+    if (spins % kPollsPerClockRead == 0) CheckDeadline(deadline, name);
+  }
+}
+
+void Connection::PostRecv(Region* r, size_t len, OpKind kind) {
+  OpContext* c = TakeContext(kind);
+  PostRetry([&] { return fi_recv(ep_, r->buf, len, r->desc, FI_ADDR_UNSPEC, &c->fi); }, "fi_recv");
+}
+
+void Connection::PostSend(Region* r, size_t len) {
+  OpContext* c = TakeContext(OpKind::kData);
+  PostRetry([&] { return fi_send(ep_, r->buf, len, r->desc, FI_ADDR_UNSPEC, &c->fi); }, "fi_send");
+  ++tx_posted_;
+}
+
+void Connection::PostWrite(Region* r, size_t len, uint64_t remote_addr, uint64_t key) {
+  OpContext* c = TakeContext(OpKind::kData);
+  PostRetry(
+      [&] { return fi_write(ep_, r->buf, len, r->desc, FI_ADDR_UNSPEC, remote_addr, key, &c->fi); },
+      "fi_write");
+  ++tx_posted_;
+}
+
+void Connection::PostRead(Region* r, size_t len, uint64_t remote_addr, uint64_t key) {
+  OpContext* c = TakeContext(OpKind::kData);
+  PostRetry(
+      [&] { return fi_read(ep_, r->buf, len, r->desc, FI_ADDR_UNSPEC, remote_addr, key, &c->fi); },
+      "fi_read");
+  ++tx_posted_;
+}
+
+void Connection::CqFail(fid_cq* cq, const char* which) {
+  fi_cq_err_entry err{};
+  const ssize_t ret = fi_cq_readerr(cq, &err, 0);
+  if (ret < 0) Check(o_, ret, "fi_cq_readerr");
+  Fail(o_, std::string(which) + " completion error: " + fi_strerror(err.err) +
+               " (provider: " + fi_cq_strerror(cq, err.prov_errno, err.err_data, nullptr, 0) + ")");
+}
+
+void Connection::Progress() {
+  fi_cq_msg_entry entries[kCqBatch];
+  ssize_t n = fi_cq_read(tx_cq_, entries, kCqBatch);
+  if (n > 0) {
+    for (ssize_t i = 0; i < n; ++i) {
+      free_contexts_.push_back(static_cast<OpContext*>(entries[i].op_context));
+    }
+    tx_done_ += static_cast<uint64_t>(n);
+  } else if (n == -FI_EAVAIL) {
+    CqFail(tx_cq_, "transmit");
+  } else if (n != -FI_EAGAIN) {
+    Check(o_, n, "fi_cq_read (transmit)");
+  }
+  n = fi_cq_read(rx_cq_, entries, kCqBatch);
+  if (n > 0) {
+    for (ssize_t i = 0; i < n; ++i) {
+      auto* c = static_cast<OpContext*>(entries[i].op_context);
+      rx_done_.push_back(RxDone{c->kind, entries[i].len});
+      free_contexts_.push_back(c);
+    }
+  } else if (n == -FI_EAVAIL) {
+    CqFail(rx_cq_, "receive");
+  } else if (n != -FI_EAGAIN) {
+    Check(o_, n, "fi_cq_read (receive)");
+  }
+}
+
+void Connection::WaitTx(uint64_t count) {
+  const double deadline = NowSeconds() + o_.timeout;
+  for (unsigned spins = 0; tx_done_ < count; ++spins) {
+    Progress();
+    if (spins % kPollsPerClockRead == 0) CheckDeadline(deadline, "transmit completions");
+  }
+}
+
+RxDone Connection::WaitRx() {
+  const double deadline = NowSeconds() + o_.timeout;
+  for (unsigned spins = 0; rx_done_.empty(); ++spins) {
+    Progress();
+    if (spins % kPollsPerClockRead == 0) CheckDeadline(deadline, "a receive completion");
+  }
+  const RxDone done = rx_done_.front();
+  rx_done_.pop_front();
+  return done;
+}
+
+void Connection::SendCtl(Ctl ctl) {
+  ctl.magic = kCtlMagic;
+  memcpy(ctl_tx_->buf, &ctl, sizeof(ctl));
+  PostSend(ctl_tx_, sizeof(ctl));
+  WaitTx(tx_posted_);
+}
+
+Ctl Connection::WaitCtl() {
+  const RxDone done = WaitRx();
+  if (done.kind != OpKind::kControl)
+    Fail(o_, "protocol error: data where a control message was due");
+  if (done.len != sizeof(Ctl)) {
+    Fail(o_, "control message of " + std::to_string(done.len) + " B, expected " +
+                 std::to_string(sizeof(Ctl)));
+  }
+  Ctl ctl;
+  memcpy(&ctl, ctl_rx_->buf, sizeof(ctl));
+  if (ctl.magic != kCtlMagic) Fail(o_, "control message with a bad magic number");
+  return ctl;
+}
+
+void Connection::PostCtlRecv() {
+  PostRecv(ctl_rx_, kCtlBytes, OpKind::kControl);
+}
+
+}  // namespace bench
