@@ -61,6 +61,89 @@ uint32_t ExtendTable(uint32_t state, const uint8_t* p, size_t n) {
 
 #if IWARPX_CRC32C_X86
 
+// One lane of 8-byte crc32 steps over n (a multiple of 8) bytes.
+__attribute__((target("sse4.2"))) inline uint64_t Lane(uint64_t c, const uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t v;
+    std::memcpy(&v, p + i, sizeof(v));
+    c = _mm_crc32_u64(c, v);
+  }
+  return c;
+}
+
+// The linear operator "feed `len` zero bytes into the register", as four
+// byte-indexed tables: the register of A||B is Shift(reg(A), |B|) ^ reg_0(B)
+// (reg_0: B fed from a zero register), since the register update is linear
+// over GF(2). Built once from the 32 basis vectors.
+struct ShiftTable {
+  std::array<std::array<uint32_t, 256>, 4> t{};
+
+  uint32_t Apply(uint32_t x) const {
+    return t[0][x & 0xFFu] ^ t[1][(x >> 8) & 0xFFu] ^ t[2][(x >> 16) & 0xFFu] ^ t[3][x >> 24];
+  }
+};
+
+__attribute__((target("sse4.2"))) ShiftTable MakeShiftTable(size_t len) {
+  std::array<uint32_t, 32> basis{};
+  for (size_t i = 0; i < 32; ++i) {
+    uint64_t c = uint64_t{1} << i;
+    for (size_t k = 0; k < len; k += 8) c = _mm_crc32_u64(c, 0);
+    basis[i] = static_cast<uint32_t>(c);
+  }
+  ShiftTable s;
+  for (size_t k = 0; k < 4; ++k) {
+    for (uint32_t b = 0; b < 256; ++b) {
+      uint32_t v = 0;
+      for (size_t bit = 0; bit < 8; ++bit) {
+        if (((b >> bit) & 1u) != 0) v ^= basis[8 * k + bit];
+      }
+      s.t[k][b] = v;
+    }
+  }
+  return s;
+}
+
+// Three independent lanes keep the crc32 unit busy (latency 3, throughput 1
+// per cycle), then the lanes are combined with the shift operators.
+constexpr size_t kLongLane = 4096;
+constexpr size_t kShortLane = 256;
+
+struct LaneShifts {
+  ShiftTable long_lane;
+  ShiftTable short_lane;
+};
+
+const LaneShifts& GetLaneShifts() {
+  static const LaneShifts shifts{MakeShiftTable(kLongLane), MakeShiftTable(kShortLane)};
+  return shifts;
+}
+
+__attribute__((target("sse4.2"))) inline uint64_t ThreeLanes(uint64_t c, const uint8_t*& p,
+                                                             size_t& n, size_t lane,
+                                                             const ShiftTable& shift) {
+  while (n >= 3 * lane) {
+    uint64_t a = c;
+    uint64_t b = 0;
+    uint64_t d = 0;
+    for (size_t i = 0; i < lane; i += 8) {
+      uint64_t va;
+      uint64_t vb;
+      uint64_t vd;
+      std::memcpy(&va, p + i, 8);
+      std::memcpy(&vb, p + lane + i, 8);
+      std::memcpy(&vd, p + 2 * lane + i, 8);
+      a = _mm_crc32_u64(a, va);
+      b = _mm_crc32_u64(b, vb);
+      d = _mm_crc32_u64(d, vd);
+    }
+    const uint32_t ab = shift.Apply(static_cast<uint32_t>(a)) ^ static_cast<uint32_t>(b);
+    c = shift.Apply(ab) ^ static_cast<uint32_t>(d);
+    p += 3 * lane;
+    n -= 3 * lane;
+  }
+  return c;
+}
+
 __attribute__((target("sse4.2"))) uint32_t ExtendSse42(uint32_t state, const uint8_t* p, size_t n) {
   uint32_t c = state;
   // Byte steps up to an 8-byte boundary so the main loop's loads are aligned.
@@ -70,13 +153,15 @@ __attribute__((target("sse4.2"))) uint32_t ExtendSse42(uint32_t state, const uin
     --n;
   }
   uint64_t c64 = c;
-  while (n >= 8) {
-    uint64_t v;
-    std::memcpy(&v, p, sizeof(v));
-    c64 = _mm_crc32_u64(c64, v);
-    p += 8;
-    n -= 8;
+  if (n >= 3 * kShortLane) {
+    const LaneShifts& shifts = GetLaneShifts();
+    c64 = ThreeLanes(c64, p, n, kLongLane, shifts.long_lane);
+    c64 = ThreeLanes(c64, p, n, kShortLane, shifts.short_lane);
   }
+  const size_t whole = n & ~size_t{7};
+  c64 = Lane(c64, p, whole);
+  p += whole;
+  n -= whole;
   c = static_cast<uint32_t>(c64);
   for (; n != 0; --n, ++p) c = _mm_crc32_u8(c, *p);
   return c;

@@ -17,7 +17,7 @@ struct Params {
   int ord = 16;                  // FI_IWARPX_ORD
   bool progress_thread = false;  // FI_IWARPX_PROGRESS_THREAD (lands with the progress engine)
   size_t max_mr = 65536;         // FI_IWARPX_MAX_MR
-  int mulpdu = 16384;            // FI_IWARPX_MULPDU
+  int mulpdu = 65532;            // FI_IWARPX_MULPDU
 };
 
 // The values in effect (defaults until fi_prov_ini has run).
