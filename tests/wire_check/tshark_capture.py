@@ -41,7 +41,9 @@ class TsharkCapture:
         self.stderr_lines = []
 
     def __enter__(self):
-        self.proc = subprocess.Popen(["tshark", "-i", "lo", "-f", self.filter, "-w", self.pcap],
+        # -B: a large kernel capture buffer, so bursts of 64 KiB FPDUs are not dropped.
+        self.proc = subprocess.Popen(["tshark", "-i", "lo", "-B", "256", "-f", self.filter,
+                                      "-w", self.pcap],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         announced = threading.Event()  # "Capturing on 'Loopback: lo'"
         started = threading.Event()  # "Capture started": dumpcap's filter is attached

@@ -16,12 +16,11 @@
 // Implementations: on x86-64 the SSE4.2 `crc32` instruction (8 bytes per
 // instruction; buffers of 768 bytes and more run three interleaved lanes of
 // 4 KiB or 256 bytes, combined with precomputed "feed n zero bytes" shift
-// operators, so the instruction's latency is hidden), chosen at run time with __builtin_cpu_supports("sse4.2")
-// (resolved once, on first use, thread-safe); everywhere else, and on CPUs
-// without SSE4.2, a portable slicing-by-8 table implementation. Both are
-// exposed (…Portable / …Hardware) so tests can compare them. Calling a
-// …Hardware function where Crc32cHasHardware() is false falls back to the
-// portable code (never an illegal instruction).
+// operators, so the instruction's latency is hidden), chosen at run time with
+// __builtin_cpu_supports("sse4.2") (resolved once, on first use, thread-safe); everywhere else, and
+// on CPUs without SSE4.2, a portable slicing-by-8 table implementation. Both are exposed (…Portable
+// / …Hardware) so tests can compare them. Calling a …Hardware function where Crc32cHasHardware() is
+// false falls back to the portable code (never an illegal instruction).
 //
 // Wire image (WIRE.md §2.3): MPA carries the CRC as the little-endian byte
 // image of the CRC value (as an iSCSI digest does): 32 zero bytes have CRC

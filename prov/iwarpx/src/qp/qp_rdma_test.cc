@@ -359,6 +359,47 @@ TEST(QpReadMiscTest, HalfSentResponseNeverRereadsTheRegion) {
   EXPECT_EQ(p.a.sink.completions[0].kind, Kind::kError);
 }
 
+// Several Reads answered while the responder's socket keeps stalling in the
+// middle of FPDUs: every stalled Read Response is stashed, and no FPDU built
+// after a stashed one may overwrite the stash before it is out (the batch
+// stops there). All data arrives with good CRCs.
+TEST(QpReadMiscTest, RepeatedStallsAcrossManyReadResponses) {
+  QpConfig cfg;
+  cfg.max_fpdu_payload = 512;
+  QpPair p(0, true, cfg, 8, 8);
+  p.Start();
+  p.Pump();
+  std::mt19937 rng(3);
+  const Bytes source = RandomBytes(rng, 20000);
+  Bytes src_copy = source;
+  const uint32_t src_stag = p.b.Register(src_copy, mem::kRemoteRead, 0);
+  std::vector<Bytes> sinks(6, Bytes(source.size(), 0));
+  for (size_t i = 0; i < sinks.size(); ++i) {
+    ReadWr wr;
+    wr.context = i;
+    wr.local_stag = p.a.Register(sinks[i], mem::kLocalWrite, 0);
+    wr.length = static_cast<uint32_t>(source.size());
+    wr.remote_stag = src_stag;
+    ASSERT_EQ(p.a.qp->PostRead(wr), QpStatus::kOk);
+  }
+  p.a.qp->OnWritable();
+  // The responder may put only a few hundred bytes at a time on the wire.
+  for (int round = 0; round < 2000 && p.a.sink.completions.size() < sinks.size(); ++round) {
+    p.b.conn->set_send_capacity(p.a.conn->pending() + 137 + static_cast<size_t>(round % 5) * 61);
+    p.b.qp->OnReadable();
+    p.b.qp->OnWritable();
+    while (p.a.qp->wants_read() || p.a.qp->wants_progress()) {
+      const size_t before = p.a.conn->pending();
+      p.a.qp->OnReadable();
+      if (p.a.conn->pending() == before && !p.a.qp->wants_progress()) break;
+    }
+  }
+  EXPECT_EQ(p.a.sink.terminated, 0) << "CRC or protocol error";
+  EXPECT_EQ(p.b.sink.terminated, 0);
+  ASSERT_EQ(p.a.sink.Count(Kind::kRdma), sinks.size());
+  for (const Bytes& s : sinks) EXPECT_EQ(s, source);
+}
+
 TEST(QpReadMiscTest, SinkWithoutLocalWriteTerminatesAtRequester) {
   QpPair p(0, false);
   p.Start();

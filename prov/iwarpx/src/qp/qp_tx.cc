@@ -1,8 +1,8 @@
 // Transmit side of the QueuePair: cuts work requests into FPDUs of at most
 // config.max_fpdu_payload ULPDU bytes, encodes each FPDU's DDP/RDMAP header
-// into tx_.header, asks FrameFpdu for prefix and trailer and writes
+// into tx_->header, asks FrameFpdu for prefix and trailer and writes
 // [prefix, header, payload pieces..., trailer] with one gather SendV. A short
-// write is resumed from tx_.sent on the next OnWritable(). Read Responses
+// write is resumed from tx_->sent on the next OnWritable(). Read Responses
 // alternate with send-queue FPDUs, and a Terminate replaces the next FPDU,
 // both only at FPDU boundaries (a new FPDU is built only when none is active).
 #include <algorithm>
@@ -33,18 +33,35 @@ uint64_t MaskedAdd(uint64_t a, uint64_t b, uint64_t boundaries) {
 
 void QueuePair::ProcessTx() {
   while (!write_shut_) {
-    if (!tx_.active) {
-      if (!BuildNext()) {
-        if (shutdown_after_tx_) Shutdown();
-        return;
-      }
+    // Gather FPDUs into the batch: one SendV carries them all.
+    size_t bytes = 0;
+    for (size_t k = 0; k < tx_count_; ++k) {
+      const TxFpdu& f = tx_ring_[(tx_head_ + k) % tx_ring_.size()];
+      bytes += f.total - f.sent;
     }
-    if (!WriteActive()) {
-      if (tx_.active && tx_.borrowed) StashBorrowedPayload();
+    while (tx_count_ < TxBatchLimit() && bytes < kTxBatchBytes) {
+      // A borrowed FPDU goes last, and so does a stashed one: the stash holds
+      // one FPDU, so no later FPDU may need it before that one is out.
+      if (tx_count_ > 0 && (Slot(tx_count_ - 1).borrowed || Slot(tx_count_ - 1).stashed)) break;
+      tx_ = &tx_ring_[(tx_head_ + tx_count_) % tx_ring_.size()];
+      if (!BuildNext()) break;
+      ++tx_count_;
+      bytes += tx_->total;
+    }
+    if (tx_count_ == 0) {
+      if (shutdown_after_tx_) Shutdown();
       return;
     }
-    FinishTxFpdu();
+    if (!WriteBatch()) {
+      if (tx_count_ > 0 && Slot(tx_count_ - 1).borrowed) StashBorrowedPayload(Slot(tx_count_ - 1));
+      return;
+    }
   }
+}
+
+size_t QueuePair::TxBatchLimit() const {
+  // Marked FPDUs are built in the one stash buffer: one at a time.
+  return mpa_.markers_tx ? 1 : tx_ring_.size();
 }
 
 bool QueuePair::SqHasWork() const {
@@ -63,14 +80,15 @@ bool QueuePair::BuildNext() {
     return Frame();
   }
   if (state_ != QpState::kRts || tx_held_) return false;
-  tx_.iov_count = 2;
-  tx_.done = TxDone::kNothing;
-  tx_.borrowed = false;
+  tx_->iov_count = 2;
+  tx_->done = TxDone::kNothing;
+  tx_->borrowed = false;
+  tx_->stashed = false;
   if (rtr_pending_) {
     rtr_pending_ = false;
-    auto n = wire::EncodeWriteHeader(kRtrStag, 0, true, tx_.header);
+    auto n = wire::EncodeWriteHeader(kRtrStag, 0, true, tx_->header);
     if (!n.ok()) return false;
-    tx_.header_size = *n;
+    tx_->header_size = *n;
     return Frame();
   }
   const bool sq = SqHasWork();
@@ -94,7 +112,7 @@ void QueuePair::SetPayload(const Sgl& sgl, size_t offset, size_t len) {
       continue;
     }
     const size_t n = std::min(s.len - offset, len);
-    tx_.iov[tx_.iov_count++] = iovec{static_cast<uint8_t*>(s.addr) + offset, n};
+    tx_->iov[tx_->iov_count++] = iovec{static_cast<uint8_t*>(s.addr) + offset, n};
     len -= n;
     offset = 0;
   }
@@ -111,7 +129,7 @@ bool QueuePair::BuildSqFpdu() {
     body.read_size = static_cast<uint32_t>(e.length);
     body.source_stag = e.remote_stag;
     body.source_to = e.remote_to;
-    n = wire::EncodeReadRequest(tx_msn_read_++, body, tx_.header);
+    n = wire::EncodeReadRequest(tx_msn_read_++, body, tx_->header);
     orq_[(orq_head_ + orq_count_) % orq_.size()] = seq;
     ++orq_count_;
     ++sq_tx_;
@@ -126,16 +144,16 @@ bool QueuePair::BuildSqFpdu() {
     body.add_or_swap_mask = e.atomic_op == wire::AtomicOp::kFetchAdd ? 0 : UINT64_MAX;
     body.compare_data = e.compare;
     body.compare_mask = UINT64_MAX;
-    n = wire::EncodeAtomicRequest(tx_msn_read_++, body, tx_.header);
+    n = wire::EncodeAtomicRequest(tx_msn_read_++, body, tx_->header);
     orq_[(orq_head_ + orq_count_) % orq_.size()] = seq;
     ++orq_count_;
     ++sq_tx_;
   } else if (e.has_imm && e.tx_done == e.length) {
     // The Write's data is out (or was empty): its Immediate Data message.
-    n = wire::EncodeImmediateData(false, tx_msn_send_++, e.imm, tx_.header);
-    tx_.done = TxDone::kSqSegment;
-    tx_.sq_seq = seq;
-    tx_.last = true;
+    n = wire::EncodeImmediateData(false, tx_msn_send_++, e.imm, tx_->header);
+    tx_->done = TxDone::kSqSegment;
+    tx_->sq_seq = seq;
+    tx_->last = true;
     ++sq_tx_;
   } else {
     const bool send = e.op == SqOp::kSend;
@@ -148,22 +166,22 @@ bool QueuePair::BuildSqFpdu() {
       p.msn = tx_msn_send_;
       p.mo = static_cast<uint32_t>(e.tx_done);
       p.last = last;
-      n = wire::EncodeSendHeader(p, tx_.header);
+      n = wire::EncodeSendHeader(p, tx_->header);
     } else {
-      n = wire::EncodeWriteHeader(e.remote_stag, e.remote_to + e.tx_done, last, tx_.header);
+      n = wire::EncodeWriteHeader(e.remote_stag, e.remote_to + e.tx_done, last, tx_->header);
     }
     SetPayload(e.sgl, e.tx_done, len);
     e.tx_done += len;
-    tx_.done = TxDone::kSqSegment;
-    tx_.sq_seq = seq;
-    tx_.last = last && !e.has_imm;
+    tx_->done = TxDone::kSqSegment;
+    tx_->sq_seq = seq;
+    tx_->last = last && !e.has_imm;
     if (last) {
       if (send) ++tx_msn_send_;
       if (!e.has_imm) ++sq_tx_;
     }
   }
   if (!n.ok()) return false;
-  tx_.header_size = *n;
+  tx_->header_size = *n;
   return Frame();
 }
 
@@ -172,7 +190,7 @@ bool QueuePair::BuildReadResponse() {
   const size_t len =
       std::min(r.length - r.done, config_.max_fpdu_payload - wire::kDdpTaggedHeaderSize);
   const bool last = r.done + len == r.length;
-  auto n = wire::EncodeReadResponseHeader(r.sink_stag, r.sink_to + r.done, last, tx_.header);
+  auto n = wire::EncodeReadResponseHeader(r.sink_stag, r.sink_to + r.done, last, tx_->header);
   if (len > 0) {
     // The source stays registered memory of the application and is read at
     // send time (as siw does), not copied; it is resolved again here so a
@@ -182,8 +200,8 @@ bool QueuePair::BuildReadResponse() {
       Fire(Event::kLocalError, mem::RdmapSourceCause(src.error()), ByteSpan{}, 0);
       return false;
     }
-    tx_.iov[tx_.iov_count++] = iovec{*src, len};
-    tx_.borrowed = true;
+    tx_->iov[tx_->iov_count++] = iovec{*src, len};
+    tx_->borrowed = true;
   }
   r.done += len;
   if (last) {
@@ -191,7 +209,7 @@ bool QueuePair::BuildReadResponse() {
     --irq_count_;
   }
   if (!n.ok()) return false;
-  tx_.header_size = *n;
+  tx_->header_size = *n;
   return Frame();
 }
 
@@ -246,40 +264,42 @@ bool QueuePair::BuildAtomicResponse() {
   wire::AtomicResponseBody body;
   body.original_request_id = q.request_id;
   body.original_remote_data = original;
-  auto n = wire::EncodeAtomicResponse(tx_msn_atomic_resp_++, body, tx_.header);
+  auto n = wire::EncodeAtomicResponse(tx_msn_atomic_resp_++, body, tx_->header);
   irq_head_ = (irq_head_ + 1) % irq_.size();
   --irq_count_;
   if (!n.ok()) return false;
-  tx_.header_size = *n;
+  tx_->header_size = *n;
   return Frame();
 }
 
 void QueuePair::BuildTerminate() {
-  std::copy_n(term_bytes_.begin(), term_size_, tx_.header.begin());
-  tx_.header_size = term_size_;
-  tx_.iov_count = 2;
-  tx_.done = TxDone::kTerminate;
+  std::copy_n(term_bytes_.begin(), term_size_, tx_->header.begin());
+  tx_->header_size = term_size_;
+  tx_->iov_count = 2;
+  tx_->done = TxDone::kTerminate;
 }
 
 bool QueuePair::Frame() {
   std::array<ByteSpan, kMaxSge + 1> parts;
   size_t count = 0;
-  parts[count++] = ByteSpan(tx_.header.data(), tx_.header_size);
-  for (size_t i = 2; i < tx_.iov_count; ++i) {
-    parts[count++] = ByteSpan(static_cast<const uint8_t*>(tx_.iov[i].iov_base), tx_.iov[i].iov_len);
+  parts[count++] = ByteSpan(tx_->header.data(), tx_->header_size);
+  for (size_t i = 2; i < tx_->iov_count; ++i) {
+    parts[count++] =
+        ByteSpan(static_cast<const uint8_t*>(tx_->iov[i].iov_base), tx_->iov[i].iov_len);
   }
   auto framing = wire::FrameFpdu(std::span<const ByteSpan>(parts.data(), count), mpa_.crc,
                                  config_.max_fpdu_payload);
   if (!framing.ok()) return false;  // cannot happen: segments are cut to fit
-  tx_.framing = *framing;
-  const ByteSpan prefix = tx_.framing.prefix();
-  const ByteSpan trailer = tx_.framing.trailer();
-  tx_.iov[0] = iovec{const_cast<uint8_t*>(prefix.data()), prefix.size()};  // NOLINT
-  tx_.iov[1] = iovec{tx_.header.data(), tx_.header_size};
-  tx_.iov[tx_.iov_count++] = iovec{const_cast<uint8_t*>(trailer.data()), trailer.size()};  // NOLINT
-  tx_.total = transport::TotalLength(std::span<const iovec>(tx_.iov.data(), tx_.iov_count));
-  tx_.sent = 0;
-  tx_.active = true;
+  tx_->framing = *framing;
+  const ByteSpan prefix = tx_->framing.prefix();
+  const ByteSpan trailer = tx_->framing.trailer();
+  tx_->iov[0] = iovec{const_cast<uint8_t*>(prefix.data()), prefix.size()};  // NOLINT
+  tx_->iov[1] = iovec{tx_->header.data(), tx_->header_size};
+  tx_->iov[tx_->iov_count++] =
+      iovec{const_cast<uint8_t*>(trailer.data()), trailer.size()};  // NOLINT
+  tx_->total = transport::TotalLength(std::span<const iovec>(tx_->iov.data(), tx_->iov_count));
+  tx_->sent = 0;
+  tx_->active = true;
   if (mpa_.markers_tx) return FrameWithMarkers();
   return true;
 }
@@ -287,59 +307,70 @@ bool QueuePair::Frame() {
 bool QueuePair::FrameWithMarkers() {
   // The body is ULPDU_Length | ULPDU | PAD: everything framed but the CRC.
   size_t n = 0;
-  for (size_t i = 0; i < tx_.iov_count; ++i) {
-    size_t len = tx_.iov[i].iov_len;
-    if (i + 1 == tx_.iov_count) len -= wire::kFpduCrcSize;
+  for (size_t i = 0; i < tx_->iov_count; ++i) {
+    size_t len = tx_->iov[i].iov_len;
+    if (i + 1 == tx_->iov_count) len -= wire::kFpduCrcSize;
     if (n + len > tx_marker_body_.size()) return false;  // cannot happen: sized for MULPDU
-    if (len != 0) std::memcpy(tx_marker_body_.data() + n, tx_.iov[i].iov_base, len);
+    if (len != 0) std::memcpy(tx_marker_body_.data() + n, tx_->iov[i].iov_base, len);
     n += len;
   }
   auto marked = marker_tx_.Insert(ByteSpan(tx_marker_body_.data(), n), mpa_.crc,
                                   MutableByteSpan(tx_stash_.data(), tx_stash_.size()));
   if (!marked.ok()) return false;
-  tx_.iov[0] = iovec{tx_stash_.data(), *marked};
-  tx_.iov_count = 1;
-  tx_.total = *marked;
-  tx_.borrowed = false;  // copied
+  tx_->iov[0] = iovec{tx_stash_.data(), *marked};
+  tx_->iov_count = 1;
+  tx_->total = *marked;
+  tx_->borrowed = false;  // copied
   return true;
 }
 
-bool QueuePair::WriteActive() {
-  while (tx_.sent < tx_.total) {
-    std::array<iovec, kMaxSge + 3> v{};
+bool QueuePair::WriteBatch() {
+  while (tx_count_ > 0 && !write_shut_) {
+    std::array<iovec, kTxBatch*(kMaxSge + 3)> v{};
     size_t count = 0;
-    size_t skip = tx_.sent;
-    for (size_t i = 0; i < tx_.iov_count; ++i) {
-      const iovec& p = tx_.iov[i];
-      if (skip >= p.iov_len) {
-        skip -= p.iov_len;
-        continue;
+    for (size_t k = 0; k < tx_count_; ++k) {
+      const TxFpdu& f = Slot(k);
+      size_t skip = f.sent;
+      for (size_t i = 0; i < f.iov_count; ++i) {
+        const iovec& p = f.iov[i];
+        if (skip >= p.iov_len) {
+          skip -= p.iov_len;
+          continue;
+        }
+        v[count++] = iovec{static_cast<uint8_t*>(p.iov_base) + skip, p.iov_len - skip};
+        skip = 0;
       }
-      v[count++] = iovec{static_cast<uint8_t*>(p.iov_base) + skip, p.iov_len - skip};
-      skip = 0;
     }
     const transport::IoResult r = conn_.SendV(std::span<const iovec>(v.data(), count));
     if (r.status == transport::IoStatus::kOk) {
       if (r.bytes == 0) return false;
-      tx_.sent += r.bytes;
+      size_t left = r.bytes;
+      while (left > 0 && tx_count_ > 0) {
+        TxFpdu& f = Slot(0);
+        const size_t take = std::min(left, f.total - f.sent);
+        f.sent += take;
+        left -= take;
+        if (f.sent == f.total) FinishTxFpdu();
+      }
       continue;
     }
     if (r.status == transport::IoStatus::kWouldBlock) return false;
-    tx_.active = false;
+    for (TxFpdu& f : tx_ring_) f.active = false;
+    tx_count_ = 0;
     write_shut_ = true;  // the connection is dead; never write again
     Fire(Event::kLinkDown, wire::term::kLlpStreamLost, {}, 0);
     return false;
   }
-  return true;
+  return !write_shut_;
 }
 
-void QueuePair::StashBorrowedPayload() {
-  const size_t rest = tx_.total - tx_.sent;
+void QueuePair::StashBorrowedPayload(TxFpdu& f) {
+  const size_t rest = f.total - f.sent;
   if (rest > tx_stash_.size()) return;  // cannot happen: the stash holds a whole FPDU
-  size_t skip = tx_.sent;
+  size_t skip = f.sent;
   size_t out = 0;
-  for (size_t i = 0; i < tx_.iov_count; ++i) {
-    const iovec& p = tx_.iov[i];
+  for (size_t i = 0; i < f.iov_count; ++i) {
+    const iovec& p = f.iov[i];
     if (skip >= p.iov_len) {
       skip -= p.iov_len;
       continue;
@@ -349,19 +380,27 @@ void QueuePair::StashBorrowedPayload() {
     out += p.iov_len - skip;
     skip = 0;
   }
-  tx_.iov[0] = iovec{tx_stash_.data(), out};
-  tx_.iov_count = 1;
-  tx_.total = out;
-  tx_.sent = 0;
-  tx_.borrowed = false;
+  f.iov[0] = iovec{tx_stash_.data(), out};
+  f.iov_count = 1;
+  f.total = out;
+  f.sent = 0;
+  f.borrowed = false;
+  f.stashed = true;
 }
 
 void QueuePair::FinishTxFpdu() {
-  tx_.active = false;
-  switch (tx_.done) {
+  // The oldest FPDU of the batch is out: pop it, then act on it.
+  TxFpdu& f = Slot(0);
+  f.active = false;
+  const TxDone done = f.done;
+  const uint64_t seq = f.sq_seq;
+  const bool last = f.last;
+  tx_head_ = (tx_head_ + 1) % tx_ring_.size();
+  --tx_count_;
+  switch (done) {
     case TxDone::kNothing: break;
     case TxDone::kSqSegment:
-      if (tx_.last) CompleteSq(tx_.sq_seq);
+      if (last) CompleteSq(seq);
       break;
     case TxDone::kTerminate: Fire(Event::kTermSent, wire::term::kLlpStreamLost, {}, 0); break;
   }

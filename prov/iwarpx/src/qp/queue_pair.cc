@@ -29,6 +29,14 @@ bool ValidSgl(const Sgl& sgl) {
   return true;
 }
 
+// With markers towards the peer an FPDU must keep every FPDUPTR within 16
+// bits: marked FPDUs are capped at kMaxMarkedFpduPayload.
+QpConfig EffectiveConfig(const QpConfig& config, const wire::MpaOutcome& mpa) {
+  QpConfig c = config;
+  if (mpa.markers_tx) c.max_fpdu_payload = std::min(c.max_fpdu_payload, kMaxMarkedFpduPayload);
+  return c;
+}
+
 wire::FpduRxConfig RxConfigFor(const wire::MpaOutcome& mpa) {
   wire::FpduRxConfig c;
   c.crc = mpa.crc;
@@ -61,7 +69,7 @@ QueuePair::QueuePair(transport::Connection& conn, mem::StagTable& stags, uint32_
       stags_(stags),
       pd_(pd),
       mpa_(mpa),
-      config_(config),
+      config_(EffectiveConfig(config, mpa)),
       sink_(sink),
       sq_(config.sq_size),
       rq_(config.rq_size),
@@ -197,7 +205,7 @@ void QueuePair::OnReadable() {
 
 bool QueuePair::wants_write() const {
   if (write_shut_) return false;
-  if (tx_.active || terminate_queued_ || shutdown_after_tx_) return true;
+  if (tx_count_ > 0 || terminate_queued_ || shutdown_after_tx_) return true;
   if (state_ != QpState::kRts || tx_held_) return false;
   return rtr_pending_ || irq_count_ > 0 || SqHasWork();
 }

@@ -128,6 +128,8 @@ struct QpConfig {
 };
 
 inline constexpr size_t kMinFpduPayload = 128;
+// MULPDU used instead of a larger configured one when markers go to the peer.
+inline constexpr size_t kMaxMarkedFpduPayload = 16384;
 // Bytes an FPDU adds to its ULPDU without markers: the 2-byte length, up to 3
 // pad bytes and the CRC.
 inline constexpr size_t kFpduOverhead =
@@ -253,6 +255,7 @@ class QueuePair {
     // Response source): it must not be referenced once the call that
     // resolved it returns (see StashBorrowedPayload).
     bool borrowed = false;
+    bool stashed = false;  // its rest lives in tx_stash_ (and markers use it too)
   };
   enum class RxDest : uint8_t { kNone, kTagged, kRecv };
   enum class Dispatch : uint8_t { kProceed, kBlock, kFailed };
@@ -292,11 +295,14 @@ class QueuePair {
   void SetPayload(const Sgl& sgl, size_t offset, size_t len);
   bool Frame();
   bool FrameWithMarkers();
-  bool WriteActive();  // false: would block or failed
+  bool WriteBatch();  // false: would block or failed
+  size_t TxBatchLimit() const;
+  // The k-th oldest FPDU of the batch.
+  TxFpdu& Slot(size_t k) { return tx_ring_[(tx_head_ + k) % tx_ring_.size()]; }
   // Copies the unsent rest of a borrowed FPDU into tx_stash_, so that no
   // pointer into a region survives the call: the application may deregister
   // and free it as soon as it can take the engine lock.
-  void StashBorrowedPayload();
+  void StashBorrowedPayload(TxFpdu& f);
   void FinishTxFpdu();
   bool SqHasWork() const;
 
@@ -362,7 +368,14 @@ class QueuePair {
   size_t irq_count_ = 0;
   bool prefer_irq_ = false;
 
-  TxFpdu tx_;
+  // Transmit batch: FPDUs [tx_head_, tx_head_ + tx_count_) of the ring are
+  // built and not yet completely written; tx_ is the one being built.
+  static constexpr size_t kTxBatch = 16;
+  static constexpr size_t kTxBatchBytes = size_t{512} * 1024;
+  std::array<TxFpdu, kTxBatch> tx_ring_{};
+  size_t tx_head_ = 0;
+  size_t tx_count_ = 0;
+  TxFpdu* tx_ = &tx_ring_[0];
   std::vector<uint8_t> tx_stash_;  // one FPDU with markers, allocated in Create()
   // Markers towards the peer (mpa_.markers_tx): FPDUs are copied into
   // tx_marker_body_, then marked into tx_stash_ (RFC 5044 §4; the peer asked).
