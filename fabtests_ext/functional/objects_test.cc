@@ -152,7 +152,12 @@ TEST(GetInfo, SourceNodeServiceResolves) {
 
   ASSERT_EQ(GetInfo(hints, &info, "127.0.0.1", "4791"), 0);
   ASSERT_EQ(info->dest_addrlen, sizeof(sockaddr_in));
-  EXPECT_EQ(info->src_addr, nullptr);
+  // No source given: the family's wildcard address, port 0 (fi_getinfo_test
+  // wants src_addr set on every entry).
+  ASSERT_EQ(info->src_addrlen, sizeof(sockaddr_in));
+  const auto* any = static_cast<const sockaddr_in*>(info->src_addr);
+  EXPECT_EQ(any->sin_addr.s_addr, htonl(INADDR_ANY));
+  EXPECT_EQ(any->sin_port, 0);
   fi_freeinfo(info);
 
   hints->addr_format = FI_SOCKADDR_IN6;

@@ -240,16 +240,15 @@ ssize_t Cq::SRead(void* buf, size_t count, fi_addr_t* src_addr, const void* cond
     if (threshold == 0) threshold = 1;
     if (threshold > count) threshold = count;
   }
-  uint64_t epoch = 0;
-  {
-    std::lock_guard<std::mutex> lock(waiter_.mu);
-    epoch = waiter_.interrupts();
-  }
-  // Manual progress: this thread drives the engine while it waits.
+  // Manual progress: this thread drives the engine while it waits. An
+  // fi_cq_signal made before or during the wait ends it once.
+  bool interrupted = false;
   domain_->fabric()->ProgressUntil(timeout, waiter_.fd(), [&] {
     std::lock_guard<std::mutex> lock(waiter_.mu);
-    return ring_.size() >= threshold || (!ring_.empty() && ring_.front().error) || ring_.full() ||
-           waiter_.interrupts() != epoch;
+    const bool ready =
+        ring_.size() >= threshold || (!ring_.empty() && ring_.front().error) || ring_.full();
+    if (!ready && waiter_.TakeInterrupt()) interrupted = true;
+    return ready || interrupted;
   });
   std::lock_guard<std::mutex> lock(waiter_.mu);
   return ReadLocked(buf, count, src_addr);

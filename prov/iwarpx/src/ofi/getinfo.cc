@@ -59,6 +59,10 @@ int CheckEpAttr(const struct fi_ep_attr& a) {
     return NoMatch("protocol (only FI_PROTO_IWARP)");
   }
   if (a.max_msg_size > kMaxMsgSize) return NoMatch("ep_attr max_msg_size");
+  if (a.max_order_raw_size > kMaxMsgSize || a.max_order_waw_size > kMaxMsgSize ||
+      a.max_order_war_size != 0) {
+    return NoMatch("ep_attr max_order_*_size (RAW/WAW up to max_msg_size, no WAR)");
+  }
   if (a.tx_ctx_cnt > 1 && a.tx_ctx_cnt != FI_SHARED_CONTEXT) return NoMatch("ep_attr tx_ctx_cnt");
   if (a.rx_ctx_cnt > 1 && a.rx_ctx_cnt != FI_SHARED_CONTEXT) return NoMatch("ep_attr rx_ctx_cnt");
   if (a.tx_ctx_cnt == FI_SHARED_CONTEXT || a.rx_ctx_cnt == FI_SHARED_CONTEXT) {
@@ -267,6 +271,14 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   if (c.src_len != 0) {
     i->src_addr = CopyAddr(c.src, c.src_len);
     i->src_addrlen = i->src_addr != nullptr ? c.src_len : 0;
+  } else {
+    // No source asked for: the wildcard address of the family, port 0 (the
+    // kernel picks the interface and port at connect or listen time).
+    sockaddr_storage any{};
+    any.ss_family = static_cast<sa_family_t>(c.family);
+    const socklen_t len = SockaddrLen(c.family);
+    i->src_addr = CopyAddr(any, len);
+    i->src_addrlen = i->src_addr != nullptr ? len : 0;
   }
   if (c.dst_len != 0) {
     i->dest_addr = CopyAddr(c.dst, c.dst_len);
@@ -274,7 +286,8 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   }
 
   struct fi_tx_attr& tx = *i->tx_attr;
-  tx.caps = i->caps & (kTxCaps | kExtraCaps);
+  // FI_LOCAL_COMM/FI_REMOTE_COMM are domain capabilities: info->caps only.
+  tx.caps = i->caps & kTxCaps;
   tx.msg_order = kMsgOrder;
   tx.comp_order = FI_ORDER_NONE;
   tx.inject_size = kInjectSize;
@@ -285,7 +298,7 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   tx.rma_iov_limit = kRmaIovLimit;
 
   struct fi_rx_attr& rx = *i->rx_attr;
-  rx.caps = i->caps & (kRxCaps | kExtraCaps);
+  rx.caps = i->caps & kRxCaps;
   rx.msg_order = kMsgOrder;
   rx.comp_order = FI_ORDER_NONE;
   rx.size = hints != nullptr && hints->rx_attr != nullptr && hints->rx_attr->size != 0
@@ -298,6 +311,10 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   ep.protocol = FI_PROTO_IWARP;
   ep.protocol_version = 1;  // RDMAP version 1 (RFC 5040)
   ep.max_msg_size = kMaxMsgSize;
+  // RAW and WAW hold for whole messages (one in-order stream); WAR does not.
+  ep.max_order_raw_size = kMaxMsgSize;
+  ep.max_order_waw_size = kMaxMsgSize;
+  ep.max_order_war_size = 0;
   ep.tx_ctx_cnt = 1;
   ep.rx_ctx_cnt = 1;
 
@@ -381,7 +398,9 @@ int Getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
   if (info == nullptr) return -FI_EINVAL;
   *info = nullptr;
   if ((flags & kCoreProvOnly) != 0) {
-    return NoMatch("no layering of utility providers (ofi_rxm) before the MSG endpoint lands");
+    return NoMatch(
+        "no layering of utility providers (ofi_rxm): iwarpx has its own RDM endpoint "
+        "plans (issue 5)");
   }
   if (hints != nullptr) {
     if (const int r = CheckHints(*hints); r != 0) return r;

@@ -54,7 +54,7 @@ inline constexpr size_t kCqDataSize = 8;  // RFC 7306 Immediate Data (fi_writeda
 inline constexpr size_t kDefaultCqSize = 1024;
 inline constexpr size_t kMaxCqSize = size_t{1} << 20;
 inline constexpr size_t kDefaultEqSize = 256;
-inline constexpr size_t kMaxEqSize = size_t{1} << 14;
+inline constexpr size_t kMaxEqSize = size_t{1} << 16;
 inline constexpr size_t kCqCnt = 256;
 inline constexpr size_t kEpCnt = 4096;
 

@@ -39,6 +39,7 @@ void Waiter::Signal() {
 
 void Waiter::Interrupt() {
   ++interrupts_;
+  interrupt_pending_ = true;
   Signal();
 }
 

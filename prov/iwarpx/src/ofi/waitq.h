@@ -46,8 +46,13 @@ class Waiter {
   [[nodiscard]] bool can_block() const { return kind_ != FI_WAIT_NONE; }
   [[nodiscard]] int fd() const { return fd_; }
   [[nodiscard]] enum fi_wait_obj kind() const { return kind_; }
-  // How many Interrupt() calls so far (mu held).
-  [[nodiscard]] uint64_t interrupts() const { return interrupts_; }
+  // Takes a pending Interrupt() (fi_cq_signal before or during a blocking
+  // read ends that read once). mu held.
+  bool TakeInterrupt() {
+    const bool pending = interrupt_pending_;
+    interrupt_pending_ = false;
+    return pending;
+  }
   // fi_control(FI_GETWAIT / FI_GETWAITOBJ) of the object that owns this
   // waiter (CQ, EQ, counter); `what` names it in the log line. Other commands
   // are -FI_ENOSYS. Any thread.
@@ -82,6 +87,7 @@ class Waiter {
   enum fi_wait_obj kind_ = FI_WAIT_NONE;
   int fd_ = -1;
   uint64_t interrupts_ = 0;
+  bool interrupt_pending_ = false;
 };
 
 template <class T>
