@@ -378,6 +378,9 @@ int Endpoint::Accept(const void* param, size_t paramlen) {
              "fi_accept was already called\n");
     return -FI_EOPBADSTATE;
   }
+  // Set before the call: the initiator's RTR may already be waiting, and then
+  // the connection is reported established (kConnected) inside Accept.
+  cm_state_ = CmState::kConnecting;
   const int r = channel_->Accept(ByteSpan(static_cast<const uint8_t*>(param), paramlen),
                                  domain_->table(), domain_->pd(), MakeQpConfig(), *this);
   if (r != 0) {
@@ -387,7 +390,6 @@ int Endpoint::Accept(const void* param, size_t paramlen) {
     cm_state_ = CmState::kFailed;
     return -FI_ECONNABORTED;
   }
-  cm_state_ = CmState::kConnecting;
   return 0;
 }
 
@@ -401,8 +403,8 @@ int Endpoint::Shutdown(uint64_t flags) {
     IWX_WARN(ep_ctrl, "fi_shutdown: the endpoint is not connected\n");
     return -FI_ENOTCONN;
   }
+  channel_->Disconnect();  // reports OnTerminated (FI_SHUTDOWN) from inside
   cm_state_ = CmState::kShutdown;
-  channel_->Disconnect();
   return 0;
 }
 
@@ -492,7 +494,7 @@ void Endpoint::OnTerminated(wire::TermCause cause, qp::TermOrigin origin) {
   if (cm_state_ != CmState::kShutdown) cm_state_ = CmState::kShutdown;
   IWX_INFO(ep_ctrl, "ep %p: connection ended (origin %d, cause %#x)\n", static_cast<void*>(this),
            static_cast<int>(origin), qp::ProvErrno(cause));
-  if (origin == qp::TermOrigin::kLocalClose || eq_ == nullptr) return;
+  if (eq_ == nullptr) return;
   if (!was_connected) {
     // Ended before FI_CONNECTED (e.g. the responder's QP failed on the
     // first FPDU): report it as a failed connection.

@@ -38,7 +38,8 @@
 //   Compare-and-Swap); FI_SUM, FI_ATOMIC_READ (fetch-add of 0), FI_CSWAP.
 // - EQ events: FI_CONNECTED (with the peer's accept data on the active
 //   side), FI_SHUTDOWN when the peer closes or the connection fails after
-//   it was established (not after a local fi_shutdown), and an error event
+//   it was established, also to the side that called fi_shutdown (as the
+//   verbs and tcp providers do), and an error event
 //   for a failed connect (err FI_ECONNREFUSED with the peer's reject data in
 //   err_data, FI_ETIMEDOUT, ...).
 // Thread-safe: every entry point takes the engine lock.

@@ -113,6 +113,11 @@ int CheckRxAttr(const struct fi_rx_attr& a) {
 
 int CheckHints(const struct fi_info& h) {
   if ((h.caps & ~kAllCaps) != 0) return NoMatch("caps");
+  const uint64_t mode = h.mode | (h.rx_attr != nullptr ? h.rx_attr->mode : 0);
+  if (h.domain_attr != nullptr && h.domain_attr->cq_data_size != 0 &&
+      (mode & FI_RX_CQ_DATA) == 0) {
+    return NoMatch("cq_data_size without FI_RX_CQ_DATA mode (Immediate Data takes a receive)");
+  }
   if (h.ep_attr != nullptr) {
     if (const int r = CheckEpAttr(*h.ep_attr); r != 0) return r;
   }
@@ -267,6 +272,13 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   if (i == nullptr) return nullptr;
   i->caps = CapsFor(hints != nullptr ? hints->caps : 0);
   i->mode = 0;
+  // FI_REMOTE_CQ_DATA travels as RFC 7306 Immediate Data, which consumes a
+  // posted receive at the target: that is libfabric's FI_RX_CQ_DATA mode. An
+  // application that does not accept the mode gets no remote CQ data.
+  const bool rx_cq_data_ok =
+      hints == nullptr || ((hints->mode | (hints->rx_attr != nullptr ? hints->rx_attr->mode : 0)) &
+                           FI_RX_CQ_DATA) != 0;
+  if (rx_cq_data_ok) i->mode |= FI_RX_CQ_DATA;
   i->addr_format = c.family == AF_INET ? FI_SOCKADDR_IN : FI_SOCKADDR_IN6;
   if (c.src_len != 0) {
     i->src_addr = CopyAddr(c.src, c.src_len);
@@ -300,6 +312,7 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   struct fi_rx_attr& rx = *i->rx_attr;
   rx.caps = i->caps & kRxCaps;
   rx.msg_order = kMsgOrder;
+  rx.mode = i->mode & FI_RX_CQ_DATA;
   rx.comp_order = FI_ORDER_NONE;
   rx.size = hints != nullptr && hints->rx_attr != nullptr && hints->rx_attr->size != 0
                 ? hints->rx_attr->size
@@ -336,7 +349,7 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   d.av_type = FI_AV_UNSPEC;
   d.mr_mode = static_cast<int>(MrModeFor(hints, version));
   d.mr_key_size = kMrKeySize;
-  d.cq_data_size = kCqDataSize;
+  d.cq_data_size = rx_cq_data_ok ? kCqDataSize : 0;
   d.cq_cnt = kCqCnt;
   d.ep_cnt = kEpCnt;
   d.tx_ctx_cnt = 1;

@@ -278,6 +278,28 @@ TEST_F(MsgChannelTest, HangUpWhileWaitingForAReceiveParksInsteadOfSpinning) {
   EXPECT_EQ(server_sink.rec.completions.size(), 1U);  // the receive: data or flushed
 }
 
+// fi_connect then fi_shutdown at once: the responder still sees the
+// connection established (the RTR came first), then ended.
+TEST_F(MsgChannelTest, InitiatorClosingRightAfterEstablishedIsSeenInOrder) {
+  Sink client_sink;
+  Sink server_sink;
+  auto client = Connect("", client_sink);
+  ASSERT_TRUE(RunUntil([&] { return !requests_.requests.empty(); }));
+  std::unique_ptr<MsgChannel> server;
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    server = listener_->Take(requests_.requests[0]);
+    ASSERT_EQ(server->Accept({}, stags_, 0, qp::QpConfig{}, server_sink), 0);
+  }
+  ASSERT_TRUE(RunUntil([&] { return client_sink.rec.established == 1; }));
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    client->Disconnect();
+  }
+  ASSERT_TRUE(RunUntil([&] { return server_sink.rec.terminated == 1; }));
+  EXPECT_EQ(server_sink.rec.established, 1);
+}
+
 TEST_F(MsgChannelTest, ProgressThreadDrivesTheHandshakeAlone) {
   // With a progress thread nobody else runs engine passes: the connection
   // still comes up and data still flows (FI_PROGRESS_AUTO).

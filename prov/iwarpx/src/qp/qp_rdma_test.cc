@@ -400,6 +400,19 @@ TEST(QpReadMiscTest, RepeatedStallsAcrossManyReadResponses) {
   for (const Bytes& s : sinks) EXPECT_EQ(s, source);
 }
 
+// The initiator sends its RTR and closes at once (fi_connect then
+// fi_shutdown): the responder reports the connection established, then ended.
+TEST(QpStartTest, RtrFollowedByCloseIsEstablishedThenEnded) {
+  for (const size_t max_per_call : {size_t{0}, size_t{1}}) {
+    QpPair p(max_per_call, true);
+    p.Start();
+    p.a.qp->Disconnect();
+    p.Pump();
+    EXPECT_EQ(p.b.sink.established, 1) << max_per_call;
+    EXPECT_EQ(p.b.sink.terminated, 1) << max_per_call;
+  }
+}
+
 TEST(QpReadMiscTest, SinkWithoutLocalWriteTerminatesAtRequester) {
   QpPair p(0, false);
   p.Start();
