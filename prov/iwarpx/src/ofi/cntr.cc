@@ -85,7 +85,7 @@ int Cntr::Open(struct fid_domain* domain, struct fi_cntr_attr* attr, struct fid_
   }
   auto* c = new (std::nothrow) Cntr(d);
   if (c == nullptr) return -FI_ENOMEM;
-  if (const int ret = c->waiter_.Open(attr->wait_obj); ret != 0) {
+  if (const int ret = c->waiter_.Open(attr->wait_obj, d->fabric()->engine().poll_fd()); ret != 0) {
     IWX_WARN(cntr, "fi_cntr_open: wait object %d is not supported (NONE, UNSPEC or FD): %s\n",
              static_cast<int>(attr->wait_obj), fi_strerror(-ret));
     delete c;

@@ -106,7 +106,7 @@ int Cq::Open(struct fid_domain* domain, struct fi_cq_attr* attr, struct fid_cq**
   }
   auto* c = new (std::nothrow) Cq(d, format, attr->wait_cond);
   if (c == nullptr) return -FI_ENOMEM;
-  if (const int ret = c->waiter_.Open(attr->wait_obj); ret != 0) {
+  if (const int ret = c->waiter_.Open(attr->wait_obj, d->fabric()->engine().poll_fd()); ret != 0) {
     IWX_WARN(cq, "fi_cq_open: wait object %d is not supported (NONE, UNSPEC or FD): %s\n",
              static_cast<int>(attr->wait_obj), fi_strerror(-ret));
     delete c;

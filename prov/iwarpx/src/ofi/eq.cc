@@ -81,7 +81,7 @@ int Eq::Open(struct fid_fabric* fabric, struct fi_eq_attr* attr, struct fid_eq**
   }
   auto* e = new (std::nothrow) Eq(f, (attr->flags & FI_WRITE) != 0);
   if (e == nullptr) return -FI_ENOMEM;
-  if (const int ret = e->waiter_.Open(attr->wait_obj); ret != 0) {
+  if (const int ret = e->waiter_.Open(attr->wait_obj, f->engine().poll_fd()); ret != 0) {
     IWX_WARN(eq, "fi_eq_open: wait object %d is not supported (NONE, UNSPEC or FD): %s\n",
              static_cast<int>(attr->wait_obj), fi_strerror(-ret));
     delete e;

@@ -114,8 +114,7 @@ int CheckRxAttr(const struct fi_rx_attr& a) {
 int CheckHints(const struct fi_info& h) {
   if ((h.caps & ~kAllCaps) != 0) return NoMatch("caps");
   const uint64_t mode = h.mode | (h.rx_attr != nullptr ? h.rx_attr->mode : 0);
-  if (h.domain_attr != nullptr && h.domain_attr->cq_data_size != 0 &&
-      (mode & FI_RX_CQ_DATA) == 0) {
+  if (h.domain_attr != nullptr && h.domain_attr->cq_data_size != 0 && (mode & FI_RX_CQ_DATA) == 0) {
     return NoMatch("cq_data_size without FI_RX_CQ_DATA mode (Immediate Data takes a receive)");
   }
   if (h.ep_attr != nullptr) {
@@ -276,8 +275,8 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   // posted receive at the target: that is libfabric's FI_RX_CQ_DATA mode. An
   // application that does not accept the mode gets no remote CQ data.
   const bool rx_cq_data_ok =
-      hints == nullptr || ((hints->mode | (hints->rx_attr != nullptr ? hints->rx_attr->mode : 0)) &
-                           FI_RX_CQ_DATA) != 0;
+      hints == nullptr ||
+      ((hints->mode | (hints->rx_attr != nullptr ? hints->rx_attr->mode : 0)) & FI_RX_CQ_DATA) != 0;
   if (rx_cq_data_ok) i->mode |= FI_RX_CQ_DATA;
   i->addr_format = c.family == AF_INET ? FI_SOCKADDR_IN : FI_SOCKADDR_IN6;
   if (c.src_len != 0) {

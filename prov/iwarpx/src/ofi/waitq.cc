@@ -1,5 +1,6 @@
 #include "ofi/waitq.h"
 
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -12,10 +13,11 @@
 namespace iwarpx::ofi {
 
 Waiter::~Waiter() {
+  if (wait_fd_ >= 0) close(wait_fd_);
   if (fd_ >= 0) close(fd_);
 }
 
-int Waiter::Open(enum fi_wait_obj kind) {
+int Waiter::Open(enum fi_wait_obj kind, int progress_fd) {
   switch (kind) {
     case FI_WAIT_NONE: kind_ = kind; return 0;
     case FI_WAIT_UNSPEC:
@@ -25,6 +27,16 @@ int Waiter::Open(enum fi_wait_obj kind) {
   fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (fd_ < 0) return -FI_ENOMEM;
   kind_ = FI_WAIT_FD;
+  if (progress_fd >= 0) {
+    wait_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (wait_fd_ < 0) return -FI_ENOMEM;
+    for (const int f : {fd_, progress_fd}) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = f;
+      if (epoll_ctl(wait_fd_, EPOLL_CTL_ADD, f, &ev) != 0) return -FI_ENOMEM;
+    }
+  }
   return 0;
 }
 
@@ -58,7 +70,7 @@ int Waiter::Control(int command, void* arg, enum fi_log_subsys subsys, const cha
         return -FI_ENODATA;
       }
       if (arg == nullptr) return -FI_EINVAL;
-      *static_cast<int*>(arg) = fd_;
+      *static_cast<int*>(arg) = wait_fd_ >= 0 ? wait_fd_ : fd_;
       return 0;
     case FI_GETWAITOBJ:
       if (arg == nullptr) return -FI_EINVAL;

@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <utility>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_eq.h>
@@ -40,8 +41,12 @@ class Waiter {
   Waiter(const Waiter&) = delete;
   Waiter& operator=(const Waiter&) = delete;
 
-  // Sets the wait object kind; opens the eventfd when needed. 0 or -FI_E*.
-  int Open(enum fi_wait_obj kind);
+  // Sets the wait object kind; opens the eventfd when needed. With
+  // `progress_fd` (the engine's epoll descriptor, -1 for none) the descriptor
+  // FI_GETWAIT hands out is an epoll set of both, so an application sleeping
+  // on it also wakes when a socket needs progress (manual progress: it then
+  // calls fi_cq_read/fi_trywait, which run the engine). 0 or -FI_E*.
+  int Open(enum fi_wait_obj kind, int progress_fd = -1);
 
   [[nodiscard]] bool can_block() const { return kind_ != FI_WAIT_NONE; }
   [[nodiscard]] int fd() const { return fd_; }
@@ -86,6 +91,7 @@ class Waiter {
   std::condition_variable cv_;
   enum fi_wait_obj kind_ = FI_WAIT_NONE;
   int fd_ = -1;
+  int wait_fd_ = -1;  // epoll set {fd_, progress_fd}; what FI_GETWAIT returns
   uint64_t interrupts_ = 0;
   bool interrupt_pending_ = false;
 };

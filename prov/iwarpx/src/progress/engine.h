@@ -97,6 +97,10 @@ class Engine {
   [[nodiscard]] int MsUntilNextDeadline() const;
   [[nodiscard]] bool has_pending_work() const { return !pending_.empty(); }
   [[nodiscard]] size_t registered() const { return live_.size(); }
+  // The epoll descriptor: readable while a registered descriptor is ready for
+  // what its Pollable wants (or after Wakeup). For wait objects handed to
+  // applications; never read or waited on through it by the engine's owner.
+  [[nodiscard]] int poll_fd() const { return poller_->fd(); }
 
   // --- any thread, mu not held.
   // `extra_fd` (-1: none) also ends the wait when readable.
