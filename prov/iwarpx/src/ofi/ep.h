@@ -138,6 +138,10 @@ class Endpoint final : public progress::ChannelSink {
   qp::QueuePair* ReadyQp(const char* call, ssize_t* err);
   Slot* AllocTx(uint32_t* index);
   void FreeTx(uint32_t index);
+  // Context, CQ flags, counter and whether a success completion is written.
+  void FillTxSlot(Slot& s, void* context, uint64_t cq_flags, Cntr* cntr, uint64_t flags) const;
+  // FI_INJECT: copies the payload into the slot and points `sgl` at it.
+  static void CopyInject(Slot& s, const struct iovec* iov, size_t count, qp::Sgl* sgl);
   // FI_DELIVERY_COMPLETE: posts the zero-length Read in `fence_index` that
   // reports for the (silent) write slot `write_index`. False (fence slot
   // freed) when the send queue is full.

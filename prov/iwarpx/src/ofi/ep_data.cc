@@ -44,6 +44,25 @@ bool Supported64(enum fi_datatype t) {
   return t == FI_UINT64 || t == FI_INT64;
 }
 
+// -FI_EBADFLAGS (logged) for transmit flags the provider does not know.
+ssize_t CheckTxFlags(uint64_t flags, const char* call) {
+  if ((flags & ~kTxFlags) == 0) return 0;
+  IWX_WARN(ep_data, "%s: flags %#lx are not supported\n", call,
+           static_cast<unsigned long>(flags & ~kTxFlags));
+  return -FI_EBADFLAGS;
+}
+
+// -FI_EINVAL (logged) when FI_INJECT asks for more than inject_size.
+ssize_t CheckInject(uint64_t flags, size_t len, const char* call) {
+  if ((flags & FI_INJECT) == 0 || len <= kInjectSize) return 0;
+  IWX_WARN(ep_data, "%s: %zu bytes exceed inject_size %zu\n", call, len, kInjectSize);
+  return -FI_EINVAL;
+}
+
+uint32_t WrFlags(uint64_t flags) {
+  return qp::kWrSignaled | ((flags & FI_FENCE) != 0 ? qp::kWrFence : 0U);
+}
+
 }  // namespace
 
 qp::QueuePair* Endpoint::ReadyQp(const char* call, ssize_t* err) {
@@ -121,6 +140,29 @@ void Endpoint::AfterPost() {
   if (channel_) channel_->AfterPost();
 }
 
+void Endpoint::FillTxSlot(Slot& s, void* context, uint64_t cq_flags, Cntr* cntr,
+                          uint64_t flags) const {
+  const bool inject = (flags & FI_INJECT) != 0;
+  s.context = context;
+  s.flags = cq_flags;
+  // fi_inject* never writes a completion; with FI_SELECTIVE_COMPLETION only
+  // operations with FI_COMPLETION do.
+  s.report = !(inject && context == nullptr && (flags & FI_COMPLETION) == 0) &&
+             (!tx_selective_ || (flags & FI_COMPLETION) != 0);
+  s.cntr = cntr;
+}
+
+void Endpoint::CopyInject(Slot& s, const struct iovec* iov, size_t count, qp::Sgl* sgl) {
+  const size_t len = sgl->Length();
+  size_t off = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (iov[i].iov_len != 0) std::memcpy(s.inject.data() + off, iov[i].iov_base, iov[i].iov_len);
+    off += iov[i].iov_len;
+  }
+  *sgl = {};
+  (void)sgl->Add(s.inject.data(), len);
+}
+
 ssize_t Endpoint::PostRecv(const struct iovec* iov, size_t count, void* context, uint64_t flags) {
   if ((flags & ~kRxFlags) != 0) {
     IWX_WARN(ep_data, "fi_recv: flags %#lx are not supported\n",
@@ -164,19 +206,10 @@ ssize_t Endpoint::PostRecv(const struct iovec* iov, size_t count, void* context,
 }
 
 ssize_t Endpoint::PostSend(const struct iovec* iov, size_t count, void* context, uint64_t flags) {
-  if ((flags & ~kTxFlags) != 0) {
-    IWX_WARN(ep_data, "fi_send: flags %#lx are not supported\n",
-             static_cast<unsigned long>(flags & ~kTxFlags));
-    return -FI_EBADFLAGS;
-  }
+  if (const ssize_t r = CheckTxFlags(flags, "fi_send"); r != 0) return r;
   qp::SendWr wr;
   if (!FillSgl(iov, count, &wr.sgl, "fi_send")) return -FI_EINVAL;
-  const bool inject = (flags & FI_INJECT) != 0;
-  const size_t len = wr.sgl.Length();
-  if (inject && len > kInjectSize) {
-    IWX_WARN(ep_data, "fi_inject: %zu bytes exceed inject_size %zu\n", len, kInjectSize);
-    return -FI_EINVAL;
-  }
+  if (const ssize_t r = CheckInject(flags, wr.sgl.Length(), "fi_inject"); r != 0) return r;
   std::lock_guard<std::mutex> lock(fabric_->engine().mu());
   ssize_t err = 0;
   qp::QueuePair* qp = ReadyQp("fi_send", &err);
@@ -184,22 +217,10 @@ ssize_t Endpoint::PostSend(const struct iovec* iov, size_t count, void* context,
   uint32_t index = 0;
   Slot* s = AllocTx(&index);
   if (s == nullptr) return -FI_EAGAIN;
-  s->context = context;
-  s->flags = FI_SEND | FI_MSG;
-  s->report = !(context == nullptr && inject && (flags & FI_COMPLETION) == 0) &&
-              (!tx_selective_ || (flags & FI_COMPLETION) != 0);
-  s->cntr = send_cntr_;
-  if (inject) {
-    size_t off = 0;
-    for (size_t i = 0; i < count; ++i) {
-      if (iov[i].iov_len != 0) std::memcpy(s->inject.data() + off, iov[i].iov_base, iov[i].iov_len);
-      off += iov[i].iov_len;
-    }
-    wr.sgl = {};
-    (void)wr.sgl.Add(s->inject.data(), len);
-  }
+  FillTxSlot(*s, context, FI_SEND | FI_MSG, send_cntr_, flags);
+  if ((flags & FI_INJECT) != 0) CopyInject(*s, iov, count, &wr.sgl);
   wr.context = index;
-  wr.flags = qp::kWrSignaled | ((flags & FI_FENCE) != 0 ? qp::kWrFence : 0U);
+  wr.flags = WrFlags(flags);
   const ssize_t ret = ToFi(qp->PostSend(wr), "fi_send");
   if (ret != 0) {
     FreeTx(index);
@@ -211,23 +232,14 @@ ssize_t Endpoint::PostSend(const struct iovec* iov, size_t count, void* context,
 
 ssize_t Endpoint::PostWrite(const struct iovec* iov, size_t count, uint64_t addr, uint64_t key,
                             void* context, uint64_t flags, uint64_t data) {
-  if ((flags & ~kTxFlags) != 0) {
-    IWX_WARN(ep_data, "fi_write: flags %#lx are not supported\n",
-             static_cast<unsigned long>(flags & ~kTxFlags));
-    return -FI_EBADFLAGS;
-  }
+  if (const ssize_t r = CheckTxFlags(flags, "fi_write"); r != 0) return r;
   if (key > UINT32_MAX) {
     IWX_WARN(ep_data, "fi_write: key %#lx is not a 32-bit STag\n", static_cast<unsigned long>(key));
     return -FI_EINVAL;
   }
   qp::WriteWr wr;
   if (!FillSgl(iov, count, &wr.sgl, "fi_write")) return -FI_EINVAL;
-  const bool inject = (flags & FI_INJECT) != 0;
-  const size_t len = wr.sgl.Length();
-  if (inject && len > kInjectSize) {
-    IWX_WARN(ep_data, "fi_inject_write: %zu bytes exceed inject_size %zu\n", len, kInjectSize);
-    return -FI_EINVAL;
-  }
+  if (const ssize_t r = CheckInject(flags, wr.sgl.Length(), "fi_inject_write"); r != 0) return r;
   std::lock_guard<std::mutex> lock(fabric_->engine().mu());
   ssize_t err = 0;
   qp::QueuePair* qp = ReadyQp("fi_write", &err);
@@ -235,11 +247,7 @@ ssize_t Endpoint::PostWrite(const struct iovec* iov, size_t count, uint64_t addr
   uint32_t index = 0;
   Slot* s = AllocTx(&index);
   if (s == nullptr) return -FI_EAGAIN;
-  s->context = context;
-  s->flags = FI_RMA | FI_WRITE;
-  s->report = !(inject && context == nullptr && (flags & FI_COMPLETION) == 0) &&
-              (!tx_selective_ || (flags & FI_COMPLETION) != 0);
-  s->cntr = write_cntr_;
+  FillTxSlot(*s, context, FI_RMA | FI_WRITE, write_cntr_, flags);
   // FI_DELIVERY_COMPLETE: a zero-length Read behind the write reports for it
   // (ep.h); the write itself is silent from the start, since it may complete
   // inside PostWrite already.
@@ -251,19 +259,11 @@ ssize_t Endpoint::PostWrite(const struct iovec* iov, size_t count, uint64_t addr
   }
   s->silent = delivery;
   const Slot saved = *s;
-  if (inject) {
-    size_t off = 0;
-    for (size_t i = 0; i < count; ++i) {
-      if (iov[i].iov_len != 0) std::memcpy(s->inject.data() + off, iov[i].iov_base, iov[i].iov_len);
-      off += iov[i].iov_len;
-    }
-    wr.sgl = {};
-    (void)wr.sgl.Add(s->inject.data(), len);
-  }
+  if ((flags & FI_INJECT) != 0) CopyInject(*s, iov, count, &wr.sgl);
   wr.context = index;
   wr.remote_stag = static_cast<uint32_t>(key);
   wr.remote_to = addr;
-  wr.flags = qp::kWrSignaled | ((flags & FI_FENCE) != 0 ? qp::kWrFence : 0U);
+  wr.flags = WrFlags(flags);
   wr.with_imm = (flags & FI_REMOTE_CQ_DATA) != 0;
   wr.imm = data;
   const ssize_t ret = ToFi(qp->PostWrite(wr), "fi_write");
@@ -335,15 +335,12 @@ ssize_t Endpoint::PostRead(const struct iovec* iov, void** desc, size_t count, u
     wr.local_stag = r.value();
     wr.local_to = spec.base_to;
   }
-  s->context = context;
-  s->flags = FI_RMA | FI_READ;
-  s->report = !tx_selective_ || (flags & FI_COMPLETION) != 0;
-  s->cntr = read_cntr_;
+  FillTxSlot(*s, context, FI_RMA | FI_READ, read_cntr_, flags);
   wr.context = index;
   wr.length = static_cast<uint32_t>(iov[0].iov_len);
   wr.remote_stag = static_cast<uint32_t>(key);
   wr.remote_to = addr;
-  wr.flags = qp::kWrSignaled | ((flags & FI_FENCE) != 0 ? qp::kWrFence : 0U);
+  wr.flags = WrFlags(flags);
   const ssize_t ret = ToFi(qp->PostRead(wr), "fi_read");
   if (ret != 0) {
     ReleaseTempStag(*s);
@@ -357,11 +354,7 @@ ssize_t Endpoint::PostRead(const struct iovec* iov, void** desc, size_t count, u
 ssize_t Endpoint::PostAtomic(const void* buf, size_t count, enum fi_datatype datatype,
                              enum fi_op op, uint64_t addr, uint64_t key, const void* compare,
                              void* result, void* context, uint64_t flags, bool fetch, bool cmp) {
-  if ((flags & ~kTxFlags) != 0) {
-    IWX_WARN(ep_data, "fi_atomic: flags %#lx are not supported\n",
-             static_cast<unsigned long>(flags & ~kTxFlags));
-    return -FI_EBADFLAGS;
-  }
+  if (const ssize_t r = CheckTxFlags(flags, "fi_atomic"); r != 0) return r;
   if (!Supported64(datatype) || count != 1 || buf == nullptr || key > UINT32_MAX ||
       (fetch && result == nullptr) || (cmp && compare == nullptr)) {
     IWX_WARN(ep_data,
@@ -397,16 +390,13 @@ ssize_t Endpoint::PostAtomic(const void* buf, size_t count, enum fi_datatype dat
   uint32_t index = 0;
   Slot* s = AllocTx(&index);
   if (s == nullptr) return -FI_EAGAIN;
-  s->context = context;
-  s->flags = FI_ATOMIC | (fetch ? FI_READ : FI_WRITE);
-  s->report = !((flags & FI_INJECT) != 0 && context == nullptr) &&
-              (!tx_selective_ || (flags & FI_COMPLETION) != 0);
-  s->cntr = fetch ? read_cntr_ : write_cntr_;
+  FillTxSlot(*s, context, FI_ATOMIC | (fetch ? FI_READ : FI_WRITE),
+             fetch ? read_cntr_ : write_cntr_, flags);
   wr.context = index;
   wr.remote_stag = static_cast<uint32_t>(key);
   wr.remote_to = addr;
   wr.result = fetch ? static_cast<uint64_t*>(result) : nullptr;
-  wr.flags = qp::kWrSignaled | ((flags & FI_FENCE) != 0 ? qp::kWrFence : 0U);
+  wr.flags = WrFlags(flags);
   const ssize_t ret = ToFi(qp->PostAtomic(wr), "fi_atomic");
   if (ret != 0) {
     FreeTx(index);
