@@ -15,22 +15,6 @@ namespace {
 
 using Kind = Completion::Kind;
 
-Bytes Rtr() {
-  Bytes rtr(14);
-  (void)wire::EncodeWriteHeader(1, 0, true, rtr);
-  return rtr;
-}
-
-Bytes SendSegment(uint32_t msn, uint32_t mo, bool last, size_t payload, uint8_t fill = 0x42) {
-  Bytes b(18 + payload, fill);
-  wire::SendParams p;
-  p.msn = msn;
-  p.mo = mo;
-  p.last = last;
-  (void)wire::EncodeSendHeader(p, b);
-  return b;
-}
-
 // A responder with two posted receives and one posted Send, after the RTR.
 struct Armed : RawPeer {
   Bytes r1 = Bytes(64);

@@ -20,22 +20,6 @@ namespace {
 using Kind = Completion::Kind;
 using ::iwarpx::testing::RandomBytes;
 
-Bytes Rtr() {
-  Bytes rtr(14);
-  (void)wire::EncodeWriteHeader(1, 0, true, rtr);
-  return rtr;
-}
-
-Bytes SendSegment(uint32_t msn, uint32_t mo, bool last, size_t payload, uint8_t fill = 0x42) {
-  Bytes b(18 + payload, fill);
-  wire::SendParams p;
-  p.msn = msn;
-  p.mo = mo;
-  p.last = last;
-  (void)wire::EncodeSendHeader(p, b);
-  return b;
-}
-
 Bytes WriteSegment(uint32_t stag, uint64_t to, bool last, size_t payload, uint8_t fill) {
   Bytes b(14 + payload, fill);
   (void)wire::EncodeWriteHeader(stag, to, last, b);

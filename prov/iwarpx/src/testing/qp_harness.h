@@ -20,6 +20,7 @@
 #include "wire/fpdu.h"
 #include "wire/mpa.h"
 #include "wire/mpa_negotiate.h"
+#include "wire/rdmap.h"
 
 namespace iwarpx::qp::test {
 
@@ -232,5 +233,24 @@ struct RawPeer {
     }
   }
 };
+
+// ULPDUs a RawPeer feeds by hand: the RFC 6581 RTR (zero-length RDMA Write,
+// STag 1) and one untagged Send segment with `payload` bytes of `fill`.
+inline Bytes Rtr() {
+  Bytes rtr(14);
+  (void)wire::EncodeWriteHeader(1, 0, true, rtr);
+  return rtr;
+}
+
+inline Bytes SendSegment(uint32_t msn, uint32_t mo, bool last, size_t payload,
+                         uint8_t fill = 0x42) {
+  Bytes b(18 + payload, fill);
+  wire::SendParams p;
+  p.msn = msn;
+  p.mo = mo;
+  p.last = last;
+  (void)wire::EncodeSendHeader(p, b);
+  return b;
+}
 
 }  // namespace iwarpx::qp::test
