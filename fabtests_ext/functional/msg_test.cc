@@ -468,10 +468,91 @@ TEST_F(MsgTest, Atomics64) {
   EXPECT_EQ(target[0], 0u);
   EXPECT_EQ(target[2], 0u);
   // What iwarpx cannot do is refused at the call.
-  EXPECT_LT(fi_atomic(c->client, &operand, 1, nullptr, 0, at, rb.key, FI_UINT32, FI_SUM, Ctx(7)),
-            0);
+  EXPECT_EQ(fi_atomic(c->client, &operand, 1, nullptr, 0, at, rb.key, FI_UINT8, FI_SUM, Ctx(7)),
+            -FI_EINVAL);
+  EXPECT_EQ(
+      fi_atomic(c->client, &operand, 1, nullptr, 0, at + 4, rb.key, FI_UINT64, FI_SUM, Ctx(7)),
+      -FI_EINVAL);  // not 8-byte aligned
   EXPECT_LT(fi_atomic(c->client, &operand, 1, nullptr, 0, at, rb.key, FI_UINT64, FI_PROD, Ctx(8)),
             0);
+  EXPECT_TRUE(net_.client.cq.errs.empty());
+}
+
+// 32-bit integers: each lane of an 8-byte word changes alone (the masked
+// RFC 7306 request), results are exactly 4 bytes, neighbours stay as they were.
+TEST_F(MsgTest, Atomics32) {
+  auto c = net_.Establish();
+  ASSERT_TRUE(c.has_value()) << net_.error;
+  size_t count = 0;
+  EXPECT_EQ(fi_atomicvalid(c->client, FI_UINT32, FI_SUM, &count), 0);
+  EXPECT_EQ(count, 1u);
+  EXPECT_EQ(fi_compare_atomicvalid(c->client, FI_INT32, FI_CSWAP, &count), 0);
+  alignas(8) std::array<uint32_t, 4> target = {0xFFFFFFFFu, 7, 100, 0xABCDEF01u};
+  const RemoteBuf rb =
+      Advertise(*c, target.data(), sizeof(target), FI_REMOTE_READ | FI_REMOTE_WRITE);
+  ASSERT_FALSE(HasFailure());
+  auto done = [&](uintptr_t ctx) {
+    auto e = net_.WaitComp(net_.client.cq, Ctx(ctx));
+    EXPECT_TRUE(e.has_value()) << "atomic " << ctx;
+    return e.has_value();
+  };
+  // Results sit between guard words: a 4-byte result must not spill.
+  std::array<uint32_t, 3> res = {0x5A5A5A5Au, 0, 0x5A5A5A5Au};
+  uint32_t operand = 2;
+  // Lane 0 wraps from 0xFFFFFFFF to 1 without carrying into lane 1.
+  ASSERT_EQ(fi_fetch_atomic(c->client, &operand, 1, nullptr, &res[1], nullptr, 0, rb.addr, rb.key,
+                            FI_UINT32, FI_SUM, Ctx(1)),
+            0);
+  ASSERT_TRUE(done(1));
+  EXPECT_EQ(res[1], 0xFFFFFFFFu);
+  EXPECT_EQ(target[0], 1u);
+  EXPECT_EQ(target[1], 7u);
+  // Lane 1: signed add of -10 goes to -3, lane 0 unchanged.
+  int32_t neg = -10;
+  int32_t sres = 0;
+  ASSERT_EQ(fi_fetch_atomic(c->client, &neg, 1, nullptr, &sres, nullptr, 0, rb.addr + 4, rb.key,
+                            FI_INT32, FI_SUM, Ctx(2)),
+            0);
+  ASSERT_TRUE(done(2));
+  EXPECT_EQ(sres, 7);
+  EXPECT_EQ(static_cast<int32_t>(target[1]), -3);
+  EXPECT_EQ(target[0], 1u);
+  // Compare-swap on the second word's low lane: a match, then a mismatch.
+  operand = 555;
+  uint32_t compare = 100;
+  ASSERT_EQ(fi_compare_atomic(c->client, &operand, 1, nullptr, &compare, nullptr, &res[1], nullptr,
+                              0, rb.addr + 8, rb.key, FI_UINT32, FI_CSWAP, Ctx(3)),
+            0);
+  ASSERT_TRUE(done(3));
+  EXPECT_EQ(res[1], 100u);
+  EXPECT_EQ(target[2], 555u);
+  operand = 1;
+  ASSERT_EQ(fi_compare_atomic(c->client, &operand, 1, nullptr, &compare, nullptr, &res[1], nullptr,
+                              0, rb.addr + 8, rb.key, FI_UINT32, FI_CSWAP, Ctx(4)),
+            0);
+  ASSERT_TRUE(done(4));
+  EXPECT_EQ(res[1], 555u);
+  EXPECT_EQ(target[2], 555u);
+  // Swap (FI_ATOMIC_WRITE) and read (FI_ATOMIC_READ) on the high lane.
+  operand = 0x01020304u;
+  ASSERT_EQ(fi_fetch_atomic(c->client, &operand, 1, nullptr, &res[1], nullptr, 0, rb.addr + 12,
+                            rb.key, FI_UINT32, FI_ATOMIC_WRITE, Ctx(5)),
+            0);
+  ASSERT_TRUE(done(5));
+  EXPECT_EQ(res[1], 0xABCDEF01u);
+  ASSERT_EQ(fi_fetch_atomic(c->client, &operand, 1, nullptr, &res[1], nullptr, 0, rb.addr + 12,
+                            rb.key, FI_UINT32, FI_ATOMIC_READ, Ctx(6)),
+            0);
+  ASSERT_TRUE(done(6));
+  EXPECT_EQ(res[1], 0x01020304u);
+  EXPECT_EQ(target[2], 555u);
+  EXPECT_EQ(target[3], 0x01020304u);
+  EXPECT_EQ(res[0], 0x5A5A5A5Au);
+  EXPECT_EQ(res[2], 0x5A5A5A5Au);
+  // A 32-bit target must be 4-byte aligned.
+  EXPECT_EQ(
+      fi_atomic(c->client, &operand, 1, nullptr, 0, rb.addr + 2, rb.key, FI_UINT32, FI_SUM, Ctx(7)),
+      -FI_EINVAL);
   EXPECT_TRUE(net_.client.cq.errs.empty());
 }
 

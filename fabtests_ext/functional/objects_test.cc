@@ -400,6 +400,10 @@ TEST_F(ObjectsTest, QueryAtomicIsRfc7306) {
   EXPECT_EQ(fi_query_atomic(domain_, FI_UINT64, FI_SUM, &attr, 0), 0);
   EXPECT_EQ(attr.size, 8u);
   EXPECT_EQ(fi_query_atomic(domain_, FI_UINT64, FI_CSWAP, &attr, FI_COMPARE_ATOMIC), 0);
+  EXPECT_EQ(fi_query_atomic(domain_, FI_INT32, FI_ATOMIC_READ, &attr, FI_FETCH_ATOMIC), 0);
+  EXPECT_EQ(attr.size, 4u);
+  EXPECT_EQ(attr.count, 1u);
+  EXPECT_EQ(fi_query_atomic(domain_, FI_UINT16, FI_SUM, &attr, 0), -FI_EOPNOTSUPP);
   EXPECT_EQ(fi_query_atomic(domain_, FI_DOUBLE, FI_SUM, &attr, 0), -FI_EOPNOTSUPP);
   EXPECT_EQ(fi_query_atomic(domain_, FI_UINT64, FI_PROD, &attr, FI_FETCH_ATOMIC), -FI_EOPNOTSUPP);
 }

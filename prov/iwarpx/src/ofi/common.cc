@@ -60,4 +60,14 @@ const char* ProvErrnoText(int prov_errno, char* buf, size_t len) {
   return CopyText(wire::ToString(c), buf, len);
 }
 
+size_t AtomicOperandSize(enum fi_datatype t) {
+  switch (t) {
+    case FI_UINT64:
+    case FI_INT64: return sizeof(uint64_t);
+    case FI_UINT32:
+    case FI_INT32: return sizeof(uint32_t);
+    default: return 0;
+  }
+}
+
 }  // namespace iwarpx::ofi

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 
 #include "mem/stag_table.h"
 
@@ -46,6 +47,11 @@ int ToFiErr(mem::RegisterError e);
 // when there is none, e.g. a refused TCP connect); its RFC description,
 // copied into buf when buf/len are given, else a static string.
 const char* ProvErrnoText(int prov_errno, char* buf, size_t len);
+
+// Operand width in bytes of an atomic datatype the engine carries, 0 if none:
+// 64-bit integers, and 32-bit ones as the masked form of the 64-bit request
+// (qp/work_request.h).
+size_t AtomicOperandSize(enum fi_datatype t);
 
 // Stubs for ops the provider does not support: each returns -FI_ENOSYS.
 int fi_no_bind(struct fid* fid, struct fid* bfid, uint64_t flags);

@@ -171,7 +171,8 @@ int DomainOpen(struct fid_fabric* fabric, struct fi_info* info, struct fid_domai
 // RFC 7306 defines Atomic Fetch-and-Add and Atomic Compare-and-Swap on 64-bit
 // operands, and the engine adds Swap; that is the whole atomic repertoire (a
 // plain FI_SUM is a fetch-add whose result is dropped, FI_ATOMIC_READ a
-// fetch-add of 0, FI_ATOMIC_WRITE a swap).
+// fetch-add of 0, FI_ATOMIC_WRITE a swap). 32-bit integers are the masked
+// form of the same requests on the enclosing 8-byte word (qp/work_request.h).
 int QueryAtomic(struct fid_domain* /*domain*/, enum fi_datatype datatype, enum fi_op op,
                 struct fi_atomic_attr* attr, uint64_t flags) {
   if (attr == nullptr) return -FI_EINVAL;
@@ -179,7 +180,8 @@ int QueryAtomic(struct fid_domain* /*domain*/, enum fi_datatype datatype, enum f
     IWX_WARN(domain, "fi_query_atomic: FI_FETCH_ATOMIC and FI_COMPARE_ATOMIC are exclusive\n");
     return -FI_EINVAL;
   }
-  if (datatype != FI_UINT64 && datatype != FI_INT64) return -FI_EOPNOTSUPP;
+  const size_t size = AtomicOperandSize(datatype);
+  if (size == 0) return -FI_EOPNOTSUPP;
   bool ok = false;
   if ((flags & FI_COMPARE_ATOMIC) != 0) {
     ok = op == FI_CSWAP;
@@ -190,7 +192,7 @@ int QueryAtomic(struct fid_domain* /*domain*/, enum fi_datatype datatype, enum f
   }
   if (!ok) return -FI_EOPNOTSUPP;
   attr->count = 1;
-  attr->size = sizeof(uint64_t);
+  attr->size = size;
   return 0;
 }
 

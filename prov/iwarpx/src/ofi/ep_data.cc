@@ -40,8 +40,16 @@ ssize_t ToFi(qp::QpStatus s, const char* call) {
   return -FI_EINVAL;
 }
 
-bool Supported64(enum fi_datatype t) {
-  return t == FI_UINT64 || t == FI_INT64;
+// The integer of `size` bytes (4 or 8) at p, zero-extended.
+uint64_t LoadOperand(const void* p, size_t size) {
+  if (size == sizeof(uint32_t)) {
+    uint32_t v = 0;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  }
+  uint64_t v = 0;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
 }
 
 // -FI_EBADFLAGS (logged) for transmit flags the provider does not know.
@@ -355,20 +363,27 @@ ssize_t Endpoint::PostAtomic(const void* buf, size_t count, enum fi_datatype dat
                              enum fi_op op, uint64_t addr, uint64_t key, const void* compare,
                              void* result, void* context, uint64_t flags, bool fetch, bool cmp) {
   if (const ssize_t r = CheckTxFlags(flags, "fi_atomic"); r != 0) return r;
-  if (!Supported64(datatype) || count != 1 || buf == nullptr || key > UINT32_MAX ||
+  const size_t size = AtomicOperandSize(datatype);
+  if (size == 0 || count != 1 || buf == nullptr || key > UINT32_MAX ||
       (fetch && result == nullptr) || (cmp && compare == nullptr)) {
     IWX_WARN(ep_data,
-             "fi_atomic: one 64-bit integer (FI_UINT64/FI_INT64) with its buffers and a "
-             "32-bit key is required (datatype %d, count %zu)\n",
+             "fi_atomic: one 64- or 32-bit integer (FI_UINT64/FI_INT64/FI_UINT32/FI_INT32) "
+             "with its buffers and a 32-bit key is required (datatype %d, count %zu)\n",
              static_cast<int>(datatype), count);
     return -FI_EINVAL;
   }
+  if (addr % size != 0) {
+    IWX_WARN(ep_data, "fi_atomic: remote address %#lx is not %zu-byte aligned\n",
+             static_cast<unsigned long>(addr), size);
+    return -FI_EINVAL;
+  }
   qp::AtomicWr wr;
-  std::memcpy(&wr.operand, buf, sizeof(uint64_t));
+  wr.size = static_cast<uint8_t>(size);
+  wr.operand = LoadOperand(buf, size);
   if (cmp) {
     if (op != FI_CSWAP) return -FI_EOPNOTSUPP;
     wr.op = wire::AtomicOp::kCmpSwap;
-    std::memcpy(&wr.compare, compare, sizeof(uint64_t));
+    wr.compare = LoadOperand(compare, size);
   } else if (op == FI_SUM) {
     wr.op = wire::AtomicOp::kFetchAdd;
   } else if (op == FI_ATOMIC_READ && fetch) {
@@ -395,7 +410,7 @@ ssize_t Endpoint::PostAtomic(const void* buf, size_t count, enum fi_datatype dat
   wr.context = index;
   wr.remote_stag = static_cast<uint32_t>(key);
   wr.remote_to = addr;
-  wr.result = fetch ? static_cast<uint64_t*>(result) : nullptr;
+  wr.result = fetch ? result : nullptr;
   wr.flags = WrFlags(flags);
   const ssize_t ret = ToFi(qp->PostAtomic(wr), "fi_atomic");
   if (ret != 0) {

@@ -581,6 +581,91 @@ TEST(QpAtomicTest, FetchAddSwapCmpSwap) {
   EXPECT_EQ(p.b.sink.terminated, 0);
 }
 
+// 32-bit atomics: the masked RFC 7306 request on the enclosing 8-byte word.
+// Each touches only its own 4-byte lane (a fetch-add that wraps does not
+// carry into the neighbour), and exactly 4 result bytes come back.
+TEST(QpAtomicTest, ThirtyTwoBitLanesStayApart) {
+  QpPair p(7, true);
+  p.Start();
+  p.Pump();
+  alignas(8) uint32_t cell[4] = {0xFFFFFFFEu, 10, 20, 0xAAAAAAAAu};
+  mem::RegionSpec spec;
+  spec.host = reinterpret_cast<uint8_t*>(cell);
+  spec.length = sizeof(cell);
+  spec.access = mem::kRemoteAtomic;
+  spec.pd = kPd;
+  auto stag = p.b.stags.Register(spec);
+  ASSERT_TRUE(stag.ok());
+  // Results with guard words on both sides: only the middle 4 bytes change.
+  uint32_t r[5][3] = {};
+  for (auto& g : r) g[0] = g[2] = 0x5A5A5A5Au;
+  auto post = [&](uint64_t ctx, wire::AtomicOp op, uint64_t to, uint64_t operand, uint64_t cmp) {
+    AtomicWr wr;
+    wr.context = ctx;
+    wr.op = op;
+    wr.size = 4;
+    wr.remote_stag = *stag;
+    wr.remote_to = to;
+    wr.operand = operand;
+    wr.compare = cmp;
+    wr.result = ctx < 5 ? &r[ctx][1] : nullptr;
+    return p.a.qp->PostAtomic(wr);
+  };
+  ASSERT_EQ(post(0, wire::AtomicOp::kFetchAdd, 0, 3, 0), QpStatus::kOk);            // wraps to 1
+  ASSERT_EQ(post(1, wire::AtomicOp::kFetchAdd, 4, 0xFFFFFFFFu, 0), QpStatus::kOk);  // 10-1
+  ASSERT_EQ(post(2, wire::AtomicOp::kCmpSwap, 8, 77, 20), QpStatus::kOk);           // matches
+  ASSERT_EQ(post(3, wire::AtomicOp::kCmpSwap, 4, 55, 10), QpStatus::kOk);  // 9 now: no swap
+  ASSERT_EQ(post(4, wire::AtomicOp::kSwap, 12, 0x12345678u, 0), QpStatus::kOk);
+  EXPECT_EQ(post(9, wire::AtomicOp::kSwap, 2, 1, 0), QpStatus::kInvalid);  // unaligned
+  AtomicWr odd;
+  odd.size = 2;
+  odd.remote_stag = *stag;
+  EXPECT_EQ(p.a.qp->PostAtomic(odd), QpStatus::kInvalid);  // neither 4 nor 8 bytes
+  p.Pump();
+  ASSERT_EQ(p.a.sink.Count(Kind::kRdma), 5u);
+  EXPECT_EQ(r[0][1], 0xFFFFFFFEu);
+  EXPECT_EQ(r[1][1], 10u);
+  EXPECT_EQ(r[2][1], 20u);
+  EXPECT_EQ(r[3][1], 9u);
+  EXPECT_EQ(r[4][1], 0xAAAAAAAAu);
+  for (const auto& g : r) {
+    EXPECT_EQ(g[0], 0x5A5A5A5Au);
+    EXPECT_EQ(g[2], 0x5A5A5A5Au);
+  }
+  EXPECT_EQ(cell[0], 1u);
+  EXPECT_EQ(cell[1], 9u);
+  EXPECT_EQ(cell[2], 77u);
+  EXPECT_EQ(cell[3], 0x12345678u);
+  EXPECT_EQ(p.b.sink.terminated, 0);
+}
+
+// A 32-bit target in the last 4 bytes of a region whose enclosing word runs
+// past the region's end: the responder refuses it (protection), nothing
+// outside the region is touched.
+TEST(QpAtomicTest, ThirtyTwoBitWordMustLieInsideTheRegion) {
+  QpPair p(7, true);
+  p.Start();
+  p.Pump();
+  alignas(8) uint32_t cell[2] = {5, 0xC0FFEEu};
+  mem::RegionSpec spec;
+  spec.host = reinterpret_cast<uint8_t*>(cell);
+  spec.length = sizeof(uint32_t);  // the first lane only
+  spec.access = mem::kRemoteAtomic;
+  spec.pd = kPd;
+  auto stag = p.b.stags.Register(spec);
+  ASSERT_TRUE(stag.ok());
+  AtomicWr wr;
+  wr.size = 4;
+  wr.remote_stag = *stag;
+  wr.operand = 1;
+  ASSERT_EQ(p.a.qp->PostAtomic(wr), QpStatus::kOk);
+  p.Pump();
+  EXPECT_EQ(p.b.sink.term_cause, wire::term::kRdmapBaseBounds);
+  EXPECT_EQ(p.a.sink.completions.back().kind, Kind::kError);
+  EXPECT_EQ(cell[0], 5u);
+  EXPECT_EQ(cell[1], 0xC0FFEEu);
+}
+
 TEST(QpAtomicTest, MixedWithReadsInOrderAndProtection) {
   QpPair p(0, true, {}, 2, 2);
   p.Start();

@@ -494,7 +494,13 @@ void QueuePair::RxFpduComplete() {
       const uint64_t seq = orq_[orq_head_];
       SqEntry& e = Sq(seq);
       if (e.result != nullptr) {
-        *e.result = std::get<wire::AtomicResponseBody>(rx_seg_.body).original_remote_data;
+        const uint64_t word = std::get<wire::AtomicResponseBody>(rx_seg_.body).original_remote_data;
+        if (e.result_size == 4) {
+          const auto lane = static_cast<uint32_t>(word >> e.result_shift);
+          std::memcpy(e.result, &lane, sizeof(lane));
+        } else {
+          std::memcpy(e.result, &word, sizeof(word));
+        }
       }
       ++rx_msn_atomic_resp_;
       orq_head_ = (orq_head_ + 1) % orq_.size();

@@ -140,10 +140,9 @@ bool QueuePair::BuildSqFpdu() {
     body.remote_stag = e.remote_stag;
     body.remote_to = e.remote_to;
     body.add_or_swap_data = e.operand;
-    // Fetch-add: no field boundaries (one 64-bit add); swap/compare: all bits.
-    body.add_or_swap_mask = e.atomic_op == wire::AtomicOp::kFetchAdd ? 0 : UINT64_MAX;
+    body.add_or_swap_mask = e.operand_mask;
     body.compare_data = e.compare;
-    body.compare_mask = UINT64_MAX;
+    body.compare_mask = e.compare_mask;
     n = wire::EncodeAtomicRequest(tx_msn_read_++, body, tx_->header);
     orq_[(orq_head_ + orq_count_) % orq_.size()] = seq;
     ++orq_count_;

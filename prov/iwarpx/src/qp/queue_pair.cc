@@ -3,6 +3,7 @@
 #include "qp/queue_pair.h"
 
 #include <algorithm>
+#include <bit>
 #include <new>
 
 #include "wire/terminate.h"
@@ -160,7 +161,9 @@ QpStatus QueuePair::PostRead(const ReadWr& wr) {
 }
 
 QpStatus QueuePair::PostAtomic(const AtomicWr& wr) {
-  if (ord_ == 0 || wr.op > wire::AtomicOp::kCmpSwap || (wr.remote_to & 7u) != 0) {
+  const bool narrow = wr.size == 4;
+  if (ord_ == 0 || wr.op > wire::AtomicOp::kCmpSwap || (wr.size != 8 && !narrow) ||
+      (wr.remote_to & (wr.size - 1u)) != 0) {
     return QpStatus::kInvalid;
   }
   SqEntry e;
@@ -168,11 +171,29 @@ QpStatus QueuePair::PostAtomic(const AtomicWr& wr) {
   e.context = wr.context;
   e.flags = wr.flags;
   e.remote_stag = wr.remote_stag;
-  e.remote_to = wr.remote_to;
+  e.remote_to = wr.remote_to & ~uint64_t{7};
   e.atomic_op = wr.op;
-  e.operand = wr.operand;
-  e.compare = wr.compare;
   e.result = wr.result;
+  e.result_size = wr.size;
+  uint64_t lane = UINT64_MAX;
+  if (narrow) {
+    // The 4-byte target's lane within its 8-byte word, in this host's order.
+    const bool upper_half = (wr.remote_to & 4u) != 0;
+    const bool high = std::endian::native == std::endian::little ? upper_half : !upper_half;
+    e.result_shift = high ? 32 : 0;
+    lane = uint64_t{UINT32_MAX} << e.result_shift;
+  }
+  e.operand = (wr.operand << e.result_shift) & lane;
+  e.compare = (wr.compare << e.result_shift) & lane;
+  e.compare_mask = lane;
+  // Fetch-add's mask marks field boundaries (carry stops above a set bit):
+  // none for one 64-bit add, bit 31 and 63 for two independent 32-bit lanes
+  // (the other lane adds 0). Swap and compare-swap replace the lane's bits.
+  if (wr.op == wire::AtomicOp::kFetchAdd) {
+    e.operand_mask = narrow ? 0x8000000080000000ull : 0;
+  } else {
+    e.operand_mask = lane;
+  }
   return PostSq(e);
 }
 

@@ -210,10 +210,16 @@ class QueuePair {
     bool completed = false;  // reported (or unsignaled and finished)
     bool has_imm = false;    // Write followed by Immediate Data
     uint64_t imm = 0;
+    // Atomic: the RFC 7306 request fields on the 8-byte word (work_request.h)
+    // and where the original value's lane goes.
     wire::AtomicOp atomic_op = wire::AtomicOp::kFetchAdd;
     uint64_t operand = 0;
+    uint64_t operand_mask = 0;
     uint64_t compare = 0;
-    uint64_t* result = nullptr;
+    uint64_t compare_mask = 0;
+    void* result = nullptr;
+    uint8_t result_size = 8;
+    uint8_t result_shift = 0;
   };
   struct RqEntry {
     uint64_t context = 0;

@@ -92,21 +92,33 @@ struct ReadWr {
   uint32_t flags = kWrSignaled;
 };
 
-// RFC 7306 64-bit atomic at the peer (fi_atomic / fi_fetch_atomic /
+// RFC 7306 atomic at the peer (fi_atomic / fi_fetch_atomic /
 // fi_compare_atomic): counted against ORD like a Read. The target must be
-// registered there with kRemoteAtomic and be 8-byte aligned. The original
-// value is stored in *result (if not null) before the success completion.
+// registered there with kRemoteAtomic.
 //   kFetchAdd: *target += operand
 //   kSwap:     *target = operand
 //   kCmpSwap:  if (*target == compare) *target = operand
+// `size` is the operand width in bytes:
+// * 8: a 64-bit atomic; remote_to must be 8-byte aligned.
+// * 4: a 32-bit atomic; remote_to must be 4-byte aligned. RFC 7306 atomics
+//   act on 64 bits, so this is the masked form of the same request on the
+//   enclosing 8-byte-aligned word (remote_to & ~7): only the 32-bit lane that
+//   holds the target changes (fetch-add with a field boundary at bit 31,
+//   swap and compare with a lane mask), the other lane is read and left as it
+//   was. Lanes follow this host's byte order, so both peers must share it.
+//   The whole 8-byte word must lie inside the peer's region, or the peer
+//   answers with a protection Terminate.
+// Only the operand's low `size` bytes count. The original value (`size`
+// bytes) is stored at `result` (if not null) before the success completion.
 struct AtomicWr {
   uint64_t context = 0;
   wire::AtomicOp op = wire::AtomicOp::kFetchAdd;
+  uint8_t size = 8;
   uint32_t remote_stag = 0;
   uint64_t remote_to = 0;
   uint64_t operand = 0;
   uint64_t compare = 0;
-  uint64_t* result = nullptr;
+  void* result = nullptr;
   uint32_t flags = kWrSignaled;
 };
 
