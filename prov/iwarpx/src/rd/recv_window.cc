@@ -1,0 +1,86 @@
+#include "rd/recv_window.h"
+
+#include <cassert>
+
+namespace iwarpx::rd {
+
+using wire::SeqGt;
+using wire::SeqInWindow;
+using wire::SeqLt;
+
+RecvWindow::RecvWindow(const RecvConfig& config, uint32_t initial_seq)
+    : config_(config), held_(config.window, 0), mask_(config.window - 1), rcv_nxt_(initial_seq) {
+  assert(config.window != 0 && (config.window & mask_) == 0 && config.window <= 0x8000);
+}
+
+Arrival RecvWindow::OnData(uint32_t seq, bool ack_request, uint64_t /*now*/) {
+  if (ack_request) ack_now_ = true;
+  if (SeqLt(seq, rcv_nxt_)) {
+    ++duplicates_;
+    ack_now_ = true;
+    return Arrival::kDuplicate;
+  }
+  if (!SeqInWindow(seq, rcv_nxt_, config_.window)) {
+    ++outside_window_;
+    return Arrival::kOutsideWindow;
+  }
+  if (Held(seq)) {
+    ++duplicates_;
+    ack_now_ = true;
+    return Arrival::kDuplicate;
+  }
+  if (seq == rcv_nxt_) return Arrival::kInOrder;
+  held_[seq & mask_] = 1;
+  ack_now_ = true;  // a hole: tell the sender at once
+  return Arrival::kEarly;
+}
+
+void RecvWindow::Advance(uint64_t now) {
+  held_[rcv_nxt_ & mask_] = 0;
+  ++rcv_nxt_;
+  if (unacked_advances_++ == 0) first_unacked_ = now;
+}
+
+void RecvWindow::Hold() {
+  held_[rcv_nxt_ & mask_] = 1;
+}
+
+bool RecvWindow::HeadHeld() const {
+  return Held(rcv_nxt_);
+}
+
+void RecvWindow::OnProbe() {
+  ack_now_ = true;
+}
+
+void RecvWindow::OnPeerSndNxt(uint32_t snd_nxt) {
+  if (SeqGt(snd_nxt, rcv_nxt_)) ack_now_ = true;  // datagrams are missing at the tail
+}
+
+AckFields RecvWindow::Ack() const {
+  AckFields a;
+  a.ack = rcv_nxt_;
+  a.credits = static_cast<uint16_t>(config_.window);
+  for (uint32_t i = 0; i < wire::kDgramSackBits && i + 1 < config_.window; ++i) {
+    if (Held(rcv_nxt_ + 1 + i)) a.sack |= 1u << i;
+  }
+  a.has_sack = a.sack != 0;
+  return a;
+}
+
+bool RecvWindow::AckDue(uint64_t now) const {
+  return ack_now_ || unacked_advances_ >= config_.ack_every ||
+         (unacked_advances_ != 0 && now - first_unacked_ >= config_.ack_delay_ns);
+}
+
+uint64_t RecvWindow::AckDeadline() const {
+  if (ack_now_ || unacked_advances_ >= config_.ack_every) return 0;
+  return unacked_advances_ != 0 ? first_unacked_ + config_.ack_delay_ns : UINT64_MAX;
+}
+
+void RecvWindow::OnAckSent() {
+  ack_now_ = false;
+  unacked_advances_ = 0;
+}
+
+}  // namespace iwarpx::rd

@@ -1,0 +1,84 @@
+// RecvWindow: the receiver half of one reliable-datagram stream (docs/wire.md
+// §3.6 rules 6-10, 12). It classifies arriving data datagrams (in order,
+// early, duplicate, outside the window), remembers which early ones the owner
+// has buffered, and decides when an ack is due and what it says (cumulative
+// ack, 32-bit SACK map, credits).
+//
+// Contract:
+// * Pure state machine on an injected time; no allocation after
+//   construction. `window` (a power of two, at most 2^15) is both the number
+//   of datagrams the owner can hold and the credits advertised, so the right
+//   edge rcv_nxt + window only moves forward.
+// * OnData never advances rcv_nxt by itself. For kInOrder the owner either
+//   delivers the datagram and calls Advance(), or keeps it and calls Hold(),
+//   or drops it (no receive posted: the peer will resend it). For kEarly the
+//   owner must keep the datagram (it is marked held). After every Advance()
+//   the owner delivers the held head while HeadHeld() and calls Advance().
+// * Ack policy (rule 8): an ack is due at once after an ack request (R), an
+//   early or duplicate datagram, a PROBE or a peer's snd_nxt beyond rcv_nxt;
+//   otherwise after `ack_every` advances or `ack_delay_ns` after the first
+//   unacknowledged advance. Ack() reports the fields to send; OnAckSent()
+//   (called when they went out, alone or piggybacked) clears what is due.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "rd/send_window.h"
+
+namespace iwarpx::rd {
+
+struct RecvConfig {
+  uint32_t window = 256;  // power of two, <= 2^15
+  uint32_t ack_every = 16;
+  uint64_t ack_delay_ns = 1'000'000;
+};
+
+enum class Arrival : uint8_t {
+  kInOrder,        // seq == rcv_nxt: deliver (then Advance) or Hold
+  kEarly,          // inside the window after a hole: marked held, keep it
+  kDuplicate,      // already received: drop (an ack is now due)
+  kOutsideWindow,  // beyond the advertised window: drop
+};
+
+class RecvWindow {
+ public:
+  explicit RecvWindow(const RecvConfig& config, uint32_t initial_seq = wire::kDgramInitialSeq);
+
+  Arrival OnData(uint32_t seq, bool ack_request, uint64_t now);
+  // The datagram at rcv_nxt was delivered: move past it.
+  void Advance(uint64_t now);
+  // Keep the in-order datagram (rcv_nxt) for later delivery.
+  void Hold();
+  // The datagram at rcv_nxt is held and can be delivered now.
+  [[nodiscard]] bool HeadHeld() const;
+
+  // A PROBE, or an ack/PROBE whose seq (the peer's snd_nxt) is given.
+  void OnProbe();
+  void OnPeerSndNxt(uint32_t snd_nxt);
+
+  [[nodiscard]] AckFields Ack() const;
+  [[nodiscard]] bool AckDue(uint64_t now) const;
+  // When an ack becomes due with no further arrivals; UINT64_MAX if never.
+  [[nodiscard]] uint64_t AckDeadline() const;
+  void OnAckSent();
+
+  [[nodiscard]] uint32_t rcv_nxt() const { return rcv_nxt_; }
+  [[nodiscard]] uint64_t duplicates() const { return duplicates_; }
+  [[nodiscard]] uint64_t outside_window() const { return outside_window_; }
+
+ private:
+  bool Held(uint32_t seq) const { return held_[seq & mask_] != 0; }
+
+  RecvConfig config_;
+  std::vector<uint8_t> held_;
+  uint32_t mask_;
+  uint32_t rcv_nxt_;
+  bool ack_now_ = false;
+  uint32_t unacked_advances_ = 0;
+  uint64_t first_unacked_ = 0;  // time of the first advance not yet acked
+  uint64_t duplicates_ = 0;
+  uint64_t outside_window_ = 0;
+};
+
+}  // namespace iwarpx::rd

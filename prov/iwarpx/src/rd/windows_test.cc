@@ -1,0 +1,234 @@
+// Unit tests of the reliable-datagram windows: RtoEstimator, SendWindow and
+// RecvWindow one rule at a time (docs/wire.md §3.6). The end-to-end runs
+// through a lossy channel are in rd_sim_test.cc.
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "rd/recv_window.h"
+#include "rd/rto.h"
+#include "rd/send_window.h"
+
+namespace iwarpx::rd {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+
+TEST(RtoTest, FirstSampleThenSmoothingClampAndBackoff) {
+  RtoEstimator r({.initial_ns = 20 * kMs, .min_ns = 2 * kMs, .max_ns = 100 * kMs});
+  EXPECT_EQ(r.rto(), 20 * kMs);
+  EXPECT_FALSE(r.has_sample());
+  r.OnSample(10 * kMs);  // srtt 10, rttvar 5: 10 + 20
+  EXPECT_EQ(r.rto(), 30 * kMs);
+  r.OnSample(10 * kMs);  // rttvar 3.75: 10 + 15
+  EXPECT_EQ(r.rto(), 25 * kMs);
+  r.OnTimeout();
+  EXPECT_EQ(r.rto(), 50 * kMs);
+  r.OnTimeout();
+  r.OnTimeout();
+  EXPECT_EQ(r.rto(), 100 * kMs);  // capped
+  r.OnSample(1000);               // microsecond RTTs still give the minimum
+  for (int i = 0; i < 50; ++i) r.OnSample(1000);
+  EXPECT_EQ(r.rto(), 2 * kMs);
+}
+
+struct RecordingSink final : SendWindowSink {
+  std::vector<std::pair<uint32_t, uint64_t>> acked;
+  std::vector<uint32_t> resent;
+  void Acked(uint32_t seq, uint64_t cookie) override { acked.emplace_back(seq, cookie); }
+  void Resend(uint32_t seq, uint64_t /*cookie*/) override { resent.push_back(seq); }
+};
+
+SendConfig SmallConfig() {
+  SendConfig c;
+  c.capacity = 64;
+  c.rto = {.initial_ns = 10 * kMs, .min_ns = 2 * kMs, .max_ns = 80 * kMs};
+  c.dead_after_ns = 500 * kMs;
+  return c;
+}
+
+TEST(SendWindowTest, InitialCreditsThenTheAckOpensTheWindow) {
+  RecordingSink sink;
+  SendWindow w(SmallConfig(), sink, 100, 4);
+  for (uint32_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(w.CanSend());
+    EXPECT_EQ(w.OnSent(i, 0), 100 + i);
+  }
+  EXPECT_FALSE(w.CanSend());  // the peer's initial credits are used up
+  EXPECT_EQ(w.OnAck({.ack = 102, .credits = 8}, kMs), AckVerdict::kAccepted);
+  ASSERT_EQ(sink.acked.size(), 2u);
+  EXPECT_EQ(sink.acked[0], std::make_pair(100u, uint64_t{0}));
+  EXPECT_EQ(sink.acked[1], std::make_pair(101u, uint64_t{1}));
+  EXPECT_EQ(w.right_edge(), 110u);
+  EXPECT_EQ(w.outstanding(), 2u);
+  // A smaller window later never moves the right edge back.
+  EXPECT_EQ(w.OnAck({.ack = 103, .credits = 1}, kMs), AckVerdict::kAccepted);
+  EXPECT_EQ(w.right_edge(), 110u);
+}
+
+TEST(SendWindowTest, StaleAndImpossibleAcksChangeNothing) {
+  RecordingSink sink;
+  SendWindow w(SmallConfig(), sink);
+  for (uint64_t i = 0; i < 5; ++i) w.OnSent(i, 0);
+  ASSERT_EQ(w.OnAck({.ack = 3, .credits = 16}, 0), AckVerdict::kAccepted);
+  EXPECT_EQ(w.OnAck({.ack = 2, .credits = 100}, 0), AckVerdict::kStale);
+  EXPECT_EQ(w.OnAck({.ack = 6, .credits = 100}, 0), AckVerdict::kInvalid);  // 5 was never sent
+  EXPECT_EQ(w.OnAck({.ack = 0x80000000u, .credits = 100}, 0), AckVerdict::kInvalid);
+  EXPECT_EQ(w.snd_una(), 3u);
+  EXPECT_EQ(w.right_edge(), 19u);
+  EXPECT_EQ(sink.acked.size(), 3u);
+}
+
+// Loss detection (RACK style): once a later transmission is SACKed, an
+// earlier unacked datagram is resent after srtt + srtt/4; a resend that is
+// lost too is caught the same way by a transmission made after it.
+TEST(SendWindowTest, LaterTransmissionsAckedMarkEarlierOnesLost) {
+  RecordingSink sink;
+  SendWindow w(SmallConfig(), sink);
+  for (uint64_t i = 0; i < 8; ++i) w.OnSent(i, 0);
+  // 0 and 1 lost; 2 and 3 SACKed after 1 ms (the first RTT sample: 1 ms).
+  w.OnAck({.ack = 0, .has_sack = true, .sack = 0b110, .credits = 16}, kMs);
+  EXPECT_EQ(sink.acked.size(), 2u);
+  EXPECT_EQ(w.Deadline(), kMs + kMs / 4);
+  w.OnTimer(kMs + kMs / 4 - 1);
+  EXPECT_TRUE(sink.resent.empty());
+  w.OnTimer(kMs + kMs / 4);
+  EXPECT_EQ(sink.resent, (std::vector<uint32_t>{0, 1}));
+  // SACKs of datagrams transmitted before those resends change nothing, and
+  // SACKed datagrams are not reported twice.
+  w.OnAck({.ack = 0, .has_sack = true, .sack = 0b111110, .credits = 16}, 2 * kMs);
+  EXPECT_EQ(sink.acked.size(), 5u);
+  w.OnTimer(4 * kMs);
+  EXPECT_EQ(sink.resent.size(), 2u);
+  // 8 is sent after the resends and arrives; so does the resent 0, but not
+  // the resent 1: 1 goes a third time, and 7 (never acked) too.
+  w.OnSent(8, 5 * kMs);
+  w.OnAck({.ack = 1, .has_sack = true, .sack = 0b1011111, .credits = 16}, 6 * kMs);
+  EXPECT_EQ(w.Deadline(), 0u);
+  w.OnTimer(6 * kMs);
+  EXPECT_EQ(sink.resent, (std::vector<uint32_t>{0, 1, 1, 7}));
+  // The cumulative ack reports the rest exactly once.
+  w.OnAck({.ack = 9, .credits = 16}, 7 * kMs);
+  EXPECT_EQ(sink.acked.size(), 9u);
+  EXPECT_EQ(w.outstanding(), 0u);
+  EXPECT_EQ(w.Deadline(), UINT64_MAX);
+}
+
+TEST(SendWindowTest, TimeoutResendsTheOldestAndBacksOff) {
+  RecordingSink sink;
+  SendWindow w(SmallConfig(), sink);
+  w.OnSent(0, 0);
+  w.OnSent(1, 5 * kMs);
+  EXPECT_EQ(w.Deadline(), 10 * kMs);
+  w.OnTimer(9 * kMs);
+  EXPECT_TRUE(sink.resent.empty());
+  w.OnTimer(10 * kMs);
+  EXPECT_EQ(sink.resent, (std::vector<uint32_t>{0}));
+  EXPECT_EQ(w.rto(), 20 * kMs);
+  EXPECT_EQ(w.Deadline(), 30 * kMs);
+  w.OnTimer(30 * kMs);  // again only the oldest
+  EXPECT_EQ(sink.resent, (std::vector<uint32_t>{0, 0}));
+  EXPECT_EQ(w.rto(), 40 * kMs);
+  EXPECT_EQ(w.timeouts(), 2u);
+  EXPECT_EQ(w.retransmissions(), 2u);
+  // The ack of the resent 0 gives no RTT sample (Karn) but shows the peer is
+  // answering: the backoff is undone.
+  w.OnAck({.ack = 1, .credits = 16}, 31 * kMs);
+  EXPECT_EQ(w.rto(), 10 * kMs);
+  // 1 was sent once: a sample of 26 ms (srtt 26, rttvar 13: RTO 78 ms).
+  w.OnAck({.ack = 2, .credits = 16}, 31 * kMs);
+  EXPECT_EQ(w.rto(), 78 * kMs);
+  EXPECT_EQ(w.Deadline(), UINT64_MAX);
+}
+
+TEST(SendWindowTest, DeadAfterNoProgressForTheConfiguredTime) {
+  RecordingSink sink;
+  SendWindow w(SmallConfig(), sink);
+  EXPECT_FALSE(w.Dead(10'000 * kMs));  // nothing outstanding: never dead
+  w.OnSent(0, 1000 * kMs);
+  w.OnSent(1, 1000 * kMs);
+  EXPECT_FALSE(w.Dead(1499 * kMs));
+  // Progress (one of two acked) restarts the clock.
+  w.OnAck({.ack = 1, .credits = 16}, 1400 * kMs);
+  EXPECT_FALSE(w.Dead(1899 * kMs));
+  EXPECT_TRUE(w.Dead(1900 * kMs));
+}
+
+TEST(RecvWindowTest, InOrderEarlyDuplicateAndOutsideTheWindow) {
+  RecvWindow r({.window = 8, .ack_every = 4, .ack_delay_ns = kMs}, 10);
+  EXPECT_EQ(r.OnData(10, false, 0), Arrival::kInOrder);
+  r.Advance(0);
+  EXPECT_FALSE(r.AckDue(0));
+  EXPECT_EQ(r.OnData(13, false, 0), Arrival::kEarly);  // 11, 12 missing
+  EXPECT_TRUE(r.AckDue(0));
+  AckFields a = r.Ack();
+  EXPECT_EQ(a.ack, 11u);
+  EXPECT_TRUE(a.has_sack);
+  EXPECT_EQ(a.sack, 0b10u);  // bit i = ack + 1 + i: 13
+  EXPECT_EQ(a.credits, 8);
+  r.OnAckSent();
+  EXPECT_EQ(r.OnData(13, false, 0), Arrival::kDuplicate);  // held already
+  EXPECT_EQ(r.OnData(10, false, 0), Arrival::kDuplicate);  // before rcv_nxt
+  EXPECT_TRUE(r.AckDue(0));
+  EXPECT_EQ(r.OnData(19, false, 0), Arrival::kOutsideWindow);  // [11, 19)
+  EXPECT_EQ(r.duplicates(), 2u);
+  EXPECT_EQ(r.outside_window(), 1u);
+  // 11 arrives: deliver it, then 12 is still missing, so 13 waits.
+  EXPECT_EQ(r.OnData(11, false, 0), Arrival::kInOrder);
+  r.Advance(0);
+  EXPECT_FALSE(r.HeadHeld());
+  EXPECT_EQ(r.OnData(12, false, 0), Arrival::kInOrder);
+  r.Advance(0);
+  ASSERT_TRUE(r.HeadHeld());
+  r.Advance(0);
+  EXPECT_FALSE(r.HeadHeld());
+  EXPECT_EQ(r.rcv_nxt(), 14u);
+  r.OnAckSent();
+  a = r.Ack();
+  EXPECT_EQ(a.ack, 14u);
+  EXPECT_FALSE(a.has_sack);
+}
+
+TEST(RecvWindowTest, DelayedAckAfterNOrTAndAtOnceWhenAsked) {
+  RecvWindow r({.window = 64, .ack_every = 3, .ack_delay_ns = kMs});
+  EXPECT_EQ(r.AckDeadline(), UINT64_MAX);
+  ASSERT_EQ(r.OnData(0, false, 100), Arrival::kInOrder);
+  r.Advance(100);
+  EXPECT_EQ(r.AckDeadline(), 100 + kMs);
+  EXPECT_FALSE(r.AckDue(100 + kMs - 1));
+  EXPECT_TRUE(r.AckDue(100 + kMs));
+  ASSERT_EQ(r.OnData(1, false, 200), Arrival::kInOrder);
+  r.Advance(200);
+  ASSERT_EQ(r.OnData(2, false, 300), Arrival::kInOrder);
+  r.Advance(300);
+  EXPECT_TRUE(r.AckDue(300));  // the third in-order datagram
+  r.OnAckSent();
+  EXPECT_FALSE(r.AckDue(300));
+  ASSERT_EQ(r.OnData(3, true, 400), Arrival::kInOrder);  // R set
+  EXPECT_TRUE(r.AckDue(400));
+  r.Advance(400);
+  r.OnAckSent();
+  r.OnPeerSndNxt(4);  // nothing missing
+  EXPECT_FALSE(r.AckDue(400));
+  r.OnPeerSndNxt(6);  // the peer sent 4 and 5: lost at the tail
+  EXPECT_TRUE(r.AckDue(400));
+  r.OnAckSent();
+  r.OnProbe();
+  EXPECT_TRUE(r.AckDue(400));
+}
+
+TEST(RecvWindowTest, HoldKeepsAnUndeliverableHeadWithoutAckingIt) {
+  RecvWindow r({.window = 8, .ack_every = 1, .ack_delay_ns = kMs});
+  ASSERT_EQ(r.OnData(0, false, 0), Arrival::kInOrder);
+  r.Hold();  // no receive posted yet
+  EXPECT_EQ(r.Ack().ack, 0u);
+  EXPECT_EQ(r.OnData(0, false, 0), Arrival::kDuplicate);
+  ASSERT_TRUE(r.HeadHeld());
+  r.Advance(0);  // a receive was posted and the held datagram delivered
+  EXPECT_EQ(r.Ack().ack, 1u);
+  EXPECT_FALSE(r.HeadHeld());
+}
+
+}  // namespace
+}  // namespace iwarpx::rd
