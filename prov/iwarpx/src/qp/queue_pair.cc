@@ -22,14 +22,6 @@ const char* ToString(QpState s) {
 
 namespace {
 
-bool ValidSgl(const Sgl& sgl) {
-  if (sgl.count > kMaxSge) return false;
-  for (uint8_t i = 0; i < sgl.count; ++i) {
-    if (sgl.sge[i].addr == nullptr && sgl.sge[i].len != 0) return false;
-  }
-  return true;
-}
-
 // With markers towards the peer an FPDU must keep every FPDUPTR within 16
 // bits: marked FPDUs are capped at kMaxMarkedFpduPayload.
 QpConfig EffectiveConfig(const QpConfig& config, const wire::MpaOutcome& mpa) {
@@ -116,7 +108,7 @@ QpStatus QueuePair::PostSq(const SqEntry& entry) {
 }
 
 QpStatus QueuePair::PostSend(const SendWr& wr) {
-  if (!ValidSgl(wr.sgl) || wr.sgl.Length() > UINT32_MAX) return QpStatus::kInvalid;
+  if (!wr.sgl.Valid() || wr.sgl.Length() > UINT32_MAX) return QpStatus::kInvalid;
   SqEntry e;
   e.op = SqOp::kSend;
   e.context = wr.context;
@@ -127,7 +119,7 @@ QpStatus QueuePair::PostSend(const SendWr& wr) {
 }
 
 QpStatus QueuePair::PostWrite(const WriteWr& wr) {
-  if (!ValidSgl(wr.sgl) || wire::TaggedRangeWraps(wr.remote_to, wr.sgl.Length())) {
+  if (!wr.sgl.Valid() || wire::TaggedRangeWraps(wr.remote_to, wr.sgl.Length())) {
     return QpStatus::kInvalid;
   }
   SqEntry e;
@@ -198,7 +190,7 @@ QpStatus QueuePair::PostAtomic(const AtomicWr& wr) {
 }
 
 QpStatus QueuePair::PostRecv(const RecvWr& wr) {
-  if (!ValidSgl(wr.sgl) || wr.sgl.Length() > UINT32_MAX) return QpStatus::kInvalid;
+  if (!wr.sgl.Valid() || wr.sgl.Length() > UINT32_MAX) return QpStatus::kInvalid;
   if (state_ != QpState::kRts) return QpStatus::kBadState;
   if (rq_tail_ - rq_head_ >= rq_.size()) return QpStatus::kQueueFull;
   const bool was_blocked = RxBlocked();

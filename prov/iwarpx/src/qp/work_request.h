@@ -48,6 +48,14 @@ struct Sgl {
     for (uint8_t i = 0; i < count && i < kMaxSge; ++i) n += sge[i].len;
     return n;
   }
+  // At most kMaxSge pieces, and only empty pieces may have a null addr.
+  [[nodiscard]] bool Valid() const {
+    if (count > kMaxSge) return false;
+    for (uint8_t i = 0; i < count; ++i) {
+      if (sge[i].addr == nullptr && sge[i].len != 0) return false;
+    }
+    return true;
+  }
   // Appends a piece; false when full.
   bool Add(void* addr, size_t len) {
     if (count >= kMaxSge) return false;

@@ -1,0 +1,114 @@
+#include "rd/ud_qp.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "wire/rdmap.h"
+
+namespace iwarpx::rd {
+
+using qp::QpStatus;
+
+UdQp::UdQp(DgramPort& port, const UdConfig& config, UdSink& sink)
+    : port_(port), config_(config), sink_(sink), sq_(config.sq_depth), rq_(config.rq_depth) {
+  port_.Attach(config_.qpn, this);
+}
+
+UdQp::~UdQp() {
+  port_.Detach(config_.qpn);
+}
+
+bool UdQp::Transmit(const UdSendWr& wr) {
+  wire::SendParams params;
+  params.solicited_event = wr.solicited;
+  params.msn = msn_ + 1;
+  std::array<uint8_t, wire::kDdpMaxHeaderSize> ddp{};
+  auto n = wire::EncodeSendHeader(params, ddp);
+  std::array<ByteSpan, 1 + qp::kMaxSge> parts{};
+  size_t count = 0;
+  parts[count++] = ByteSpan(ddp.data(), n.ok() ? *n : 0);
+  for (uint8_t i = 0; i < wr.sgl.count; ++i) {
+    parts[count++] = ByteSpan(static_cast<const uint8_t*>(wr.sgl.sge[i].addr), wr.sgl.sge[i].len);
+  }
+  wire::DgramHeader h;
+  h.type = wire::DgramType::kUdData;
+  h.dst_qpn = wr.dest_qpn;
+  h.src_qpn = config_.qpn;
+  const transport::IoStatus s = port_.Send(wr.dest, h, std::span(parts.data(), count));
+  if (s == transport::IoStatus::kWouldBlock) return false;
+  ++msn_;  // RFC 5041: one MSN per message on this queue (§3.5)
+  if (s == transport::IoStatus::kOk) {
+    ++counters_.sent;
+    if ((wr.flags & qp::kWrSignaled) != 0) sink_.OnSendComplete(wr.context);
+  } else {
+    sink_.OnError(wr.context, qp::WcOp::kSend, UdError::kSendFailed, 0);
+  }
+  return true;
+}
+
+QpStatus UdQp::PostSend(const UdSendWr& wr) {
+  if (!wr.sgl.Valid() || wr.sgl.Length() > kUdMaxMessage) return QpStatus::kInvalid;
+  if (sq_head_ == sq_tail_ && Transmit(wr)) return QpStatus::kOk;
+  if (sq_tail_ - sq_head_ >= sq_.size()) return QpStatus::kQueueFull;
+  sq_[sq_tail_++ % sq_.size()] = wr;
+  return QpStatus::kOk;
+}
+
+void UdQp::OnWritable() {
+  while (sq_head_ != sq_tail_ && Transmit(sq_[sq_head_ % sq_.size()])) ++sq_head_;
+}
+
+QpStatus UdQp::PostRecv(const qp::RecvWr& wr) {
+  if (!wr.sgl.Valid()) return QpStatus::kInvalid;
+  if (rq_tail_ - rq_head_ >= rq_.size()) return QpStatus::kQueueFull;
+  rq_[rq_tail_++ % rq_.size()] = wr;
+  return QpStatus::kOk;
+}
+
+void UdQp::Flush() {
+  while (sq_head_ != sq_tail_) {
+    const UdSendWr& wr = sq_[sq_head_++ % sq_.size()];
+    sink_.OnError(wr.context, qp::WcOp::kSend, UdError::kFlushed, 0);
+  }
+  while (rq_head_ != rq_tail_) {
+    const qp::RecvWr& wr = rq_[rq_head_++ % rq_.size()];
+    sink_.OnError(wr.context, qp::WcOp::kRecv, UdError::kFlushed, 0);
+  }
+}
+
+void UdQp::OnDatagram(const wire::DecodedDgram& dgram, const transport::SockAddr& from) {
+  if (dgram.header.type != wire::DgramType::kUdData) {
+    ++counters_.not_ud;
+    return;
+  }
+  auto seg = wire::ParseSegment(dgram.ulpdu);
+  if (!seg.ok()) {
+    ++counters_.malformed;
+    return;
+  }
+  if (seg->opcode != wire::RdmapOpcode::kSend && seg->opcode != wire::RdmapOpcode::kSendWithSe) {
+    ++counters_.not_send;
+    return;
+  }
+  if (rq_head_ == rq_tail_) {
+    ++counters_.no_receive;
+    return;
+  }
+  const qp::RecvWr& r = rq_[rq_head_++ % rq_.size()];
+  ByteSpan payload = seg->payload;
+  size_t placed = 0;
+  for (uint8_t i = 0; i < r.sgl.count && placed < payload.size(); ++i) {
+    const size_t n = std::min(r.sgl.sge[i].len, payload.size() - placed);
+    if (n > 0) std::memcpy(r.sgl.sge[i].addr, payload.data() + placed, n);
+    placed += n;
+  }
+  UdRecvInfo info;
+  info.src = from;
+  info.src_qpn = dgram.header.src_qpn;
+  info.truncated_bytes = payload.size() - placed;
+  ++counters_.received;
+  sink_.OnRecvComplete(r.context, placed, info);
+}
+
+}  // namespace iwarpx::rd

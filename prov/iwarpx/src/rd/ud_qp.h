@@ -1,0 +1,115 @@
+// UdQp: a queue pair of the unreliable datagram (UD) service of datagram
+// iWARP (docs/wire.md §3.5; seed 002 §4): every Send is one whole DDP message
+// in one UDP datagram to (address, QP number), every received Send fills the
+// oldest posted receive. Nothing is retransmitted, reordered or acked; no
+// Terminate is ever sent. It rides on a DgramPort, which may be shared by
+// several QPs.
+//
+// Contract:
+// * Single-threaded (the progress engine's lock), no allocation after
+//   construction.
+// * PostSend sends at once when the socket takes the datagram; otherwise it
+//   queues the WR (its SGL must stay valid until completion) and
+//   wants_write() turns true until OnWritable() has sent the backlog, in post
+//   order. A send completes when UDP accepted the datagram (signaled WRs
+//   only); a socket error completes it with an error.
+// * A receive completes with the message length and the source (address,
+//   QP number). A message longer than the receive is truncated: the receive
+//   completes with `truncated_bytes` > 0 (libfabric FI_ETRUNC).
+// * Datagrams that are not UD data, whose segment is not a Send, or that
+//   find no posted receive are dropped and counted (UD is unreliable). The
+//   MSN of received messages is ignored (§3.5).
+// * Flush() completes every queued send and posted receive with kFlushed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "qp/queue_pair.h"
+#include "qp/work_request.h"
+#include "rd/dgram_port.h"
+#include "transport/sock_addr.h"
+
+namespace iwarpx::rd {
+
+// Largest UD message: one datagram's ULPDU minus the untagged DDP header.
+inline constexpr size_t kUdMaxMessage = wire::kDgramMaxUlpdu - 18;
+
+struct UdConfig {
+  uint32_t qpn = 0;
+  uint32_t sq_depth = 256;
+  uint32_t rq_depth = 256;
+};
+
+struct UdSendWr {
+  uint64_t context = 0;
+  qp::Sgl sgl;
+  transport::SockAddr dest;
+  uint32_t dest_qpn = 0;
+  uint32_t flags = qp::kWrSignaled;
+  bool solicited = false;  // Send with SE
+};
+
+struct UdRecvInfo {
+  transport::SockAddr src;
+  uint32_t src_qpn = 0;
+  size_t truncated_bytes = 0;  // message bytes that did not fit
+};
+
+enum class UdError : uint8_t { kSendFailed, kFlushed };
+
+class UdSink {
+ public:
+  virtual ~UdSink() = default;
+  virtual void OnSendComplete(uint64_t context) = 0;
+  // `bytes`: what was placed (the message length unless truncated).
+  virtual void OnRecvComplete(uint64_t context, size_t bytes, const UdRecvInfo& info) = 0;
+  virtual void OnError(uint64_t context, qp::WcOp op, UdError error, int err) = 0;
+};
+
+struct UdCounters {
+  uint64_t sent = 0;
+  uint64_t received = 0;
+  uint64_t not_ud = 0;      // RD datagram sent to a UD QP
+  uint64_t malformed = 0;   // DDP/RDMAP segment did not parse
+  uint64_t not_send = 0;    // a valid segment UD does not offer (Write, Read...)
+  uint64_t no_receive = 0;  // no receive posted
+};
+
+class UdQp final : public DgramReceiver {
+ public:
+  UdQp(DgramPort& port, const UdConfig& config, UdSink& sink);
+  ~UdQp() override;
+  UdQp(const UdQp&) = delete;
+  UdQp& operator=(const UdQp&) = delete;
+
+  qp::QpStatus PostSend(const UdSendWr& wr);
+  qp::QpStatus PostRecv(const qp::RecvWr& wr);
+  void OnWritable();
+  void Flush();
+
+  void OnDatagram(const wire::DecodedDgram& dgram, const transport::SockAddr& from) override;
+
+  [[nodiscard]] bool wants_write() const { return sq_head_ != sq_tail_; }
+  [[nodiscard]] uint32_t qpn() const { return config_.qpn; }
+  [[nodiscard]] const UdCounters& counters() const { return counters_; }
+
+ private:
+  // Sends the WR; false when the socket would block (nothing sent).
+  bool Transmit(const UdSendWr& wr);
+
+  DgramPort& port_;
+  UdConfig config_;
+  UdSink& sink_;
+  std::vector<UdSendWr> sq_;  // WRs waiting for socket space
+  uint64_t sq_head_ = 0;
+  uint64_t sq_tail_ = 0;
+  std::vector<qp::RecvWr> rq_;
+  uint64_t rq_head_ = 0;
+  uint64_t rq_tail_ = 0;
+  uint32_t msn_ = 0;
+  UdCounters counters_;
+};
+
+}  // namespace iwarpx::rd
