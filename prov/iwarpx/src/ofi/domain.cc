@@ -9,6 +9,7 @@
 #include <rdma/fi_errno.h>
 
 #include "base/random.h"
+#include "ofi/av.h"
 #include "ofi/cntr.h"
 #include "ofi/cq.h"
 #include "ofi/ep.h"
@@ -25,12 +26,6 @@ std::atomic<uint32_t> g_next_pd{1};
 
 int DomainClose(struct fid* fid) {
   return Domain::From(fid)->Close();
-}
-
-int AvOpen(struct fid_domain* /*domain*/, struct fi_av_attr* /*attr*/, struct fid_av** /*av*/,
-           void* /*context*/) {
-  IWX_WARN(domain, "fi_av_open: FI_EP_MSG endpoints have no address vector\n");
-  return -FI_ENOSYS;
 }
 
 int Endpoint(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep, void* context) {

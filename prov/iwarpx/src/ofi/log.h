@@ -25,6 +25,7 @@ extern struct fi_provider g_provider;
 #define IWX_SUBSYS_core FI_LOG_CORE
 #define IWX_SUBSYS_fabric FI_LOG_FABRIC
 #define IWX_SUBSYS_domain FI_LOG_DOMAIN
+#define IWX_SUBSYS_av FI_LOG_AV
 #define IWX_SUBSYS_mr FI_LOG_MR
 #define IWX_SUBSYS_cq FI_LOG_CQ
 #define IWX_SUBSYS_eq FI_LOG_EQ

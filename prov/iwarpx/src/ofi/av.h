@@ -1,0 +1,93 @@
+// Address vectors (fi_av_open, fi_av(3)) for the datagram endpoints: a table
+// of peer addresses (IPv4/IPv6 socket addresses, the endpoints' names) that
+// send calls name by fi_addr_t and receive completions report back
+// (FI_SOURCE, fi_cq_readfrom).
+//
+// Contract
+// - FI_AV_TABLE (also chosen for FI_AV_UNSPEC) and FI_AV_MAP. fi_addr_t is
+//   the entry's index in both; TABLE indices are handed out in insertion
+//   order, as the man page requires, and never reused after fi_av_remove.
+// - Inserted addresses are packed struct sockaddr_in / sockaddr_in6, each
+//   taking its family's size. An entry that is not one fails alone: its
+//   fi_addr is FI_ADDR_NOTAVAIL (and, with FI_SYNC_ERR, its int in `context`
+//   is the -FI_E* code); the return value counts the successful entries.
+// - Synchronous only: FI_EVENT, named (shared) AVs and fi_av_insertsym are
+//   -FI_ENOSYS with a log line.
+// - fi_av_lookup copies at most *addrlen bytes and sets *addrlen to the full
+//   size; fi_av_straddr writes "fi_sockaddr_in://1.2.3.4:5" (or _in6).
+// - Find() (the engine's reverse lookup for FI_SOURCE) and Get() are O(1).
+// - Thread-safe (one mutex); fi_close is -FI_EBUSY while endpoints are bound.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include <rdma/fi_domain.h>
+
+#include "ofi/common.h"
+#include "transport/sock_addr.h"
+
+namespace iwarpx::ofi {
+
+class Domain;
+
+class Av {
+ public:
+  static int Open(struct fid_domain* domain, struct fi_av_attr* attr, struct fid_av** av,
+                  void* context);
+  // The Av behind a fid, or nullptr if it is not an iwarpx AV.
+  static Av* From(struct fid* fid);
+
+  void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void Unref() { refs_.fetch_sub(1, std::memory_order_acq_rel); }
+  Domain* domain() { return domain_; }
+
+  // The address of a valid entry.
+  std::optional<transport::SockAddr> Get(fi_addr_t addr);
+  // The entry holding `addr`, or FI_ADDR_NOTAVAIL.
+  fi_addr_t Find(const transport::SockAddr& addr);
+
+  // The fi_ops_av entries.
+  int Insert(const void* addr, size_t count, fi_addr_t* fi_addr, uint64_t flags, void* context);
+  int InsertSvc(const char* node, const char* service, fi_addr_t* fi_addr, uint64_t flags,
+                void* context);
+  int Remove(fi_addr_t* fi_addr, size_t count, uint64_t flags);
+  int Lookup(fi_addr_t fi_addr, void* addr, size_t* addrlen);
+  int Close();
+
+ private:
+  struct Key {
+    int family;
+    uint16_t port;
+    uint32_t scope;
+    uint8_t bytes[16];
+    friend bool operator==(const Key&, const Key&) = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  static Key KeyOf(const transport::SockAddr& a);
+
+  Av(Domain* domain, enum fi_av_type type) : domain_(domain), type_(type) {}
+  // mu_ held.
+  fi_addr_t InsertOne(const transport::SockAddr& a);
+
+  FidHandle<struct fid_av, Av> handle_;
+  Domain* domain_;
+  enum fi_av_type type_;
+  std::mutex mu_;
+  std::vector<std::optional<transport::SockAddr>> entries_;
+  std::unordered_map<Key, fi_addr_t, KeyHash> index_;
+  std::atomic<int> refs_{0};
+};
+
+int AvOpen(struct fid_domain* domain, struct fi_av_attr* attr, struct fid_av** av, void* context);
+
+// fi_av_straddr: "fi_sockaddr_in://1.2.3.4:5678" / "fi_sockaddr_in6://[::1]:5678".
+const char* AvStraddr(const void* addr, char* buf, size_t* len);
+
+}  // namespace iwarpx::ofi
