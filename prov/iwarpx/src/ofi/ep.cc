@@ -123,18 +123,11 @@ int Endpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fid_e
   e->early_recvs_.reserve(rx_size);
   if (auto a = AddrFrom(info->src_addr, info->src_addrlen)) e->name_ = *a;
 
-  // An endpoint opened from an FI_CONNREQ takes over the pending connection.
   if (info->handle != nullptr) {
-    std::lock_guard<std::mutex> lock(d->fabric()->engine().mu());
-    e->channel_ = PassiveEndpoint::TakeConnection(info->handle);
-    if (!e->channel_) {
-      IWX_WARN(ep_ctrl,
-               "fi_endpoint: info->handle is not a pending iwarpx connection request (already "
-               "accepted, rejected, or the initiator went away)\n");
+    if (const int r = e->AdoptHandle(info->handle); r != 0) {
       delete e;
-      return -FI_ECONNABORTED;
+      return r;
     }
-    e->cm_state_ = CmState::kAccepting;
   }
   e->handle_.owner = e;
   e->handle_.fid.fid.fclass = FI_CLASS_EP;
@@ -145,6 +138,38 @@ int Endpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fid_e
   IWX_INFO(ep_ctrl, "ep %p opened (tx %zu, rx %zu%s)\n", static_cast<void*>(e), tx_size, rx_size,
            e->channel_ ? ", from a connection request" : "");
   return 0;
+}
+
+int Endpoint::AdoptHandle(struct fid* handle) {
+  if (handle->fclass == FI_CLASS_CONNREQ) {
+    // The endpoint takes over the pending connection.
+    std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+    channel_ = PassiveEndpoint::TakeConnection(handle);
+    if (!channel_) {
+      IWX_WARN(ep_ctrl,
+               "fi_endpoint: info->handle is not a pending iwarpx connection request (already "
+               "accepted, rejected, or the initiator went away)\n");
+      return -FI_ECONNABORTED;
+    }
+    cm_state_ = CmState::kAccepting;
+    return 0;
+  }
+  if (handle->fclass == FI_CLASS_PEP) {
+    PassiveEndpoint* pep = PassiveEndpoint::From(handle);
+    if (pep == nullptr) {
+      IWX_WARN(ep_ctrl, "fi_endpoint: info->handle is a passive endpoint of another provider\n");
+      return -FI_EINVAL;
+    }
+    // Takes the pep's lock (possibly another fabric's than ours).
+    if (const int r = pep->LendAddress(&source_); r != 0) return r;
+    if (source_.valid()) name_ = source_.local_address();
+    return 0;
+  }
+  IWX_WARN(ep_ctrl,
+           "fi_endpoint: info->handle of class %zu is neither an FI_CONNREQ handle nor a passive "
+           "endpoint\n",
+           handle->fclass);
+  return -FI_EINVAL;
 }
 
 Endpoint* Endpoint::From(struct fid* fid) {
@@ -315,6 +340,7 @@ int Endpoint::SetName(const void* addr, size_t addrlen) {
     IWX_WARN(ep_ctrl, "fi_setname: the endpoint is already connecting or connected\n");
     return -FI_EOPBADSTATE;
   }
+  source_ = {};  // a lent address is given up for the new one
   name_ = *a;
   return 0;
 }
@@ -346,11 +372,24 @@ int Endpoint::Connect(const void* addr, const void* param, size_t paramlen) {
     IWX_WARN(ep_ctrl, "fi_connect: the endpoint is already connecting or connected\n");
     return -FI_EISCONN;
   }
+  if (source_.valid() && source_.local_address().family() != peer->family()) {
+    IWX_WARN(ep_ctrl,
+             "fi_connect: the endpoint holds a passive endpoint's address %s, of another "
+             "family than %s\n",
+             source_.local_address().ToString().c_str(), peer->ToString().c_str());
+    return -FI_EINVAL;
+  }
+  const ByteSpan pd(static_cast<const uint8_t*>(param), paramlen);
   transport::SockAddr local;
   if (name_.valid() && name_.family() == peer->family()) local = name_;
-  auto ch = progress::MsgChannel::Connect(
-      fabric_->engine(), domain_->table(), MakeChannelConfig(), MakeQpConfig(), *peer, local,
-      ByteSpan(static_cast<const uint8_t*>(param), paramlen), *this);
+  // A lent socket is connected as it is (it holds the address); otherwise
+  // the address, if any, is bound to a new socket.
+  auto ch = source_.valid() ? progress::MsgChannel::ConnectFrom(
+                                  fabric_->engine(), domain_->table(), MakeChannelConfig(),
+                                  MakeQpConfig(), std::move(source_), *peer, pd, *this)
+                            : progress::MsgChannel::Connect(fabric_->engine(), domain_->table(),
+                                                            MakeChannelConfig(), MakeQpConfig(),
+                                                            *peer, local, pd, *this);
   if (!ch.ok()) {
     IWX_WARN(ep_ctrl, "fi_connect to %s failed: %s\n", peer->ToString().c_str(),
              strerror(ch.error()));

@@ -9,6 +9,13 @@
 //   FI_RECV, optionally FI_SELECTIVE_COMPLETION) and counters (FI_SEND,
 //   FI_RECV, FI_READ, FI_WRITE); fi_enable; then fi_connect (active side) or
 //   fi_accept (an endpoint opened from an FI_CONNREQ's info).
+// - info->handle: an FI_CONNREQ handle makes the endpoint the responder of
+//   that pending connection; an iwarpx passive endpoint lends its bound
+//   address (PassiveEndpoint::LendAddress): the endpoint owns that socket,
+//   fi_connect connects from it (-FI_EINVAL for a peer of another family).
+//   Any other handle is -FI_EINVAL (logged).
+// - fi_getname: the local address of the connection once fi_connect/fi_accept
+//   made one, before that the lent or fi_setname/src_addr address.
 // - Receives posted after fi_enable and before the connection exists are
 //   queued (at most rx_attr->size) and handed to the QP before it reads
 //   anything. Transmit operations before FI_CONNECTED is possible fail with
@@ -58,6 +65,7 @@
 #include "progress/msg_channel.h"
 #include "qp/work_request.h"
 #include "transport/sock_addr.h"
+#include "transport/tcp.h"
 
 namespace iwarpx::ofi {
 
@@ -134,6 +142,9 @@ class Endpoint final : public progress::ChannelSink {
   enum class CmState : uint8_t { kIdle, kConnecting, kAccepting, kConnected, kShutdown, kFailed };
 
   Endpoint(Domain* domain, struct fi_info* info);
+  // info->handle of fi_endpoint: takes over a connection request or a passive
+  // endpoint's address. 0 or -FI_E* (logged).
+  int AdoptHandle(struct fid* handle);
   // The QP when data may flow, else nullptr with the -FI_E* in *err (logged).
   qp::QueuePair* ReadyQp(const char* call, ssize_t* err);
   Slot* AllocTx(uint32_t* index);
@@ -173,7 +184,8 @@ class Endpoint final : public progress::ChannelSink {
   uint64_t rx_op_flags_ = 0;
   bool enabled_ = false;
   CmState cm_state_ = CmState::kIdle;
-  transport::SockAddr name_;  // fi_setname / src_addr
+  transport::SockAddr name_;          // fi_setname / src_addr / the lent address
+  transport::TcpBoundSocket source_;  // lent by a passive endpoint, until fi_connect
   std::unique_ptr<progress::MsgChannel> channel_;
   qp::QueuePair* qp_ = nullptr;  // channel_->qp() once it exists
 

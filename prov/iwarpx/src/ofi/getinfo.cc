@@ -13,6 +13,7 @@
 
 #include "ofi/fabric.h"
 #include "ofi/log.h"
+#include "ofi/pep.h"
 #include "ofi/prov.h"
 
 namespace iwarpx::ofi {
@@ -252,6 +253,36 @@ void LocalFamilies(int allowed, Candidate* c, int* n) {
   if (has6 && FamilyAllowed(allowed, AF_INET6)) FindOrAdd(c, n, AF_INET6);
 }
 
+// hints->handle: the address of the passive endpoint it names (empty when
+// the pep has none), or -FI_E* when the provider cannot use the handle.
+int HandleAddress(struct fid* handle, transport::SockAddr* addr) {
+  if (handle->fclass != FI_CLASS_PEP) {
+    IWX_WARN(core,
+             "fi_getinfo: hints->handle of class %zu: only a passive endpoint (FI_CLASS_PEP) "
+             "can be given\n",
+             handle->fclass);
+    return -FI_EINVAL;
+  }
+  PassiveEndpoint* pep = PassiveEndpoint::From(handle);
+  if (pep == nullptr) return NoMatch("hints->handle is another provider's passive endpoint");
+  *addr = pep->Name();
+  return 0;
+}
+
+// Every candidate takes the pep's address as its source; the other family
+// cannot use it and is dropped.
+void UsePepAddress(const transport::SockAddr& addr, Candidate* c, int* n) {
+  int kept = 0;
+  for (int k = 0; k < *n; ++k) {
+    if (c[k].family != addr.family()) continue;
+    c[kept] = c[k];
+    std::memcpy(&c[kept].src, addr.sa(), addr.length());
+    c[kept].src_len = addr.length();
+    ++kept;
+  }
+  *n = kept;
+}
+
 uint64_t CapsFor(uint64_t requested) {
   if (requested == 0) return kAllCaps;
   uint64_t caps = requested | kExtraCaps;
@@ -419,6 +450,10 @@ int Getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
   }
   const int allowed = AllowedFamilies(hints);
   if (allowed == 0) return NoMatch("addr_format (FI_SOCKADDR, FI_SOCKADDR_IN or FI_SOCKADDR_IN6)");
+  transport::SockAddr pep_addr;
+  if (hints != nullptr && hints->handle != nullptr) {
+    if (const int r = HandleAddress(hints->handle, &pep_addr); r != 0) return r;
+  }
 
   Candidate cands[kMaxCandidates];
   int n = 0;
@@ -432,6 +467,10 @@ int Getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
   }
   if (ret != 0) return ret;
   if (n == 0) return NoMatch("no local or resolved address of an allowed family");
+  if (pep_addr.valid()) {
+    UsePepAddress(pep_addr, cands, &n);
+    if (n == 0) return NoMatch("addr_format/node vs the family of hints->handle's address");
+  }
 
   struct fi_info* head = nullptr;
   struct fi_info** tail = &head;
@@ -441,6 +480,7 @@ int Getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
       fi_freeinfo(head);
       return -FI_ENOMEM;
     }
+    if (hints != nullptr) i->handle = hints->handle;
     *tail = i;
     tail = &i->next;
   }

@@ -8,6 +8,11 @@
 //   or dest_addr; one fi_info per address family (IPv4 -> FI_SOCKADDR_IN,
 //   IPv6 -> FI_SOCKADDR_IN6) that matches. The list is allocated with
 //   fi_allocinfo, so the application frees it with fi_freeinfo.
+// - hints->handle (fi_getinfo(3)): an iwarpx passive endpoint is copied to
+//   every returned fi_info, whose src_addr becomes the pep's address (its
+//   fi_setname/listening address or src_addr; fi_infos of the other address
+//   family are left out). Another provider's pep gives -FI_ENODATA; a handle
+//   of any other class -FI_EINVAL (logged).
 // - The attributes are those of the finished MSG provider, so nothing a user
 //   relies on changes when endpoints land (they return -FI_ENOSYS until then).
 // - The limits below are shared by getinfo and the objects that enforce them.

@@ -232,7 +232,62 @@ int PassiveEndpoint::SetName(const void* addr, size_t addrlen) {
     IWX_WARN(ep_ctrl, "fi_setname: the passive endpoint is already listening\n");
     return -FI_EOPBADSTATE;
   }
-  name_ = *a;
+  if (lent_) {
+    IWX_WARN(ep_ctrl, "fi_setname: the passive endpoint's address was taken by an endpoint\n");
+    return -FI_EOPBADSTATE;
+  }
+  // Bound now, so that port 0 turns into the port fi_getname reports and the
+  // address stays reserved until fi_listen or an active endpoint uses it.
+  auto b = transport::TcpBoundSocket::Bind(*a);
+  if (!b.ok()) {
+    IWX_WARN(ep_ctrl, "fi_setname: cannot bind %s: %s\n", a->ToString().c_str(),
+             strerror(b.error().err));
+    return b.error().err == EADDRINUSE ? -FI_EADDRINUSE : -b.error().err;
+  }
+  bound_ = std::move(b).value();
+  name_ = bound_.local_address();
+  IWX_INFO(ep_ctrl, "pep %p bound to %s\n", static_cast<void*>(this), name_.ToString().c_str());
+  return 0;
+}
+
+PassiveEndpoint* PassiveEndpoint::From(struct fid* fid) {
+  if (fid == nullptr || fid->fclass != FI_CLASS_PEP || fid->ops != &kPepFiOps) return nullptr;
+  return Self(fid);
+}
+
+transport::SockAddr PassiveEndpoint::Name() {
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  return listener_ ? listener_->local_address() : name_;
+}
+
+int PassiveEndpoint::LendAddress(transport::TcpBoundSocket* out) {
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  if (listener_) {
+    IWX_WARN(ep_ctrl,
+             "fi_endpoint: info->handle is pep %p, which is listening; only a bound, "
+             "not listening passive endpoint lends its address\n",
+             static_cast<void*>(this));
+    return -FI_EINVAL;
+  }
+  if (lent_) {
+    IWX_WARN(ep_ctrl, "fi_endpoint: pep %p already lent its address to another endpoint\n",
+             static_cast<void*>(this));
+    return -FI_EINVAL;
+  }
+  if (!bound_.valid() && name_.valid()) {
+    auto b = transport::TcpBoundSocket::Bind(name_);
+    if (!b.ok()) {
+      IWX_WARN(ep_ctrl, "fi_endpoint: cannot bind pep %p's address %s: %s\n",
+               static_cast<void*>(this), name_.ToString().c_str(), strerror(b.error().err));
+      return b.error().err == EADDRINUSE ? -FI_EADDRINUSE : -b.error().err;
+    }
+    bound_ = std::move(b).value();
+    name_ = bound_.local_address();
+  }
+  *out = std::move(bound_);
+  lent_ = true;
+  IWX_INFO(ep_ctrl, "pep %p lent its address %s to an active endpoint\n", static_cast<void*>(this),
+           name_.valid() ? name_.ToString().c_str() : "(none)");
   return 0;
 }
 
@@ -255,11 +310,19 @@ int PassiveEndpoint::Listen() {
     return -FI_ENOEQ;
   }
   if (listener_) return 0;
+  if (lent_) {
+    IWX_WARN(ep_ctrl, "fi_listen: pep %p's address was taken by an active endpoint\n",
+             static_cast<void*>(this));
+    return -FI_EOPBADSTATE;
+  }
   progress::ChannelConfig config;
   config.policy = MpaPolicyFromParams();
   const transport::SockAddr addr = name_.valid() ? name_ : transport::SockAddr::Any4();
-  auto l = progress::MsgListener::Listen(fabric_->engine(), addr, config,
-                                         transport::TcpListener::kDefaultBacklog, *this);
+  constexpr int kBacklog = transport::TcpListener::kDefaultBacklog;
+  auto l = bound_.valid()
+               ? progress::MsgListener::ListenOn(fabric_->engine(), std::move(bound_), config,
+                                                 kBacklog, *this)
+               : progress::MsgListener::Listen(fabric_->engine(), addr, config, kBacklog, *this);
   if (!l.ok()) {
     IWX_WARN(ep_ctrl, "fi_listen on %s: %s\n", addr.ToString().c_str(), strerror(l.error()));
     return l.error() == EADDRINUSE ? -FI_EADDRINUSE : -l.error();

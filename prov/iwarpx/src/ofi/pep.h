@@ -4,9 +4,20 @@
 // answers it; fi_reject refuses it with private data).
 //
 // Contract (fi_cm(3), fi_endpoint(3))
-// - fi_pep_bind an EQ before fi_listen (-FI_ENOEQ otherwise). fi_listen binds
-//   info->src_addr or the fi_setname address (port 0: ephemeral; read it back
-//   with fi_getname).
+// - fi_setname binds a TCP socket to the address at once (SO_REUSEADDR; port
+//   0 becomes a real port that fi_getname returns; -FI_EADDRINUSE when a
+//   listener holds it). fi_pep_bind an EQ before fi_listen (-FI_ENOEQ
+//   otherwise). fi_listen listens on the fi_setname socket, or binds
+//   info->src_addr (port 0: ephemeral; read it back with fi_getname).
+// - Address lending (fi_endpoint(3), "acquire the properties of a passive
+//   endpoint"): fi_getinfo with hints->handle = this pep copies the handle to
+//   every fi_info and makes the pep's address its src_addr; fi_endpoint on
+//   such an info takes the pep's bound socket (bound then from info->src_addr
+//   if fi_setname never ran), and the active endpoint connects from it. The
+//   pep may be closed right after: the socket belongs to the endpoint. A
+//   listening pep, or one whose address an endpoint already took, refuses
+//   (-FI_EINVAL); after lending, fi_listen and fi_setname on the pep fail
+//   with -FI_EOPBADSTATE (the man page: it "must no longer be used").
 // - FI_CONNREQ: fi_eq_cm_entry.fid is the passive endpoint, .info a new
 //   fi_info (the pep's, with src_addr/dest_addr of this connection and
 //   handle set; the application frees it with fi_freeinfo) and the data the
@@ -29,6 +40,7 @@
 #include "progress/msg_channel.h"
 #include "progress/msg_listener.h"
 #include "transport/sock_addr.h"
+#include "transport/tcp.h"
 
 namespace iwarpx::ofi {
 
@@ -43,6 +55,8 @@ class PassiveEndpoint final : public progress::ListenerSink {
   // caller; nullptr if `handle` is not one or the request is gone. Engine
   // lock held.
   static std::unique_ptr<progress::MsgChannel> TakeConnection(struct fid* handle);
+  // The iwarpx passive endpoint behind `fid`; nullptr for anything else.
+  static PassiveEndpoint* From(struct fid* fid);
   ~PassiveEndpoint() override;
 
   int Close();
@@ -51,6 +65,13 @@ class PassiveEndpoint final : public progress::ListenerSink {
   int Reject(struct fid* handle, const void* param, size_t paramlen);
   int GetName(void* addr, size_t* addrlen);
   int SetName(const void* addr, size_t addrlen);
+  // The address an active endpoint opened from this pep would use (the bound
+  // or listening address, else info->src_addr); empty when it has none.
+  transport::SockAddr Name();
+  // fi_endpoint with info->handle == this pep: moves the pep's bound socket
+  // to `*out` (binding the pep's address first if needed; `*out` stays
+  // invalid when the pep has no address). 0 or -FI_E* (logged).
+  int LendAddress(transport::TcpBoundSocket* out);
 
   // progress::ListenerSink (engine lock held).
   void OnRequest(progress::MsgChannel& channel) override;
@@ -70,7 +91,9 @@ class PassiveEndpoint final : public progress::ListenerSink {
   Fabric* fabric_;
   struct fi_info* info_;  // our copy
   Eq* eq_ = nullptr;
-  transport::SockAddr name_;
+  transport::SockAddr name_;         // fi_setname's bound address or info->src_addr
+  transport::TcpBoundSocket bound_;  // from fi_setname until listened on or lent
+  bool lent_ = false;                // an active endpoint took the address
   std::unique_ptr<progress::MsgListener> listener_;
   std::vector<std::unique_ptr<ConnReq>> requests_;
 };

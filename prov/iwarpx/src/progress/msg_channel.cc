@@ -24,7 +24,25 @@ Result<std::unique_ptr<MsgChannel>, int> MsgChannel::Connect(
     const transport::SockAddr& local, ByteSpan private_data, ChannelSink& sink) {
   auto conn = transport::TcpConnection::Connect(peer, local);
   if (!conn.ok()) return Err{conn.error().err != 0 ? conn.error().err : EIO};
-  std::unique_ptr<MsgChannel> ch(new MsgChannel(engine, &stags, config, std::move(conn).value()));
+  return StartInitiator(engine, stags, config, qp_config, std::move(conn).value(), private_data,
+                        sink);
+}
+
+Result<std::unique_ptr<MsgChannel>, int> MsgChannel::ConnectFrom(
+    Engine& engine, mem::StagTable& stags, const ChannelConfig& config,
+    const qp::QpConfig& qp_config, transport::TcpBoundSocket source,
+    const transport::SockAddr& peer, ByteSpan private_data, ChannelSink& sink) {
+  auto conn = transport::TcpConnection::ConnectFrom(std::move(source), peer);
+  if (!conn.ok()) return Err{conn.error().err != 0 ? conn.error().err : EIO};
+  return StartInitiator(engine, stags, config, qp_config, std::move(conn).value(), private_data,
+                        sink);
+}
+
+Result<std::unique_ptr<MsgChannel>, int> MsgChannel::StartInitiator(
+    Engine& engine, mem::StagTable& stags, const ChannelConfig& config,
+    const qp::QpConfig& qp_config, std::unique_ptr<transport::Connection> conn,
+    ByteSpan private_data, ChannelSink& sink) {
+  std::unique_ptr<MsgChannel> ch(new MsgChannel(engine, &stags, config, std::move(conn)));
   auto cep = cm::Cep::CreateInitiator(*ch->conn_, engine.clock(), config.policy, private_data,
                                       config.timeouts);
   if (!cep.ok()) return Err{EINVAL};

@@ -49,6 +49,7 @@
 #include "qp/completion_sink.h"
 #include "qp/queue_pair.h"
 #include "transport/sock_addr.h"
+#include "transport/tcp.h"
 #include "transport/transport.h"
 #include "wire/mpa_negotiate.h"
 
@@ -93,6 +94,12 @@ class MsgChannel final : public Pollable {
                                                           const transport::SockAddr& peer,
                                                           const transport::SockAddr& local,
                                                           ByteSpan private_data, ChannelSink& sink);
+  // The same from a reserved address (consumed; closed on failure).
+  // EAFNOSUPPORT when `source` is not of the peer's family.
+  static Result<std::unique_ptr<MsgChannel>, int> ConnectFrom(
+      Engine& engine, mem::StagTable& stags, const ChannelConfig& config,
+      const qp::QpConfig& qp_config, transport::TcpBoundSocket source,
+      const transport::SockAddr& peer, ByteSpan private_data, ChannelSink& sink);
   // Responder over an accepted connection; reports to `observer` until
   // Accept() hands it a sink.
   // The memory table and protection domain come with Accept() (the
@@ -140,6 +147,11 @@ class MsgChannel final : public Pollable {
  private:
   MsgChannel(Engine& engine, mem::StagTable* stags, const ChannelConfig& config,
              std::unique_ptr<transport::Connection> conn);
+  // The initiator over a connection that is connecting.
+  static Result<std::unique_ptr<MsgChannel>, int> StartInitiator(
+      Engine& engine, mem::StagTable& stags, const ChannelConfig& config,
+      const qp::QpConfig& qp_config, std::unique_ptr<transport::Connection> conn,
+      ByteSpan private_data, ChannelSink& sink);
   // Acts on the Cep's state after it ran.
   void AfterCep();
   void StartQp();

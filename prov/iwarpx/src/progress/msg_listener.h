@@ -18,6 +18,7 @@
 #include "progress/engine.h"
 #include "progress/msg_channel.h"
 #include "transport/sock_addr.h"
+#include "transport/tcp.h"
 #include "transport/transport.h"
 
 namespace iwarpx::progress {
@@ -40,6 +41,11 @@ class MsgListener final : public Pollable, private RequestObserver {
                                                           const transport::SockAddr& addr,
                                                           const ChannelConfig& config, int backlog,
                                                           ListenerSink& sink);
+  // Listens on a reserved address (consumed; closed on failure).
+  static Result<std::unique_ptr<MsgListener>, int> ListenOn(Engine& engine,
+                                                            transport::TcpBoundSocket source,
+                                                            const ChannelConfig& config,
+                                                            int backlog, ListenerSink& sink);
   ~MsgListener() override;
 
   // Transfers ownership of a channel this listener reported; nullptr if it is

@@ -37,17 +37,49 @@ void TcpConnection::LearnAddresses() {
   peer_ = PeerAddressOf(fd_.get());
 }
 
+Result<TcpBoundSocket, IoError> TcpBoundSocket::Bind(const SockAddr& addr,
+                                                     std::optional<bool> v6only) {
+  if (!addr.valid()) return Err{IoError{IoStatus::kError, EAFNOSUPPORT}};
+  auto sock = OpenSocket(addr.family(), SOCK_STREAM);
+  if (!sock.ok()) return Err{sock.error()};
+  UniqueFd fd = std::move(sock).value();
+  if (const int e = SetIntOption(fd.get(), SOL_SOCKET, SO_REUSEADDR, 1); e != 0) {
+    return Err{IoError{IoStatus::kError, e}};
+  }
+  if (addr.is_ipv6() && v6only.has_value()) {
+    if (const int e = SetIntOption(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, *v6only ? 1 : 0); e != 0) {
+      return Err{IoError{IoStatus::kError, e}};
+    }
+  }
+  if (::bind(fd.get(), addr.sa(), addr.length()) != 0) return Err{ErrnoError(errno)};
+  const SockAddr local = LocalAddressOf(fd.get());
+  return TcpBoundSocket(std::move(fd), local);
+}
+
 Result<std::unique_ptr<TcpConnection>, IoError> TcpConnection::Connect(const SockAddr& peer,
                                                                        const SockAddr& local) {
   if (!peer.valid()) return Err{IoError{IoStatus::kError, EAFNOSUPPORT}};
   auto sock = OpenSocket(peer.family(), SOCK_STREAM);
   if (!sock.ok()) return Err{sock.error()};
   UniqueFd fd = std::move(sock).value();
-  if (const int e = SetIntOption(fd.get(), IPPROTO_TCP, TCP_NODELAY, 1); e != 0) {
-    return Err{IoError{IoStatus::kError, e}};
-  }
   if (local.valid() && ::bind(fd.get(), local.sa(), local.length()) != 0) {
     return Err{IoError{IoStatus::kError, errno}};
+  }
+  return Start(std::move(fd), peer);
+}
+
+Result<std::unique_ptr<TcpConnection>, IoError> TcpConnection::ConnectFrom(TcpBoundSocket source,
+                                                                           const SockAddr& peer) {
+  if (!peer.valid() || !source.valid() || source.local_.family() != peer.family()) {
+    return Err{IoError{IoStatus::kError, EAFNOSUPPORT}};
+  }
+  return Start(std::move(source.fd_), peer);
+}
+
+Result<std::unique_ptr<TcpConnection>, IoError> TcpConnection::Start(UniqueFd fd,
+                                                                     const SockAddr& peer) {
+  if (const int e = SetIntOption(fd.get(), IPPROTO_TCP, TCP_NODELAY, 1); e != 0) {
+    return Err{IoError{IoStatus::kError, e}};
   }
   int rc = 0;
   do {
@@ -59,7 +91,12 @@ Result<std::unique_ptr<TcpConnection>, IoError> TcpConnection::Connect(const Soc
     connected = false;
   }
   auto conn = std::unique_ptr<TcpConnection>(new TcpConnection(std::move(fd), connected));
-  if (!connected) conn->peer_ = peer;  // known already; local_ is learnt on completion
+  if (!connected) {
+    // The peer is known already, and the kernel chose the source address and
+    // port when the handshake started.
+    conn->peer_ = peer;
+    conn->local_ = LocalAddressOf(conn->fd_.get());
+  }
   return conn;
 }
 
@@ -136,22 +173,16 @@ Result<int, IoError> TcpConnection::SetRecvBufferSize(int bytes) {
 
 Result<std::unique_ptr<TcpListener>, IoError> TcpListener::Listen(const SockAddr& addr, int backlog,
                                                                   std::optional<bool> v6only) {
-  if (!addr.valid()) return Err{IoError{IoStatus::kError, EAFNOSUPPORT}};
-  auto sock = OpenSocket(addr.family(), SOCK_STREAM);
-  if (!sock.ok()) return Err{sock.error()};
-  UniqueFd fd = std::move(sock).value();
-  if (const int e = SetIntOption(fd.get(), SOL_SOCKET, SO_REUSEADDR, 1); e != 0) {
-    return Err{IoError{IoStatus::kError, e}};
-  }
-  if (addr.is_ipv6() && v6only.has_value()) {
-    if (const int e = SetIntOption(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, *v6only ? 1 : 0); e != 0) {
-      return Err{IoError{IoStatus::kError, e}};
-    }
-  }
-  if (::bind(fd.get(), addr.sa(), addr.length()) != 0) return Err{ErrnoError(errno)};
-  if (::listen(fd.get(), backlog) != 0) return Err{ErrnoError(errno)};
-  SockAddr local = LocalAddressOf(fd.get());
-  return std::unique_ptr<TcpListener>(new TcpListener(std::move(fd), local));
+  auto bound = TcpBoundSocket::Bind(addr, v6only);
+  if (!bound.ok()) return Err{bound.error()};
+  return ListenOn(std::move(bound).value(), backlog);
+}
+
+Result<std::unique_ptr<TcpListener>, IoError> TcpListener::ListenOn(TcpBoundSocket source,
+                                                                    int backlog) {
+  if (!source.valid()) return Err{IoError{IoStatus::kError, EBADF}};
+  if (::listen(source.fd(), backlog) != 0) return Err{ErrnoError(errno)};
+  return std::unique_ptr<TcpListener>(new TcpListener(std::move(source.fd_), source.local_));
 }
 
 Result<std::unique_ptr<Connection>, IoError> TcpListener::Accept() {

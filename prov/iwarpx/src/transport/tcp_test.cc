@@ -251,6 +251,71 @@ TEST_P(TcpTest, ListenOnBusyPortFails) {
   EXPECT_EQ(b.error().err, EADDRINUSE);
 }
 
+TEST_P(TcpTest, BoundSocketResolvesPortZeroAndListens) {
+  auto b = TcpBoundSocket::Bind(Where());
+  ASSERT_TRUE(b.ok()) << b.error().err;
+  const SockAddr reserved = b->local_address();
+  ASSERT_TRUE(reserved.valid());
+  EXPECT_NE(reserved.port(), 0);
+  EXPECT_EQ(reserved.family(), Where().family());
+  auto l = TcpListener::ListenOn(std::move(b).value(), 4);
+  ASSERT_TRUE(l.ok()) << l.error().err;
+  EXPECT_EQ((*l)->local_address(), reserved);
+  auto c = TcpConnection::Connect(reserved);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(WaitFor((*l)->fd(), Poller::kReadable));
+  auto s = (*l)->Accept();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)->local_address(), reserved);
+}
+
+TEST_P(TcpTest, ConnectFromBoundSocketUsesItsAddress) {
+  auto l = TcpListener::Listen(Where(), 4);
+  ASSERT_TRUE(l.ok());
+  auto b = TcpBoundSocket::Bind(Where());
+  ASSERT_TRUE(b.ok());
+  const SockAddr source = b->local_address();
+  auto c = TcpConnection::ConnectFrom(std::move(b).value(), (*l)->local_address());
+  ASSERT_TRUE(c.ok()) << c.error().err;
+  // Known before the handshake completes.
+  EXPECT_EQ((*c)->local_address(), source);
+  ASSERT_TRUE(WaitFor((*c)->fd(), Poller::kWritable));
+  ASSERT_TRUE((*c)->FinishConnect().ok());
+  EXPECT_EQ((*c)->local_address(), source);
+  ASSERT_TRUE(WaitFor((*l)->fd(), Poller::kReadable));
+  auto s = (*l)->Accept();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)->peer_address(), source);
+}
+
+TEST_P(TcpTest, ConnectingConnectionKnowsItsLocalAddress) {
+  auto l = TcpListener::Listen(Where(), 4);
+  ASSERT_TRUE(l.ok());
+  auto c = TcpConnection::Connect((*l)->local_address());
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE((*c)->local_address().valid());
+  EXPECT_NE((*c)->local_address().port(), 0);
+}
+
+TEST_P(TcpTest, BindOnListeningAddressFails) {
+  auto l = TcpListener::Listen(Where(), 4);
+  ASSERT_TRUE(l.ok());
+  auto b = TcpBoundSocket::Bind((*l)->local_address());
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().err, EADDRINUSE);
+}
+
+TEST(TcpBoundSocketTest, ConnectToOtherFamilyIsRefused) {
+  auto b = TcpBoundSocket::Bind(SockAddr::Loopback4());
+  ASSERT_TRUE(b.ok());
+  auto c = TcpConnection::ConnectFrom(std::move(b).value(), SockAddr::Loopback6(9));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().err, EAFNOSUPPORT);
+  auto l = TcpListener::ListenOn(TcpBoundSocket{});
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.error().err, EBADF);
+}
+
 TEST(TcpBufferTest, SetBufferSizeReadsBackEffectiveValue) {
   Pair p = Connect(SockAddr::Loopback4());
   ASSERT_TRUE(p.client);
