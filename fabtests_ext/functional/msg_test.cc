@@ -684,6 +684,101 @@ TEST_F(MsgTest, FencedSendWaitsForEarlierRead) {
   EXPECT_TRUE(sink == oldv) << "the read was still running when the fenced send arrived";
 }
 
+// fi_poll(3) over a real connection: a CQ shows up while it holds a
+// completion (fi_poll takes nothing off it), a counter once per change; the
+// poll set alone drives the progress that makes them appear.
+TEST_F(MsgTest, PollSetReportsCqAndCounterWithoutConsuming) {
+  fid_cq* pcq = nullptr;
+  fi_cq_attr ca{};
+  ca.size = 16;
+  ca.format = FI_CQ_FORMAT_DATA;
+  ASSERT_EQ(fi_cq_open(net_.client.domain, &ca, &pcq, Ctx(0xc0)), 0);
+  net_.extra_cqs.push_back(pcq);  // not polled by the fixture: only this test reads it
+  fid_cntr* cntr = nullptr;
+  fi_cntr_attr cta{};
+  cta.events = FI_CNTR_EVENTS_COMP;
+  ASSERT_EQ(fi_cntr_open(net_.client.domain, &cta, &cntr, Ctx(0xc1)), 0);
+  net_.cntrs.push_back(cntr);
+  fi_poll_attr pa{};
+  fid_poll* ps = nullptr;
+  ASSERT_EQ(fi_poll_open(net_.client.domain, &pa, &ps), 0);
+  // Leaves the set empty and closed before the fixture closes its members.
+  struct PollSetGuard {
+    fid_poll* ps;
+    std::vector<fid*> members;
+    ~PollSetGuard() {
+      for (fid* f : members) EXPECT_EQ(fi_poll_del(ps, f, 0), 0);
+      EXPECT_EQ(fi_close(&ps->fid), 0);
+    }
+  } guard{ps, {}};
+  ASSERT_EQ(fi_poll_add(ps, &pcq->fid, 0), 0);
+  guard.members.push_back(&pcq->fid);
+  ASSERT_EQ(fi_poll_add(ps, &cntr->fid, 0), 0);
+  guard.members.push_back(&cntr->fid);
+
+  fid_ep* cep = net_.OpenEp(net_.client, nullptr, FI_TRANSMIT | FI_RECV, pcq, false);
+  ASSERT_NE(cep, nullptr) << net_.error;
+  ASSERT_EQ(fi_ep_bind(cep, &cntr->fid, FI_SEND | FI_RECV), 0);
+  ASSERT_EQ(fi_enable(cep), 0);
+  char crecv[16] = {};
+  char srecv[16] = {};
+  ASSERT_EQ(fi_recv(cep, crecv, sizeof(crecv), nullptr, 0, Ctx(1)), 0);
+  ASSERT_TRUE(net_.Connect(cep)) << net_.error;
+  auto req = net_.WaitConnReq();
+  ASSERT_TRUE(req.has_value()) << net_.error;
+  fid_ep* sep = net_.Accept(*req, nullptr, 0, [&](fid_ep* ep) {
+    ASSERT_EQ(fi_recv(ep, srecv, sizeof(srecv), nullptr, 0, Ctx(2)), 0);
+  });
+  ASSERT_NE(sep, nullptr) << net_.error;
+  ASSERT_TRUE(net_.WaitConnected(net_.server, sep).has_value()) << net_.error;
+  ASSERT_TRUE(net_.WaitConnected(net_.client, cep).has_value()) << net_.error;
+
+  void* ctx[8] = {};
+  EXPECT_EQ(fi_poll(ps, ctx, 8), 0) << "nothing completed on the client yet";
+
+  // Polls only the poll set until both members were reported (or 10 s).
+  const auto poll_until_both = [&] {
+    std::set<void*> seen;
+    const auto deadline = SteadyClock::now() + msgtest::kWait;
+    while (seen.size() < 2 && SteadyClock::now() < deadline) {
+      const int n = fi_poll(ps, ctx, 8);
+      EXPECT_GE(n, 0);
+      for (int i = 0; i < n; ++i) seen.insert(ctx[i]);
+    }
+    return seen;
+  };
+
+  char msg[16] = "to the server";
+  ASSERT_EQ(net_.Post([&] { return fi_send(cep, msg, sizeof(msg), nullptr, 0, Ctx(3)); }), 0);
+  EXPECT_EQ(poll_until_both(), (std::set<void*>{Ctx(0xc0), Ctx(0xc1)}));
+  // The completion is still queued; the counter's change was reported once.
+  ASSERT_EQ(fi_poll(ps, ctx, 8), 1);
+  EXPECT_EQ(ctx[0], Ctx(0xc0));
+  EXPECT_EQ(fi_cntr_read(cntr), 1u);
+  fi_cq_data_entry e{};
+  ASSERT_EQ(fi_cq_read(pcq, &e, 1), 1);
+  EXPECT_EQ(e.op_context, Ctx(3));
+  EXPECT_EQ(fi_poll(ps, ctx, 8), 0);
+  ASSERT_TRUE(net_.WaitComp(net_.server.cq, Ctx(2)).has_value());
+  EXPECT_STREQ(srecv, "to the server");
+
+  // The other direction: the client's receive completes.
+  char back[16] = "to the client";
+  ASSERT_EQ(net_.Post([&] { return fi_send(sep, back, sizeof(back), nullptr, 0, Ctx(4)); }), 0);
+  EXPECT_EQ(poll_until_both(), (std::set<void*>{Ctx(0xc0), Ctx(0xc1)}));
+  // count 1 with the CQ ready gives the CQ only (members in the order added).
+  ASSERT_EQ(fi_poll(ps, ctx, 1), 1);
+  EXPECT_EQ(ctx[0], Ctx(0xc0));
+  EXPECT_EQ(fi_cntr_read(cntr), 2u);
+  ASSERT_EQ(fi_cq_read(pcq, &e, 1), 1);
+  EXPECT_EQ(e.op_context, Ctx(1));
+  EXPECT_EQ(e.len, sizeof(back));
+  EXPECT_STREQ(crecv, "to the client");
+  EXPECT_EQ(fi_poll(ps, ctx, 8), 0);
+  EXPECT_EQ(fi_cq_read(pcq, &e, 1), -FI_EAGAIN);
+  EXPECT_TRUE(net_.WaitComp(net_.server.cq, Ctx(4)).has_value());
+}
+
 TEST_F(MsgTest, SelectiveCompletionCountsEverything) {
   fid_cq* txcq = nullptr;
   fi_cq_attr ca{};

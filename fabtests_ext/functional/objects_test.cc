@@ -401,6 +401,88 @@ TEST_F(ObjectsTest, EqWriteReadRoundTrip) {
   EXPECT_EQ(fi_close(&eq->fid), 0);
 }
 
+// fi_poll(3): poll sets hold CQs and counters of their domain; misuse is
+// refused with -FI_E*, and membership pins the members open.
+TEST_F(ObjectsTest, PollSetOpenAddDelClose) {
+  fi_poll_attr pattr{};
+  fid_poll* ps = nullptr;
+  pattr.flags = 1;
+  EXPECT_EQ(fi_poll_open(domain_, &pattr, &ps), -FI_EBADFLAGS);
+  pattr.flags = 0;
+  ASSERT_EQ(fi_poll_open(domain_, &pattr, &ps), 0);
+  EXPECT_EQ(fi_close(&domain_->fid), -FI_EBUSY);  // the poll set holds the domain
+
+  fi_cq_attr cq_attr{};
+  fid_cq* cq = nullptr;
+  ASSERT_EQ(fi_cq_open(domain_, &cq_attr, &cq, &cq), 0);
+  fi_cntr_attr cntr_attr{};
+  cntr_attr.events = FI_CNTR_EVENTS_COMP;
+  fid_cntr* cntr = nullptr;
+  ASSERT_EQ(fi_cntr_open(domain_, &cntr_attr, &cntr, &cntr), 0);
+  fi_eq_attr eq_attr{};
+  fid_eq* eq = nullptr;
+  ASSERT_EQ(fi_eq_open(fabric_, &eq_attr, &eq, nullptr), 0);
+
+  // Only CQs and counters, flags 0; nothing is a member yet.
+  EXPECT_EQ(fi_poll_add(ps, &eq->fid, 0), -FI_EINVAL);
+  EXPECT_EQ(fi_poll_add(ps, &domain_->fid, 0), -FI_EINVAL);
+  EXPECT_EQ(fi_poll_add(ps, nullptr, 0), -FI_EINVAL);
+  EXPECT_EQ(fi_poll_add(ps, &cq->fid, 1), -FI_EBADFLAGS);
+  EXPECT_EQ(fi_poll_del(ps, &cq->fid, 0), -FI_EINVAL);
+  void* ctx[4] = {};
+  EXPECT_EQ(fi_poll(ps, ctx, 4), 0);
+  EXPECT_EQ(fi_poll(ps, ctx, -1), -FI_EINVAL);
+  EXPECT_EQ(fi_poll(ps, nullptr, 4), -FI_EINVAL);
+
+  ASSERT_EQ(fi_poll_add(ps, &cq->fid, 0), 0);
+  ASSERT_EQ(fi_poll_add(ps, &cntr->fid, 0), 0);
+  EXPECT_EQ(fi_poll(ps, ctx, 4), 0);  // empty CQ, unchanged counter
+  // Members cannot close, nor can a poll set with members.
+  EXPECT_EQ(fi_close(&cq->fid), -FI_EBUSY);
+  EXPECT_EQ(fi_close(&cntr->fid), -FI_EBUSY);
+  EXPECT_EQ(fi_close(&ps->fid), -FI_EBUSY);
+
+  // A second add is counted: the CQ stays until the second del.
+  ASSERT_EQ(fi_poll_add(ps, &cq->fid, 0), 0);
+  EXPECT_EQ(fi_poll_del(ps, &cq->fid, 0), 0);
+  EXPECT_EQ(fi_close(&cq->fid), -FI_EBUSY);
+  EXPECT_EQ(fi_poll_del(ps, &cq->fid, 0), 0);
+  EXPECT_EQ(fi_poll_del(ps, &cq->fid, 0), -FI_EINVAL);
+  EXPECT_EQ(fi_close(&cq->fid), 0);
+
+  // A counter is news once per change; fi_cntr_add/set move the checkpoint.
+  EXPECT_EQ(fi_cntr_adderr(cntr, 1), 0);
+  EXPECT_EQ(fi_poll(ps, ctx, 4), 1);
+  EXPECT_EQ(ctx[0], &cntr);
+  EXPECT_EQ(fi_poll(ps, ctx, 4), 0);
+  EXPECT_EQ(fi_cntr_add(cntr, 3), 0);
+  EXPECT_EQ(fi_poll(ps, ctx, 4), 0);
+  EXPECT_EQ(fi_cntr_seterr(cntr, 0), 0);
+  EXPECT_EQ(fi_poll(ps, ctx, 0), 0);  // count 0 reports (and takes) nothing
+  EXPECT_EQ(fi_poll(ps, ctx, 4), 1);
+  EXPECT_EQ(fi_cntr_read(cntr), 3u);
+
+  EXPECT_EQ(fi_poll_del(ps, &cntr->fid, 0), 0);
+  EXPECT_EQ(fi_close(&cntr->fid), 0);
+  EXPECT_EQ(fi_close(&eq->fid), 0);
+  EXPECT_EQ(fi_close(&ps->fid), 0);
+}
+
+TEST_F(ObjectsTest, PollSetRefusesAnotherDomainsCq) {
+  fid_domain* other = nullptr;
+  ASSERT_EQ(fi_domain(fabric_, info_, &other, nullptr), 0);
+  fi_cq_attr cq_attr{};
+  fid_cq* cq = nullptr;
+  ASSERT_EQ(fi_cq_open(other, &cq_attr, &cq, nullptr), 0);
+  fi_poll_attr pattr{};
+  fid_poll* ps = nullptr;
+  ASSERT_EQ(fi_poll_open(domain_, &pattr, &ps), 0);
+  EXPECT_EQ(fi_poll_add(ps, &cq->fid, 0), -FI_EINVAL);
+  EXPECT_EQ(fi_close(&ps->fid), 0);
+  EXPECT_EQ(fi_close(&cq->fid), 0);
+  EXPECT_EQ(fi_close(&other->fid), 0);
+}
+
 TEST_F(ObjectsTest, QueryAtomicIsRfc7306) {
   fi_atomic_attr attr{};
   EXPECT_EQ(fi_query_atomic(domain_, FI_UINT64, FI_SUM, &attr, 0), 0);

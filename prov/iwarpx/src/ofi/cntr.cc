@@ -119,9 +119,18 @@ uint64_t Cntr::ReadErr() {
   return errors_;
 }
 
+void Cntr::Count(uint64_t value, uint64_t errors) {
+  std::lock_guard<std::mutex> lock(waiter_.mu);
+  value_ += value;
+  errors_ += errors;
+  waiter_.Signal();
+}
+
 int Cntr::Add(uint64_t value) {
   std::lock_guard<std::mutex> lock(waiter_.mu);
   value_ += value;
+  polled_value_ = value_;
+  polled_errors_ = errors_;
   waiter_.Signal();
   return 0;
 }
@@ -129,6 +138,8 @@ int Cntr::Add(uint64_t value) {
 int Cntr::Set(uint64_t value) {
   std::lock_guard<std::mutex> lock(waiter_.mu);
   value_ = value;
+  polled_value_ = value_;
+  polled_errors_ = errors_;
   waiter_.Signal();
   return 0;
 }
@@ -180,10 +191,18 @@ int Cntr::TryWait() {
   return waiter_.Drain() ? -FI_EAGAIN : 0;
 }
 
+bool Cntr::TakeChange() {
+  std::lock_guard<std::mutex> lock(waiter_.mu);
+  if (value_ == polled_value_ && errors_ == polled_errors_) return false;
+  polled_value_ = value_;
+  polled_errors_ = errors_;
+  return true;
+}
+
 int Cntr::Close() {
   if (const int refs = refs_.load(std::memory_order_acquire); refs != 0) {
-    IWX_WARN(cntr, "fi_close(cntr %p): %d endpoint(s) still bound\n", static_cast<void*>(this),
-             refs);
+    IWX_WARN(cntr, "fi_close(cntr %p): %d endpoint(s) or poll set(s) still hold it\n",
+             static_cast<void*>(this), refs);
     return -FI_EBUSY;
   }
   Domain* d = domain_;

@@ -9,6 +9,10 @@
 //   threshold, -FI_EAVAIL if the error count changes while waiting,
 //   -FI_ETIMEDOUT on timeout; it needs FI_WAIT_FD or FI_WAIT_UNSPEC
 //   (FI_WAIT_NONE: -FI_EINVAL).
+// - fi_poll reports a counter whose value or error count changed since the
+//   last fi_poll, fi_cntr_add or fi_cntr_set (fi_poll(3)); the checkpoint is
+//   the counter's own, shared by every poll set holding it. The engine's
+//   Inc/IncErr do not move it.
 // All ops are thread-safe (one mutex per counter).
 #pragma once
 
@@ -31,14 +35,15 @@ class Cntr {
                   void* context);
   static Cntr* From(struct fid* fid);
 
-  // Endpoints bound to the counter hold a reference (fi_close: -FI_EBUSY).
+  // Endpoints bound to the counter and poll sets holding it hold a reference
+  // (fi_close: -FI_EBUSY).
   void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void Unref() { refs_.fetch_sub(1, std::memory_order_acq_rel); }
   Domain* domain() { return domain_; }
 
   // Engine side.
-  void Inc() { Add(1); }
-  void IncErr() { AddErr(1); }
+  void Inc() { Count(1, 0); }
+  void IncErr() { Count(0, 1); }
 
   uint64_t Read();
   uint64_t ReadErr();
@@ -50,15 +55,22 @@ class Cntr {
   int Control(int command, void* arg);
   int TryWait();
   int Close();
+  // fi_poll: true when the value or error count differs from the checkpoint,
+  // which then moves to the current values.
+  bool TakeChange();
 
  private:
   explicit Cntr(Domain* domain) : domain_(domain) {}
+  void Count(uint64_t value, uint64_t errors);
 
   FidHandle<struct fid_cntr, Cntr> handle_;
   Domain* domain_;
   Waiter waiter_;
   uint64_t value_ = 0;   // waiter_.mu
   uint64_t errors_ = 0;  // waiter_.mu
+  // fi_poll checkpoint (see the contract); waiter_.mu.
+  uint64_t polled_value_ = 0;
+  uint64_t polled_errors_ = 0;
   std::atomic<int> refs_{0};
 };
 

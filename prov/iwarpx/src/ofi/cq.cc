@@ -272,9 +272,15 @@ int Cq::TryWait() {
   return 0;
 }
 
+bool Cq::HasEntries() {
+  std::lock_guard<std::mutex> lock(waiter_.mu);
+  return !ring_.empty();
+}
+
 int Cq::Close() {
   if (const int refs = refs_.load(std::memory_order_acquire); refs != 0) {
-    IWX_WARN(cq, "fi_close(cq %p): %d endpoint(s) still bound\n", static_cast<void*>(this), refs);
+    IWX_WARN(cq, "fi_close(cq %p): %d endpoint(s) or poll set(s) still hold it\n",
+             static_cast<void*>(this), refs);
     return -FI_EBUSY;
   }
   Domain* d = domain_;

@@ -38,7 +38,8 @@ class Cq {
   // The Cq behind a fid, or nullptr if it is not an iwarpx CQ.
   static Cq* From(struct fid* fid);
 
-  // Endpoints bound to the CQ hold a reference (fi_close: -FI_EBUSY).
+  // Endpoints bound to the CQ and poll sets holding it hold a reference
+  // (fi_close: -FI_EBUSY).
   void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void Unref() { refs_.fetch_sub(1, std::memory_order_acq_rel); }
   Domain* domain() { return domain_; }
@@ -55,6 +56,9 @@ class Cq {
   int Control(int command, void* arg);
   int TryWait();
   int Close();
+  // fi_poll: true when a completion or an error completion is queued; takes
+  // nothing off the queue.
+  bool HasEntries();
 
  private:
   struct Slot {

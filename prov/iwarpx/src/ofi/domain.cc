@@ -17,6 +17,7 @@
 #include "ofi/getinfo.h"
 #include "ofi/log.h"
 #include "ofi/mr.h"
+#include "ofi/poll.h"
 #include "ofi/prov.h"
 
 namespace iwarpx::ofi {
@@ -45,12 +46,6 @@ int Endpoint2(struct fid_domain* domain, struct fi_info* info, struct fid_ep** e
 int ScalableEp(struct fid_domain* /*domain*/, struct fi_info* /*info*/, struct fid_ep** /*sep*/,
                void* /*context*/) {
   IWX_WARN(ep_ctrl, "fi_scalable_ep: scalable endpoints are not supported\n");
-  return -FI_ENOSYS;
-}
-
-int PollOpen(struct fid_domain* /*domain*/, struct fi_poll_attr* /*attr*/,
-             struct fid_poll** /*pollset*/) {
-  IWX_WARN(domain, "fi_poll_open: poll sets are not supported\n");
   return -FI_ENOSYS;
 }
 
@@ -148,7 +143,8 @@ std::mutex& Domain::table_mu() {
 
 int Domain::Close() {
   if (const int refs = refs_.load(std::memory_order_acquire); refs != 0) {
-    IWX_WARN(domain, "fi_close(domain %p): %d CQ(s)/counter(s)/MR(s)/endpoint(s) still open\n",
+    IWX_WARN(domain,
+             "fi_close(domain %p): %d CQ(s)/counter(s)/MR(s)/endpoint(s)/poll set(s) still open\n",
              static_cast<void*>(this), refs);
     return -FI_EBUSY;
   }
