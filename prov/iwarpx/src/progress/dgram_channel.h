@@ -1,0 +1,57 @@
+// DgramChannel: one UDP socket as the engine drives it — the socket, its
+// rd::DgramPort, and the UD queue pair of the endpoint that owns it. It
+// watches the socket for reading always and for writing while the QP has a
+// send backlog. Knows nothing of libfabric: the QP reports through the
+// rd::UdSink it was opened with.
+//
+// Contract
+// - Every call needs the engine lock; the channel registers itself with the
+//   engine at Open and unregisters when destroyed.
+// - Each readiness callback reads at most `kReadBudget` datagrams, so one
+//   busy socket cannot starve the others in a pass.
+// - After posting a send the owner calls AfterPost(): a send that found the
+//   socket full makes the channel wait for writability.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "base/result.h"
+#include "progress/engine.h"
+#include "rd/dgram_port.h"
+#include "rd/ud_qp.h"
+#include "transport/sock_addr.h"
+#include "transport/udp.h"
+
+namespace iwarpx::progress {
+
+class DgramChannel final : public Pollable {
+ public:
+  static constexpr size_t kReadBudget = 64;
+
+  // Binds a UDP socket to `local` (port 0: any) and opens the UD QP on it.
+  static Result<std::unique_ptr<DgramChannel>, transport::IoError> Open(
+      Engine& engine, const transport::SockAddr& local, const rd::PortConfig& port,
+      const rd::UdConfig& qp, rd::UdSink& sink);
+  ~DgramChannel() override;
+
+  rd::UdQp& qp() { return *qp_; }
+  rd::DgramPort& port() { return *port_; }
+  [[nodiscard]] transport::SockAddr local_address() const { return socket_->local_address(); }
+  void AfterPost();
+
+  // Pollable.
+  [[nodiscard]] int fd() const override { return socket_->fd(); }
+  [[nodiscard]] uint32_t interest() const override;
+  void OnReady(uint32_t events) override;
+
+ private:
+  explicit DgramChannel(Engine& engine) : engine_(engine) {}
+
+  Engine& engine_;
+  std::unique_ptr<transport::UdpSocket> socket_;
+  std::unique_ptr<rd::DgramPort> port_;
+  std::unique_ptr<rd::UdQp> qp_;
+};
+
+}  // namespace iwarpx::progress
