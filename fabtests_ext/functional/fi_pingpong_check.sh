@@ -1,28 +1,35 @@
 #!/usr/bin/env bash
 # fi_pingpong_check.sh FI_PINGPONG PROVIDER_DIR [extra fi_pingpong options...]
-# Debian's own fi_pingpong (libfabric-bin, a client nobody here wrote) over the iwarpx MSG
+# Debian's own fi_pingpong (libfabric-bin, a client nobody here wrote) over an iwarpx
 # endpoint on loopback: the server and the client run with -c (every payload checked) for
-# all of fi_pingpong's default sizes. The server is started here, its PID recorded, and
-# only that PID is stopped. Both sides are bounded by timeout.
+# all of fi_pingpong's default sizes. IWARPX_PP_EP selects the endpoint type (msg, the
+# default, or dgram). The server is started here, its PID recorded, and only that PID is
+# stopped. Both sides are bounded by timeout.
 set -uo pipefail
 pingpong=$1
 export FI_PROVIDER_PATH=$2
 shift 2
 unset FI_PROVIDER
 
-# A port nobody listens on: the kernel's choice for a throw-away bind.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+ep=${IWARPX_PP_EP:-msg}
+case $ep in
+  msg | dgram) ;;
+  *) echo "FAIL: IWARPX_PP_EP=$ep (msg or dgram)"; exit 1 ;;
+esac
+# A port nobody uses (TCP and UDP): the kernel's choice for a throw-away bind.
+port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
 log=$(mktemp)
 trap 'rm -f "$log"; [ -n "${srv:-}" ] && kill "$srv" 2>/dev/null' EXIT
 
-timeout 120 "$pingpong" -p iwarpx -e msg -c -B "$port" "$@" >"$log" 2>&1 &
+timeout 120 "$pingpong" -p iwarpx -e "$ep" -c -B "$port" "$@" >"$log" 2>&1 &
 srv=$!
-# Wait until the server listens (at most 10 s).
+# Wait until the server listens (at most 10 s): the MSG endpoint's own TCP
+# listener, or for dgram fi_pingpong's out-of-band TCP socket on the same port.
 for _ in $(seq 100); do
-  ss -ltn "sport = :$port" | grep -q LISTEN && break
+  ss -H -ltn "sport = :$port" | grep -q LISTEN && break
   sleep 0.1
 done
-client=$(timeout 120 "$pingpong" -p iwarpx -e msg -c -P "$port" "$@" 127.0.0.1 2>&1)
+client=$(timeout 120 "$pingpong" -p iwarpx -e "$ep" -c -P "$port" "$@" 127.0.0.1 2>&1)
 crc=$?
 wait "$srv"
 src=$?

@@ -133,7 +133,7 @@ Cq* Cq::From(struct fid* fid) {
   return OwnerOf<Cq>(reinterpret_cast<struct fid_cq*>(fid));
 }
 
-bool Cq::Post(const struct fi_cq_data_entry& c) {
+bool Cq::Post(const struct fi_cq_data_entry& c, fi_addr_t src) {
   std::lock_guard<std::mutex> lock(waiter_.mu);
   Slot* s = ring_.Push();
   if (s == nullptr) return false;
@@ -143,6 +143,7 @@ bool Cq::Post(const struct fi_cq_data_entry& c) {
   s->entry.len = c.len;
   s->entry.buf = c.buf;
   s->entry.data = c.data;
+  s->src = src;
   s->error = false;
   waiter_.Signal();
   return true;
@@ -155,6 +156,7 @@ bool Cq::PostError(const struct fi_cq_err_entry& e) {
   s->entry = e;
   s->entry.err_data = nullptr;
   s->entry.err_data_size = 0;
+  s->src = FI_ADDR_NOTAVAIL;
   s->error = true;
   waiter_.Signal();
   return true;
@@ -184,7 +186,7 @@ ssize_t Cq::ReadLocked(void* buf, size_t count, fi_addr_t* src_addr) {
     d.data = e.data;
     // The three formats are prefixes of fi_cq_data_entry.
     std::memcpy(out + n * size, &d, size);
-    if (src_addr != nullptr) src_addr[n] = FI_ADDR_NOTAVAIL;
+    if (src_addr != nullptr) src_addr[n] = ring_.front().src;
     ring_.Pop();
     ++n;
   }

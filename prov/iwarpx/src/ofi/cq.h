@@ -15,7 +15,10 @@
 // - Post/PostError are the engine's side: any thread, never blocking; they
 //   return false when the ring is full (the engine keeps the completion and
 //   retries; iWARP flow control keeps that rare).
-// - MSG endpoints have no address vector: readfrom reports FI_ADDR_NOTAVAIL.
+// - fi_cq_readfrom reports the source the endpoint gave with the entry: the
+//   sender's address-vector entry for datagram receives (FI_SOURCE), else
+//   FI_ADDR_NOTAVAIL (MSG endpoints have no address vector). Error entries
+//   carry none (libfabric 1.17's fi_cq_err_entry has no source field).
 // All ops are thread-safe (one mutex per CQ).
 #pragma once
 
@@ -45,7 +48,8 @@ class Cq {
   Domain* domain() { return domain_; }
 
   // Engine side.
-  bool Post(const struct fi_cq_data_entry& c);
+  // `src`: the sender's fi_addr for fi_cq_readfrom (FI_ADDR_NOTAVAIL: none).
+  bool Post(const struct fi_cq_data_entry& c, fi_addr_t src = FI_ADDR_NOTAVAIL);
   bool PostError(const struct fi_cq_err_entry& e);
 
   // Application side (the fi_ops_cq entries map one to one).
@@ -63,6 +67,7 @@ class Cq {
  private:
   struct Slot {
     struct fi_cq_err_entry entry;
+    fi_addr_t src;
     bool error;
   };
 

@@ -12,6 +12,7 @@
 #include "ofi/av.h"
 #include "ofi/cntr.h"
 #include "ofi/cq.h"
+#include "ofi/dgram_ep.h"
 #include "ofi/ep.h"
 #include "ofi/fabric.h"
 #include "ofi/getinfo.h"
@@ -29,8 +30,15 @@ int DomainClose(struct fid* fid) {
   return Domain::From(fid)->Close();
 }
 
-int Endpoint(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep, void* context) {
+int OpenByType(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep, void* context) {
+  if (info != nullptr && info->ep_attr != nullptr && info->ep_attr->type == FI_EP_DGRAM) {
+    return DgramEndpoint::Open(domain, info, ep, context);
+  }
   return EndpointOpen(domain, info, ep, context);
+}
+
+int Endpoint(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep, void* context) {
+  return OpenByType(domain, info, ep, context);
 }
 
 int Endpoint2(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep, uint64_t flags,
@@ -40,7 +48,7 @@ int Endpoint2(struct fid_domain* domain, struct fi_info* info, struct fid_ep** e
              static_cast<unsigned long>(flags));
     return -FI_EBADFLAGS;
   }
-  return EndpointOpen(domain, info, ep, context);
+  return OpenByType(domain, info, ep, context);
 }
 
 int ScalableEp(struct fid_domain* /*domain*/, struct fi_info* /*info*/, struct fid_ep** /*sep*/,

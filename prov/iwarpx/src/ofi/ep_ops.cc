@@ -9,6 +9,7 @@
 
 #include "ofi/domain.h"
 #include "ofi/ep.h"
+#include "ofi/ep_noops.h"
 #include "ofi/log.h"
 
 namespace iwarpx::ofi {
@@ -293,89 +294,6 @@ int AtomicCompWriteValid(struct fid_ep* ep, enum fi_datatype datatype, enum fi_o
   return ValidAtomic(ep, datatype, op, count, FI_COMPARE_ATOMIC);
 }
 
-// --- fi_ops_tagged: not supported on MSG endpoints ---
-ssize_t TagNo(const char* call) {
-  IWX_WARN(ep_data, "%s: tagged messages are not supported (no FI_TAGGED)\n", call);
-  return -FI_ENOSYS;
-}
-ssize_t TRecv(struct fid_ep*, void*, size_t, void*, fi_addr_t, uint64_t, uint64_t, void*) {
-  return TagNo("fi_trecv");
-}
-ssize_t TRecvv(struct fid_ep*, const struct iovec*, void**, size_t, fi_addr_t, uint64_t, uint64_t,
-               void*) {
-  return TagNo("fi_trecvv");
-}
-ssize_t TRecvmsg(struct fid_ep*, const struct fi_msg_tagged*, uint64_t) {
-  return TagNo("fi_trecvmsg");
-}
-ssize_t TSend(struct fid_ep*, const void*, size_t, void*, fi_addr_t, uint64_t, void*) {
-  return TagNo("fi_tsend");
-}
-ssize_t TSendv(struct fid_ep*, const struct iovec*, void**, size_t, fi_addr_t, uint64_t, void*) {
-  return TagNo("fi_tsendv");
-}
-ssize_t TSendmsg(struct fid_ep*, const struct fi_msg_tagged*, uint64_t) {
-  return TagNo("fi_tsendmsg");
-}
-ssize_t TInject(struct fid_ep*, const void*, size_t, fi_addr_t, uint64_t) {
-  return TagNo("fi_tinject");
-}
-ssize_t TSendData(struct fid_ep*, const void*, size_t, void*, uint64_t, fi_addr_t, uint64_t,
-                  void*) {
-  return TagNo("fi_tsenddata");
-}
-ssize_t TInjectData(struct fid_ep*, const void*, size_t, uint64_t, fi_addr_t, uint64_t) {
-  return TagNo("fi_tinjectdata");
-}
-
-// --- fi_ops_collective: not supported ---
-ssize_t CollNo() {
-  IWX_WARN(ep_data, "collective operations are not supported\n");
-  return -FI_ENOSYS;
-}
-ssize_t CollBarrier(struct fid_ep*, fi_addr_t, void*) {
-  return CollNo();
-}
-ssize_t CollBarrier2(struct fid_ep*, fi_addr_t, uint64_t, void*) {
-  return CollNo();
-}
-ssize_t CollBroadcast(struct fid_ep*, void*, size_t, void*, fi_addr_t, fi_addr_t, enum fi_datatype,
-                      uint64_t, void*) {
-  return CollNo();
-}
-ssize_t CollAllToAll(struct fid_ep*, const void*, size_t, void*, void*, void*, fi_addr_t,
-                     enum fi_datatype, uint64_t, void*) {
-  return CollNo();
-}
-ssize_t CollAllReduce(struct fid_ep*, const void*, size_t, void*, void*, void*, fi_addr_t,
-                      enum fi_datatype, enum fi_op, uint64_t, void*) {
-  return CollNo();
-}
-ssize_t CollAllGather(struct fid_ep*, const void*, size_t, void*, void*, void*, fi_addr_t,
-                      enum fi_datatype, uint64_t, void*) {
-  return CollNo();
-}
-ssize_t CollReduceScatter(struct fid_ep*, const void*, size_t, void*, void*, void*, fi_addr_t,
-                          enum fi_datatype, enum fi_op, uint64_t, void*) {
-  return CollNo();
-}
-ssize_t CollReduce(struct fid_ep*, const void*, size_t, void*, void*, void*, fi_addr_t, fi_addr_t,
-                   enum fi_datatype, enum fi_op, uint64_t, void*) {
-  return CollNo();
-}
-ssize_t CollScatter(struct fid_ep*, const void*, size_t, void*, void*, void*, fi_addr_t, fi_addr_t,
-                    enum fi_datatype, uint64_t, void*) {
-  return CollNo();
-}
-ssize_t CollGather(struct fid_ep*, const void*, size_t, void*, void*, void*, fi_addr_t, fi_addr_t,
-                   enum fi_datatype, uint64_t, void*) {
-  return CollNo();
-}
-ssize_t CollMsg(struct fid_ep*, const struct fi_msg_collective*, struct fi_ioc*, void**, size_t,
-                uint64_t) {
-  return CollNo();
-}
-
 const struct fi_ops kEpFiOps = {
     .size = sizeof(struct fi_ops),
     .close = EpClose,
@@ -453,34 +371,6 @@ const struct fi_ops_atomic kEpAtomicOps = {
     .compwritevalid = AtomicCompWriteValid,
 };
 
-const struct fi_ops_tagged kEpTaggedOps = {
-    .size = sizeof(struct fi_ops_tagged),
-    .recv = TRecv,
-    .recvv = TRecvv,
-    .recvmsg = TRecvmsg,
-    .send = TSend,
-    .sendv = TSendv,
-    .sendmsg = TSendmsg,
-    .inject = TInject,
-    .senddata = TSendData,
-    .injectdata = TInjectData,
-};
-
-const struct fi_ops_collective kEpCollOps = {
-    .size = sizeof(struct fi_ops_collective),
-    .barrier = CollBarrier,
-    .broadcast = CollBroadcast,
-    .alltoall = CollAllToAll,
-    .allreduce = CollAllReduce,
-    .allgather = CollAllGather,
-    .reduce_scatter = CollReduceScatter,
-    .reduce = CollReduce,
-    .scatter = CollScatter,
-    .gather = CollGather,
-    .msg = CollMsg,
-    .barrier2 = CollBarrier2,
-};
-
 }  // namespace
 
 void InstallEndpointOps(struct fid_ep* ep) {
@@ -489,9 +379,9 @@ void InstallEndpointOps(struct fid_ep* ep) {
   ep->cm = const_cast<struct fi_ops_cm*>(&kEpCmOps);
   ep->msg = const_cast<struct fi_ops_msg*>(&kEpMsgOps);
   ep->rma = const_cast<struct fi_ops_rma*>(&kEpRmaOps);
-  ep->tagged = const_cast<struct fi_ops_tagged*>(&kEpTaggedOps);
+  ep->tagged = const_cast<struct fi_ops_tagged*>(&kNoTaggedOps);
   ep->atomic = const_cast<struct fi_ops_atomic*>(&kEpAtomicOps);
-  ep->collective = const_cast<struct fi_ops_collective*>(&kEpCollOps);
+  ep->collective = const_cast<struct fi_ops_collective*>(&kNoCollectiveOps);
 }
 
 bool IsEndpointFid(const struct fid* fid) {

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 #include <rdma/fi_errno.h>
 
@@ -15,12 +16,12 @@
 #include "ofi/log.h"
 #include "ofi/pep.h"
 #include "ofi/prov.h"
+#include "rd/ud_qp.h"
 
 namespace iwarpx::ofi {
 namespace {
 
 constexpr uint64_t kExtraCaps = FI_LOCAL_COMM | FI_REMOTE_COMM;  // both true over TCP
-constexpr uint64_t kAllCaps = kCaps | kExtraCaps;
 // One TCP stream, processed in order by RDMAP (RFC 5040 section 5.5): sends,
 // writes and read requests are placed/executed in the order posted. Not
 // promised: anything after a Read (WAR, SAR), since the responder reads its
@@ -33,6 +34,39 @@ constexpr uint64_t kMsgOrder = FI_ORDER_SAS | FI_ORDER_SAW | FI_ORDER_WAW | FI_O
 // entries whose endpoints cannot open, so those queries are declined.
 constexpr uint64_t kCoreProvOnly = 1ULL << 59;
 constexpr uint64_t kRmaDirections = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+
+// What one endpoint type offers; getinfo matches hints against each type the
+// hints allow and builds one fi_info per (type, address family).
+struct EpTemplate {
+  enum fi_ep_type type;
+  const char* name;
+  uint64_t tx_caps;
+  uint64_t rx_caps;
+  uint64_t msg_order;
+  size_t max_msg_size;
+  size_t max_order_size;  // RAW and WAW (0: none)
+  bool cq_data;           // remote CQ data (RFC 7306 Immediate Data, FI_RX_CQ_DATA)
+  size_t rma_iov_limit;
+  uint64_t all_caps() const { return tx_caps | rx_caps | kExtraCaps | secondary_caps; }
+  uint64_t secondary_caps;
+};
+
+// FI_EP_MSG: connected iWARP over TCP (RFC 5040/5041/5044/6581/7306).
+constexpr EpTemplate kMsgEp = {FI_EP_MSG,   "FI_EP_MSG", kTxCaps, kRxCaps,      kMsgOrder,
+                               kMaxMsgSize, kMaxMsgSize, true,    kRmaIovLimit, 0};
+// FI_EP_DGRAM: datagram iWARP's UD service over UDP (docs/wire.md §3.5): one
+// Send per datagram, no order, the sender's address with each receive.
+constexpr EpTemplate kDgramEp = {FI_EP_DGRAM,
+                                 "FI_EP_DGRAM",
+                                 FI_MSG | FI_SEND,
+                                 FI_MSG | FI_RECV,
+                                 FI_ORDER_NONE,
+                                 rd::kUdMaxMessage,
+                                 0,
+                                 false,
+                                 0,
+                                 FI_SOURCE};
+constexpr const EpTemplate* kTemplates[] = {&kMsgEp, &kDgramEp};
 
 int NoMatch(const char* why) {
   IWX_INFO(core, "fi_getinfo: hints not met: %s\n", why);
@@ -54,15 +88,15 @@ socklen_t SockaddrLen(int family) {
   return family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
 }
 
-int CheckEpAttr(const struct fi_ep_attr& a) {
-  if (a.type != FI_EP_UNSPEC && a.type != FI_EP_MSG) return NoMatch("ep_type (only FI_EP_MSG)");
+int CheckEpAttr(const struct fi_ep_attr& a, const EpTemplate& t) {
+  if (a.type != FI_EP_UNSPEC && a.type != t.type) return NoMatch("ep_type");
   if (a.protocol != FI_PROTO_UNSPEC && a.protocol != FI_PROTO_IWARP) {
     return NoMatch("protocol (only FI_PROTO_IWARP)");
   }
-  if (a.max_msg_size > kMaxMsgSize) return NoMatch("ep_attr max_msg_size");
-  if (a.max_order_raw_size > kMaxMsgSize || a.max_order_waw_size > kMaxMsgSize ||
+  if (a.max_msg_size > t.max_msg_size) return NoMatch("ep_attr max_msg_size");
+  if (a.max_order_raw_size > t.max_order_size || a.max_order_waw_size > t.max_order_size ||
       a.max_order_war_size != 0) {
-    return NoMatch("ep_attr max_order_*_size (RAW/WAW up to max_msg_size, no WAR)");
+    return NoMatch("ep_attr max_order_*_size (RAW/WAW up to max_msg_size on MSG, no WAR)");
   }
   if (a.tx_ctx_cnt > 1 && a.tx_ctx_cnt != FI_SHARED_CONTEXT) return NoMatch("ep_attr tx_ctx_cnt");
   if (a.rx_ctx_cnt > 1 && a.rx_ctx_cnt != FI_SHARED_CONTEXT) return NoMatch("ep_attr rx_ctx_cnt");
@@ -73,11 +107,11 @@ int CheckEpAttr(const struct fi_ep_attr& a) {
   return 0;
 }
 
-int CheckDomainAttr(const struct fi_domain_attr& a) {
+int CheckDomainAttr(const struct fi_domain_attr& a, const EpTemplate& t) {
   if (a.name != nullptr && std::strcmp(a.name, kDomainName) != 0) return NoMatch("domain name");
   if (a.mr_key_size > kMrKeySize) return NoMatch("mr_key_size (STags are 4 bytes)");
-  if (a.cq_data_size > kCqDataSize) {
-    return NoMatch("cq_data_size (RFC 7306 Immediate Data carries 8 bytes)");
+  if (a.cq_data_size > (t.cq_data ? kCqDataSize : 0)) {
+    return NoMatch("cq_data_size (RFC 7306 Immediate Data carries 8 bytes; none on DGRAM)");
   }
   if (a.mr_iov_limit > 1) return NoMatch("mr_iov_limit (one iovec per region)");
   if (a.mr_cnt > GetParams().max_mr) return NoMatch("mr_cnt (FI_IWARPX_MAX_MR)");
@@ -88,47 +122,47 @@ int CheckDomainAttr(const struct fi_domain_attr& a) {
     return NoMatch("domain context counts (one TX and one RX context per endpoint)");
   }
   if (a.auth_key_size != 0) return NoMatch("auth keys are not supported");
-  if ((a.caps & ~kAllCaps) != 0) return NoMatch("domain caps");
+  if ((a.caps & ~t.all_caps()) != 0) return NoMatch("domain caps");
   return 0;
 }
 
-int CheckTxAttr(const struct fi_tx_attr& a) {
-  if ((a.caps & ~(kTxCaps | kExtraCaps)) != 0) return NoMatch("tx_attr caps");
-  if ((a.msg_order & ~kMsgOrder) != 0) return NoMatch("tx_attr msg_order (no WAR/SAR)");
+int CheckTxAttr(const struct fi_tx_attr& a, const EpTemplate& t) {
+  if ((a.caps & ~(t.tx_caps | kExtraCaps | t.secondary_caps)) != 0) return NoMatch("tx_attr caps");
+  if ((a.msg_order & ~t.msg_order) != 0) return NoMatch("tx_attr msg_order");
   if (a.comp_order != FI_ORDER_NONE) return NoMatch("tx_attr comp_order");
   if (a.inject_size > kInjectSize) return NoMatch("tx_attr inject_size");
   if (a.size > kTxSize) return NoMatch("tx_attr size");
   if (a.iov_limit > kIovLimit) return NoMatch("tx_attr iov_limit");
-  if (a.rma_iov_limit > kRmaIovLimit) return NoMatch("tx_attr rma_iov_limit");
+  if (a.rma_iov_limit > t.rma_iov_limit) return NoMatch("tx_attr rma_iov_limit");
   return 0;
 }
 
-int CheckRxAttr(const struct fi_rx_attr& a) {
-  if ((a.caps & ~(kRxCaps | kExtraCaps)) != 0) return NoMatch("rx_attr caps");
-  if ((a.msg_order & ~kMsgOrder) != 0) return NoMatch("rx_attr msg_order (no WAR/SAR)");
+int CheckRxAttr(const struct fi_rx_attr& a, const EpTemplate& t) {
+  if ((a.caps & ~(t.rx_caps | kExtraCaps | t.secondary_caps)) != 0) return NoMatch("rx_attr caps");
+  if ((a.msg_order & ~t.msg_order) != 0) return NoMatch("rx_attr msg_order");
   if (a.comp_order != FI_ORDER_NONE) return NoMatch("rx_attr comp_order");
   if (a.size > kRxSize) return NoMatch("rx_attr size");
   if (a.iov_limit > kIovLimit) return NoMatch("rx_attr iov_limit");
   return 0;
 }
 
-int CheckHints(const struct fi_info& h) {
-  if ((h.caps & ~kAllCaps) != 0) return NoMatch("caps");
+int CheckHints(const struct fi_info& h, const EpTemplate& t) {
+  if ((h.caps & ~t.all_caps()) != 0) return NoMatch("caps");
   const uint64_t mode = h.mode | (h.rx_attr != nullptr ? h.rx_attr->mode : 0);
   if (h.domain_attr != nullptr && h.domain_attr->cq_data_size != 0 && (mode & FI_RX_CQ_DATA) == 0) {
     return NoMatch("cq_data_size without FI_RX_CQ_DATA mode (Immediate Data takes a receive)");
   }
   if (h.ep_attr != nullptr) {
-    if (const int r = CheckEpAttr(*h.ep_attr); r != 0) return r;
+    if (const int r = CheckEpAttr(*h.ep_attr, t); r != 0) return r;
   }
   if (h.domain_attr != nullptr) {
-    if (const int r = CheckDomainAttr(*h.domain_attr); r != 0) return r;
+    if (const int r = CheckDomainAttr(*h.domain_attr, t); r != 0) return r;
   }
   if (h.tx_attr != nullptr) {
-    if (const int r = CheckTxAttr(*h.tx_attr); r != 0) return r;
+    if (const int r = CheckTxAttr(*h.tx_attr, t); r != 0) return r;
   }
   if (h.rx_attr != nullptr) {
-    if (const int r = CheckRxAttr(*h.rx_attr); r != 0) return r;
+    if (const int r = CheckRxAttr(*h.rx_attr, t); r != 0) return r;
   }
   if (h.fabric_attr != nullptr && h.fabric_attr->name != nullptr &&
       std::strcmp(h.fabric_attr->name, kFabricName) != 0) {
@@ -283,8 +317,8 @@ void UsePepAddress(const transport::SockAddr& addr, Candidate* c, int* n) {
   *n = kept;
 }
 
-uint64_t CapsFor(uint64_t requested) {
-  if (requested == 0) return kAllCaps;
+uint64_t CapsFor(uint64_t requested, const EpTemplate& t) {
+  if (requested == 0) return t.all_caps();
   uint64_t caps = requested | kExtraCaps;
   if ((caps & FI_MSG) != 0 && (caps & (FI_SEND | FI_RECV)) == 0) caps |= FI_SEND | FI_RECV;
   if ((caps & (FI_RMA | FI_ATOMIC)) != 0 && (caps & kRmaDirections) == 0) caps |= kRmaDirections;
@@ -297,17 +331,19 @@ void* CopyAddr(const sockaddr_storage& a, socklen_t len) {
   return p;
 }
 
-struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t version) {
+struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t version,
+                      const EpTemplate& t) {
   struct fi_info* i = fi_allocinfo();
   if (i == nullptr) return nullptr;
-  i->caps = CapsFor(hints != nullptr ? hints->caps : 0);
+  i->caps = CapsFor(hints != nullptr ? hints->caps : 0, t);
   i->mode = 0;
   // FI_REMOTE_CQ_DATA travels as RFC 7306 Immediate Data, which consumes a
   // posted receive at the target: that is libfabric's FI_RX_CQ_DATA mode. An
   // application that does not accept the mode gets no remote CQ data.
   const bool rx_cq_data_ok =
-      hints == nullptr ||
-      ((hints->mode | (hints->rx_attr != nullptr ? hints->rx_attr->mode : 0)) & FI_RX_CQ_DATA) != 0;
+      t.cq_data &&
+      (hints == nullptr || ((hints->mode | (hints->rx_attr != nullptr ? hints->rx_attr->mode : 0)) &
+                            FI_RX_CQ_DATA) != 0);
   if (rx_cq_data_ok) i->mode |= FI_RX_CQ_DATA;
   i->addr_format = c.family == AF_INET ? FI_SOCKADDR_IN : FI_SOCKADDR_IN6;
   if (c.src_len != 0) {
@@ -329,19 +365,19 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
 
   struct fi_tx_attr& tx = *i->tx_attr;
   // FI_LOCAL_COMM/FI_REMOTE_COMM are domain capabilities: info->caps only.
-  tx.caps = i->caps & kTxCaps;
-  tx.msg_order = kMsgOrder;
+  tx.caps = i->caps & (t.tx_caps | t.secondary_caps);
+  tx.msg_order = t.msg_order;
   tx.comp_order = FI_ORDER_NONE;
   tx.inject_size = kInjectSize;
   tx.size = hints != nullptr && hints->tx_attr != nullptr && hints->tx_attr->size != 0
                 ? hints->tx_attr->size
                 : kTxSize;
   tx.iov_limit = kIovLimit;
-  tx.rma_iov_limit = kRmaIovLimit;
+  tx.rma_iov_limit = t.rma_iov_limit;
 
   struct fi_rx_attr& rx = *i->rx_attr;
-  rx.caps = i->caps & kRxCaps;
-  rx.msg_order = kMsgOrder;
+  rx.caps = i->caps & (t.rx_caps | t.secondary_caps);
+  rx.msg_order = t.msg_order;
   rx.mode = i->mode & FI_RX_CQ_DATA;
   rx.comp_order = FI_ORDER_NONE;
   rx.size = hints != nullptr && hints->rx_attr != nullptr && hints->rx_attr->size != 0
@@ -350,13 +386,13 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   rx.iov_limit = kIovLimit;
 
   struct fi_ep_attr& ep = *i->ep_attr;
-  ep.type = FI_EP_MSG;
-  ep.protocol = FI_PROTO_IWARP;
-  ep.protocol_version = 1;  // RDMAP version 1 (RFC 5040)
-  ep.max_msg_size = kMaxMsgSize;
-  // RAW and WAW hold for whole messages (one in-order stream); WAR does not.
-  ep.max_order_raw_size = kMaxMsgSize;
-  ep.max_order_waw_size = kMaxMsgSize;
+  ep.type = t.type;
+  ep.protocol = FI_PROTO_IWARP;  // RDMAP/DDP over MPA/TCP, or over datagrams (wire.md)
+  ep.protocol_version = 1;       // RDMAP version 1 (RFC 5040)
+  ep.max_msg_size = t.max_msg_size;
+  // MSG: RAW and WAW hold for whole messages (one in-order stream); WAR does not.
+  ep.max_order_raw_size = t.max_order_size;
+  ep.max_order_waw_size = t.max_order_size;
   ep.max_order_war_size = 0;
   ep.tx_ctx_cnt = 1;
   ep.rx_ctx_cnt = 1;
@@ -428,8 +464,8 @@ uint64_t EffectiveMrMode(const struct fi_info* info, uint32_t version) {
 
 int CheckDomainInfo(const struct fi_info* info) {
   if (info->ep_attr != nullptr && info->ep_attr->type != FI_EP_UNSPEC &&
-      info->ep_attr->type != FI_EP_MSG) {
-    IWX_WARN(domain, "fi_domain: ep_type %d is not provided by iwarpx (FI_EP_MSG only)\n",
+      info->ep_attr->type != FI_EP_MSG && info->ep_attr->type != FI_EP_DGRAM) {
+    IWX_WARN(domain, "fi_domain: ep_type %d is not provided by iwarpx (FI_EP_MSG, FI_EP_DGRAM)\n",
              static_cast<int>(info->ep_attr->type));
     return -FI_EINVAL;
   }
@@ -445,9 +481,13 @@ int Getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
         "no layering of utility providers (ofi_rxm): iwarpx has its own RDM endpoint "
         "plans (issue 5)");
   }
-  if (hints != nullptr) {
-    if (const int r = CheckHints(*hints); r != 0) return r;
+  // The endpoint types whose template the hints match.
+  const EpTemplate* types[std::size(kTemplates)] = {};
+  size_t ntypes = 0;
+  for (const EpTemplate* t : kTemplates) {
+    if (hints == nullptr || CheckHints(*hints, *t) == 0) types[ntypes++] = t;
   }
+  if (ntypes == 0) return -FI_ENODATA;
   const int allowed = AllowedFamilies(hints);
   if (allowed == 0) return NoMatch("addr_format (FI_SOCKADDR, FI_SOCKADDR_IN or FI_SOCKADDR_IN6)");
   transport::SockAddr pep_addr;
@@ -474,15 +514,19 @@ int Getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
 
   struct fi_info* head = nullptr;
   struct fi_info** tail = &head;
-  for (int k = 0; k < n; ++k) {
-    struct fi_info* i = Build(cands[k], hints, version);
-    if (i == nullptr) {
-      fi_freeinfo(head);
-      return -FI_ENOMEM;
+  for (size_t t = 0; t < ntypes; ++t) {
+    // A passive endpoint's handle belongs to connected endpoints only.
+    if (pep_addr.valid() && types[t]->type != FI_EP_MSG) continue;
+    for (int k = 0; k < n; ++k) {
+      struct fi_info* i = Build(cands[k], hints, version, *types[t]);
+      if (i == nullptr) {
+        fi_freeinfo(head);
+        return -FI_ENOMEM;
+      }
+      if (hints != nullptr) i->handle = hints->handle;
+      *tail = i;
+      tail = &i->next;
     }
-    if (hints != nullptr) i->handle = hints->handle;
-    *tail = i;
-    tail = &i->next;
   }
   *info = head;
   return 0;

@@ -50,6 +50,11 @@ void DefineParams() {
                   "message (measured: 1 MiB writes 2.2 GB/s at 16384, 4.2 GB/s at 65532); "
                   "a peer that wants FPDUs aligned to TCP segments needs about the path's "
                   "MSS. (default: 65532)");
+  fi_param_define(&g_provider, "dgram_crc", FI_PARAM_BOOL,
+                  "CRC32c over every datagram (header and segment) sent by datagram (UDP) "
+                  "endpoints. Received datagrams are checked whenever they carry one and a "
+                  "bad one is dropped and counted; off sends a zero CRC field with the C "
+                  "flag clear (docs/wire.md section 3.4). (default: true)");
   fi_param_define(&g_provider, "max_mr", FI_PARAM_INT,
                   "Maximum number of live memory registrations per domain (domain_attr "
                   "mr_cnt), 1..16777216. (default: 65536)");
@@ -74,6 +79,7 @@ void ReadParams() {
   ReadBool("mpa_crc", &g_params.mpa_crc);
   ReadBool("mpa_markers", &g_params.mpa_markers);
   ReadBool("progress_thread", &g_params.progress_thread);
+  ReadBool("dgram_crc", &g_params.dgram_crc);
   ReadInt("mpa_rev", 1, 2, &g_params.mpa_rev);
   ReadInt("ird", 1, kMaxIrdOrd, &g_params.ird);
   ReadInt("ord", 1, kMaxIrdOrd, &g_params.ord);

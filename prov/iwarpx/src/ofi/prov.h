@@ -18,6 +18,7 @@ struct Params {
   bool progress_thread = false;  // FI_IWARPX_PROGRESS_THREAD (lands with the progress engine)
   size_t max_mr = 65536;         // FI_IWARPX_MAX_MR
   int mulpdu = 65532;            // FI_IWARPX_MULPDU
+  bool dgram_crc = true;         // FI_IWARPX_DGRAM_CRC
 };
 
 // The values in effect (defaults until fi_prov_ini has run).

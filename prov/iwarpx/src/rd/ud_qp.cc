@@ -77,6 +77,16 @@ void UdQp::Flush() {
   }
 }
 
+bool UdQp::CancelRecv(uint64_t context) {
+  for (uint64_t i = rq_head_; i != rq_tail_; ++i) {
+    if (rq_[i % rq_.size()].context != context) continue;
+    for (uint64_t j = i; j + 1 != rq_tail_; ++j) rq_[j % rq_.size()] = rq_[(j + 1) % rq_.size()];
+    --rq_tail_;
+    return true;
+  }
+  return false;
+}
+
 void UdQp::OnDatagram(const wire::DecodedDgram& dgram, const transport::SockAddr& from) {
   if (dgram.header.type != wire::DgramType::kUdData) {
     ++counters_.not_ud;

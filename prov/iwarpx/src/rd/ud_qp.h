@@ -88,6 +88,8 @@ class UdQp final : public DgramReceiver {
   qp::QpStatus PostRecv(const qp::RecvWr& wr);
   void OnWritable();
   void Flush();
+  // Removes the posted receive with `context` (no completion); false if none.
+  bool CancelRecv(uint64_t context);
 
   void OnDatagram(const wire::DecodedDgram& dgram, const transport::SockAddr& from) override;
 

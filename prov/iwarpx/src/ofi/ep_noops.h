@@ -1,0 +1,19 @@
+// -FI_ENOSYS ops tables for the calls an endpoint type does not offer
+// (tagged, collective, RMA and atomic families). Each entry logs the call it
+// refused, so an application learns why; none of them crashes.
+#pragma once
+
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_collective.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+namespace iwarpx::ofi {
+
+extern const struct fi_ops_tagged kNoTaggedOps;
+extern const struct fi_ops_collective kNoCollectiveOps;
+extern const struct fi_ops_rma kNoRmaOps;
+extern const struct fi_ops_atomic kNoAtomicOps;
+
+}  // namespace iwarpx::ofi
