@@ -36,6 +36,12 @@ ssize_t ToFi(qp::QpStatus s, const char* call) {
     case qp::QpStatus::kBadState:
       IWX_WARN(ep_data, "%s: the connection has ended\n", call);
       return -FI_EOPBADSTATE;
+    case qp::QpStatus::kNotNegotiated:
+      IWX_WARN(ep_data,
+               "%s: peer did not negotiate send with immediate data; it is not iwarpx or did "
+               "not ask for cq_data_size\n",
+               call);
+      return -FI_EOPNOTSUPP;
   }
   return -FI_EINVAL;
 }
