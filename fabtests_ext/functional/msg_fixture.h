@@ -235,6 +235,9 @@ class Net {
   std::vector<fid_cq*> extra_cqs;
   std::vector<CqPoller*> extra_pollers;
   std::string error;  // the first setup failure
+  // Set before Open(): ask for remote CQ data (cq_data_size 8 with the
+  // FI_RX_CQ_DATA mode), which lets fi_senddata work between iwarpx ends.
+  bool cq_data = false;
 
   Net() = default;
   Net(const Net&) = delete;
@@ -248,6 +251,10 @@ class Net {
     hints->ep_attr->type = FI_EP_MSG;
     hints->caps = FI_MSG | FI_RMA | FI_ATOMIC;
     hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+    if (cq_data) {
+      hints->domain_attr->cq_data_size = 8;
+      hints->mode |= FI_RX_CQ_DATA;
+    }
     int r = fi_getinfo(kVersion, "127.0.0.1", "0", FI_SOURCE, hints, &info);
     fi_freeinfo(hints);
     if (r != 0) return Fail("fi_getinfo", r);

@@ -400,6 +400,122 @@ TEST_F(MsgTest, WriteDataConsumesReceiveWithRemoteCqData) {
   EXPECT_TRUE(net_.WaitComp(net_.client.cq, Ctx(10)).has_value());
 }
 
+// Send with remote CQ data (fi_senddata / fi_injectdata / fi_sendmsg with
+// FI_REMOTE_CQ_DATA): the iwarpx "Send with Immediate Data" extension,
+// negotiated in the MPA exchange because both ends asked for cq_data_size.
+class MsgSendDataTest : public MsgTest {
+ protected:
+  void SetUp() override {
+    net_.cq_data = true;
+    ASSERT_TRUE(net_.Open()) << net_.error;
+    ASSERT_GT(net_.info->domain_attr->cq_data_size, 0u);
+  }
+  // Checks one target completion of a send with data.
+  void ExpectRecvWithData(void* ctx, size_t len, uint64_t data) {
+    auto t = net_.WaitComp(net_.server.cq, ctx);
+    ASSERT_TRUE(t.has_value()) << "no completion at the target";
+    EXPECT_EQ(t->flags & (FI_MSG | FI_RECV | FI_REMOTE_CQ_DATA),
+              FI_MSG | FI_RECV | FI_REMOTE_CQ_DATA);
+    EXPECT_EQ(t->flags & (FI_RMA | FI_REMOTE_WRITE), 0u);
+    EXPECT_EQ(t->len, len);
+    EXPECT_EQ(t->data, data);
+  }
+};
+
+TEST_F(MsgSendDataTest, SendDataZeroBytesAnd64KiB) {
+  auto c = net_.Establish();
+  ASSERT_TRUE(c.has_value()) << net_.error;
+  const size_t big = size_t{64} * 1024;
+  Bytes r0(16, 0x5a);
+  Bytes r1(big + 16, 0x5a);
+  ASSERT_EQ(fi_recv(c->server, r0.data(), r0.size(), nullptr, 0, Ctx(1)), 0);
+  ASSERT_EQ(fi_recv(c->server, r1.data(), r1.size(), nullptr, 0, Ctx(2)), 0);
+  const Bytes d = Pattern(big, 61);
+  ASSERT_EQ(net_.Post([&] { return fi_senddata(c->client, d.data(), 0, nullptr, 7, 0, Ctx(3)); }),
+            0);
+  const uint64_t data = 0xFEDCBA9876543210ULL;
+  ASSERT_EQ(net_.Post([&] {
+    return fi_senddata(c->client, d.data(), d.size(), nullptr, data, 0, Ctx(4));
+  }),
+            0);
+  ExpectRecvWithData(Ctx(1), 0, 7);
+  EXPECT_EQ(r0[0], 0x5a);
+  ExpectRecvWithData(Ctx(2), big, data);
+  EXPECT_TRUE(std::equal(d.begin(), d.end(), r1.begin())) << "payload differs";
+  for (size_t i = big; i < r1.size(); ++i) ASSERT_EQ(r1[i], 0x5a) << "past the message";
+  for (int ctx : {3, 4}) {
+    auto s = net_.WaitComp(net_.client.cq, Ctx(ctx));
+    ASSERT_TRUE(s.has_value()) << "no send completion " << ctx;
+    EXPECT_EQ(s->flags & (FI_SEND | FI_MSG), FI_SEND | FI_MSG);
+  }
+  // A plain send afterwards takes a receive of its own, with no data.
+  Transfer(c->client, net_.client.cq, c->server, net_.server.cq, Pattern(100, 62));
+  EXPECT_TRUE(net_.client.cq.errs.empty());
+  EXPECT_TRUE(net_.server.cq.errs.empty());
+}
+
+TEST_F(MsgSendDataTest, InjectDataCopiesAtTheCall) {
+  auto c = net_.Establish();
+  ASSERT_TRUE(c.has_value()) << net_.error;
+  const size_t inject_size = net_.info->tx_attr->inject_size;
+  ASSERT_GE(inject_size, 8u);
+  Bytes big(inject_size + 1, 1);
+  EXPECT_EQ(fi_injectdata(c->client, big.data(), big.size(), 5, 0), -FI_EINVAL);
+  const Bytes orig = Pattern(inject_size, 63);
+  Bytes buf = orig;
+  Bytes r(inject_size + 8, 0);
+  ASSERT_EQ(fi_recv(c->server, r.data(), r.size(), nullptr, 0, Ctx(1)), 0);
+  ASSERT_EQ(net_.Post([&] { return fi_injectdata(c->client, buf.data(), buf.size(), 99, 0); }), 0);
+  std::fill(buf.begin(), buf.end(), 0);  // the data was copied at the call
+  ExpectRecvWithData(Ctx(1), inject_size, 99);
+  EXPECT_TRUE(std::equal(orig.begin(), orig.end(), r.begin()));
+  // fi_inject* writes no completion at the initiator.
+  net_.PollAll();
+  EXPECT_TRUE(net_.client.cq.done.empty());
+  EXPECT_TRUE(net_.client.cq.errs.empty());
+}
+
+TEST_F(MsgSendDataTest, SendMsgWithRemoteCqData) {
+  auto c = net_.Establish();
+  ASSERT_TRUE(c.has_value()) << net_.error;
+  const Bytes a = Pattern(3000, 64);
+  const Bytes b = Pattern(5, 65);
+  Bytes r(4096, 0);
+  ASSERT_EQ(fi_recv(c->server, r.data(), r.size(), nullptr, 0, Ctx(1)), 0);
+  iovec iov[2] = {{const_cast<uint8_t*>(a.data()), a.size()},
+                  {const_cast<uint8_t*>(b.data()), b.size()}};
+  fi_msg msg{};
+  msg.msg_iov = iov;
+  msg.iov_count = 2;
+  msg.context = Ctx(2);
+  msg.data = 0x0123456789ULL;
+  ASSERT_EQ(net_.Post([&] { return fi_sendmsg(c->client, &msg, FI_REMOTE_CQ_DATA); }), 0);
+  ExpectRecvWithData(Ctx(1), a.size() + b.size(), 0x0123456789ULL);
+  EXPECT_TRUE(std::equal(a.begin(), a.end(), r.begin()));
+  EXPECT_TRUE(std::equal(b.begin(), b.end(), r.begin() + static_cast<ptrdiff_t>(a.size())));
+  ASSERT_TRUE(net_.WaitComp(net_.client.cq, Ctx(2)).has_value());
+}
+
+// Without cq_data_size the MPA exchange does not offer the extension: the
+// send with data is refused at the call and nothing reaches the peer.
+TEST_F(MsgTest, SendDataWithoutCqDataSizeIsNotSupported) {
+  ASSERT_EQ(net_.info->domain_attr->cq_data_size, 0u);
+  auto c = net_.Establish();
+  ASSERT_TRUE(c.has_value()) << net_.error;
+  char buf[8] = {};
+  EXPECT_EQ(fi_senddata(c->client, buf, sizeof(buf), nullptr, 1, 0, Ctx(1)), -FI_EOPNOTSUPP);
+  EXPECT_EQ(fi_injectdata(c->client, buf, sizeof(buf), 1, 0), -FI_EOPNOTSUPP);
+  iovec iov = {buf, sizeof(buf)};
+  fi_msg msg{};
+  msg.msg_iov = &iov;
+  msg.iov_count = 1;
+  msg.context = Ctx(2);
+  msg.data = 1;
+  EXPECT_EQ(fi_sendmsg(c->client, &msg, FI_REMOTE_CQ_DATA), -FI_EOPNOTSUPP);
+  // The connection is unharmed.
+  Transfer(c->client, net_.client.cq, c->server, net_.server.cq, Pattern(10, 66));
+}
+
 // --- 4. Atomics --------------------------------------------------------------
 
 TEST_F(MsgTest, Atomics64) {

@@ -88,8 +88,9 @@ class TsharkCapture:
 
 def decode_mpa(pcap, extra_opts=()):
     """tshark's view of a connected iWARP capture: (frame, kind, details) in order,
-    kind in mpa_req, mpa_rep, fpdu (details: crc good/bad/unknown, crc_text, src,
-    opcode) and ddp_without_mpa."""
+    kind in mpa_req, mpa_rep (details: src, res = tshark's "Reserved" flag bits,
+    flags & 0x1F, which include RFC 6581's enhanced bit 0x10), fpdu (details: crc
+    good/bad/unknown, crc_text, src, opcode) and ddp_without_mpa."""
     res = subprocess.run(["tshark", "-r", pcap, "-T", "pdml", *QUIET_HEURISTICS, *extra_opts],
                          capture_output=True, text=True, timeout=300)
     if res.returncode != 0:
@@ -117,6 +118,9 @@ def decode_mpa(pcap, extra_opts=()):
                         events.append((frame, "mpa_req", {"src": tcp_src}))
                     elif n == "iwarp_mpa.rep":
                         events.append((frame, "mpa_rep", {"src": tcp_src}))
+                    elif n == "iwarp_mpa.res" and events and events[-1][0] == frame and \
+                            events[-1][1] in ("mpa_req", "mpa_rep"):
+                        events[-1][2]["res"] = int(fld.get("show"), 0)
                     elif n == "iwarp_mpa.crc_check":
                         show = fld.get("showname", "")
                         status = ("good" if "Good CRC32" in show else

@@ -117,6 +117,13 @@ def main():
 
     if kinds["mpa_req"] < 1 or kinds["mpa_rep"] < 1:
         fail(f"no MPA Request/Reply decoded (saw {dict(kinds)})")
+    # Default connections are plain iWARP: the iwarpx "Send with Immediate Data"
+    # flag (0x01, docs/wire.md section 1.1) and the other reserved bits stay zero.
+    mpa = [d for _, kind, d in events if kind in ("mpa_req", "mpa_rep")]
+    if any("res" not in d for d in mpa):
+        fail("tshark showed no Reserved flag bits for an MPA Request/Reply")
+    if any(d["res"] & 0x0F for d in mpa):
+        fail(f"MPA frames carry reserved flag bits: {[hex(d['res']) for d in mpa]}")
     if kinds["ddp_without_mpa"]:
         fail(f"{kinds['ddp_without_mpa']} DDP segments were not inside an MPA FPDU")
     if ops.get(0x3, 0) < 2 * args.iterations:

@@ -96,11 +96,13 @@ void Cep::OnTimer() {
   Enter(CepState::kFailed);
 }
 
-Result<CepState, WireError> Cep::Accept(ByteSpan private_data) {
+Result<CepState, WireError> Cep::Accept(ByteSpan private_data, bool offer_send_imm) {
   if (role_ != MpaRole::kResponder || state_ != CepState::kRequestReceived) {
     return Err{WireError::kInvalidArgument};
   }
-  auto response = wire::RespondToMpaRequest(policy_, request_, private_data);
+  wire::MpaPolicy policy = policy_;
+  policy.offer_send_imm = policy.offer_send_imm || offer_send_imm;
+  auto response = wire::RespondToMpaRequest(policy, request_, private_data);
   if (!response) return Err{response.error()};
   auto encoded = Encode(response->reply);
   if (!encoded) return Err{encoded.error()};

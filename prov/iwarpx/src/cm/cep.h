@@ -172,7 +172,10 @@ class Cep {
   // (kSendingReject, kClosedAfterReject or kFailed). `private_data` is used
   // only during the call. Errors leave the CEP unchanged: kInvalidArgument
   // (wrong role or state), kMpaPrivateDataTooLong (does not fit the policy).
-  Result<CepState, wire::WireError> Accept(ByteSpan private_data);
+  // `offer_send_imm`: the accepting Reply also offers the iwarpx Send with
+  // Immediate Data extension (mpa_negotiate.h) even if the policy given at
+  // creation does not (the accepting endpoint is known only now).
+  Result<CepState, wire::WireError> Accept(ByteSpan private_data, bool offer_send_imm = false);
   Result<CepState, wire::WireError> Reject(ByteSpan private_data);
 
   [[nodiscard]] wire::MpaRole role() const { return role_; }

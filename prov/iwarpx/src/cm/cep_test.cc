@@ -220,6 +220,30 @@ TEST(CepTest, EmptyPrivateDataBothWays) {
   EXPECT_TRUE(resp->peer_private_data().empty());
 }
 
+// The iwarpx Send with Immediate Data extension: the responder's endpoint is
+// known only at Accept, which may add the offer to its creation policy.
+TEST(CepTest, SendImmOfferedAtAcceptIsNegotiated) {
+  for (bool initiator_offers : {false, true}) {
+    for (bool accept_offers : {false, true}) {
+      SCOPED_TRACE(std::to_string(initiator_offers) + std::to_string(accept_offers));
+      Fixture f(3);
+      MpaPolicy ip;
+      ip.offer_send_imm = initiator_offers;
+      auto ini = f.Initiator(ip);
+      auto resp = f.Responder();
+      Drive(*ini, *resp, [accept_offers](Cep& c) {
+        auto r = c.Accept({}, accept_offers);
+        EXPECT_TRUE(r.ok());
+      });
+      ASSERT_EQ(ini->state(), CepState::kEstablished);
+      ASSERT_EQ(resp->state(), CepState::kEstablished);
+      const bool both = initiator_offers && accept_offers;
+      EXPECT_EQ(ini->outcome()->send_imm, both);
+      EXPECT_EQ(resp->outcome()->send_imm, both);
+    }
+  }
+}
+
 TEST(CepTest, RejectCarriesPrivateDataToInitiator) {
   Fixture f(3);
   auto ini = f.Initiator({}, "may I?");

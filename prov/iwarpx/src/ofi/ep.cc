@@ -311,8 +311,13 @@ int Endpoint::Control(int command, void* arg) {
 progress::ChannelConfig Endpoint::MakeChannelConfig() const {
   progress::ChannelConfig c;
   c.policy = MpaPolicyFromParams();
+  c.policy.offer_send_imm = WantsCqData();
   c.pd = domain_->pd();
   return c;
+}
+
+bool Endpoint::WantsCqData() const {
+  return info_ != nullptr && info_->domain_attr != nullptr && info_->domain_attr->cq_data_size > 0;
 }
 
 qp::QpConfig Endpoint::MakeQpConfig() const {
@@ -420,8 +425,9 @@ int Endpoint::Accept(const void* param, size_t paramlen) {
   // Set before the call: the initiator's RTR may already be waiting, and then
   // the connection is reported established (kConnected) inside Accept.
   cm_state_ = CmState::kConnecting;
-  const int r = channel_->Accept(ByteSpan(static_cast<const uint8_t*>(param), paramlen),
-                                 domain_->table(), domain_->pd(), MakeQpConfig(), *this);
+  const int r =
+      channel_->Accept(ByteSpan(static_cast<const uint8_t*>(param), paramlen), domain_->table(),
+                       domain_->pd(), MakeQpConfig(), *this, WantsCqData());
   if (r != 0) {
     IWX_WARN(ep_ctrl,
              "fi_accept: the connection request is no longer pending (the initiator "
@@ -603,7 +609,13 @@ void Endpoint::OnRecvComplete(uint64_t context, size_t bytes, const qp::RecvInfo
   if (rx_cq_ != nullptr && s.report) {
     struct fi_cq_data_entry c = {};
     c.op_context = s.context;
-    if (info.has_imm) {
+    if (info.has_imm && info.send_imm) {
+      // fi_senddata: a message with remote CQ data (iwarpx extension).
+      c.flags = FI_REMOTE_CQ_DATA | FI_RECV | FI_MSG;
+      c.len = bytes;
+      c.buf = s.buf;
+      c.data = info.imm;
+    } else if (info.has_imm) {
       c.flags = FI_REMOTE_CQ_DATA | FI_RMA | FI_REMOTE_WRITE;
       c.data = info.imm;
     } else {

@@ -104,7 +104,10 @@ class Endpoint final : public progress::ChannelSink {
   // Data transfer (ep_data.cc). `flags` already include the endpoint's
   // op_flags for calls that take none.
   ssize_t PostRecv(const struct iovec* iov, size_t count, void* context, uint64_t flags);
-  ssize_t PostSend(const struct iovec* iov, size_t count, void* context, uint64_t flags);
+  // FI_REMOTE_CQ_DATA in `flags`: a send with remote CQ data `data`
+  // (fi_senddata; -FI_EOPNOTSUPP unless the connection negotiated it).
+  ssize_t PostSend(const struct iovec* iov, size_t count, void* context, uint64_t flags,
+                   uint64_t data = 0);
   ssize_t PostWrite(const struct iovec* iov, size_t count, uint64_t addr, uint64_t key,
                     void* context, uint64_t flags, uint64_t data);
   ssize_t PostRead(const struct iovec* iov, void** desc, size_t count, uint64_t addr, uint64_t key,
@@ -163,6 +166,10 @@ class Endpoint final : public progress::ChannelSink {
   void AfterPost();
   qp::QpConfig MakeQpConfig() const;
   progress::ChannelConfig MakeChannelConfig() const;
+  // The application asked for remote CQ data (domain_attr->cq_data_size > 0):
+  // only then is the iwarpx Send with Immediate Data extension offered in
+  // the MPA exchange (docs/wire.md), so default connections never carry it.
+  bool WantsCqData() const;
   void ReportTx(uint32_t index, bool success, const qp::WcError* error);
   void PostCqError(Cq* cq, void* context, uint64_t flags, const qp::WcError& error);
   void ReleaseTempStag(Slot& s);

@@ -36,6 +36,12 @@ ssize_t ToFi(qp::QpStatus s, const char* call) {
     case qp::QpStatus::kBadState:
       IWX_WARN(ep_data, "%s: the connection has ended\n", call);
       return -FI_EOPBADSTATE;
+    case qp::QpStatus::kNotNegotiated:
+      IWX_WARN(ep_data,
+               "%s: peer did not negotiate send with immediate data; it is not iwarpx or did "
+               "not ask for cq_data_size\n",
+               call);
+      return -FI_EOPNOTSUPP;
   }
   return -FI_EINVAL;
 }
@@ -213,14 +219,21 @@ ssize_t Endpoint::PostRecv(const struct iovec* iov, size_t count, void* context,
   return 0;
 }
 
-ssize_t Endpoint::PostSend(const struct iovec* iov, size_t count, void* context, uint64_t flags) {
-  if (const ssize_t r = CheckTxFlags(flags, "fi_send"); r != 0) return r;
+ssize_t Endpoint::PostSend(const struct iovec* iov, size_t count, void* context, uint64_t flags,
+                           uint64_t data) {
+  const bool with_data = (flags & FI_REMOTE_CQ_DATA) != 0;
+  const char* call = with_data ? "fi_senddata" : "fi_send";
+  if (const ssize_t r = CheckTxFlags(flags, call); r != 0) return r;
   qp::SendWr wr;
-  if (!FillSgl(iov, count, &wr.sgl, "fi_send")) return -FI_EINVAL;
-  if (const ssize_t r = CheckInject(flags, wr.sgl.Length(), "fi_inject"); r != 0) return r;
+  if (!FillSgl(iov, count, &wr.sgl, call)) return -FI_EINVAL;
+  if (const ssize_t r =
+          CheckInject(flags, wr.sgl.Length(), with_data ? "fi_injectdata" : "fi_inject");
+      r != 0) {
+    return r;
+  }
   std::lock_guard<std::mutex> lock(fabric_->engine().mu());
   ssize_t err = 0;
-  qp::QueuePair* qp = ReadyQp("fi_send", &err);
+  qp::QueuePair* qp = ReadyQp(call, &err);
   if (qp == nullptr) return err;
   uint32_t index = 0;
   Slot* s = AllocTx(&index);
@@ -229,7 +242,9 @@ ssize_t Endpoint::PostSend(const struct iovec* iov, size_t count, void* context,
   if ((flags & FI_INJECT) != 0) CopyInject(*s, iov, count, &wr.sgl);
   wr.context = index;
   wr.flags = WrFlags(flags);
-  const ssize_t ret = ToFi(qp->PostSend(wr), "fi_send");
+  wr.with_imm = with_data;
+  wr.imm = data;
+  const ssize_t ret = ToFi(qp->PostSend(wr), call);
   if (ret != 0) {
     FreeTx(index);
     return ret;

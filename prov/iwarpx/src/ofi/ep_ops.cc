@@ -108,37 +108,32 @@ ssize_t MsgRecvmsg(struct fid_ep* ep, const struct fi_msg* msg, uint64_t flags) 
 ssize_t MsgSend(struct fid_ep* ep, const void* buf, size_t len, void* /*desc*/, fi_addr_t /*dest*/,
                 void* context) {
   const struct iovec iov = {const_cast<void*>(buf), len};
-  return Self(ep)->PostSend(&iov, 1, context, Self(ep)->tx_op_flags());
+  // Remote CQ data only through the *data calls and fi_sendmsg.
+  return Self(ep)->PostSend(&iov, 1, context, Self(ep)->tx_op_flags() & ~FI_REMOTE_CQ_DATA);
 }
 ssize_t MsgSendv(struct fid_ep* ep, const struct iovec* iov, void** /*desc*/, size_t count,
                  fi_addr_t /*dest*/, void* context) {
-  return Self(ep)->PostSend(iov, count, context, Self(ep)->tx_op_flags());
+  return Self(ep)->PostSend(iov, count, context, Self(ep)->tx_op_flags() & ~FI_REMOTE_CQ_DATA);
 }
+// FI_REMOTE_CQ_DATA: msg->data goes to the target's completion (iwarpx Send
+// with Immediate Data; see Endpoint::PostSend).
 ssize_t MsgSendmsg(struct fid_ep* ep, const struct fi_msg* msg, uint64_t flags) {
   if (msg == nullptr) return -FI_EINVAL;
-  if ((flags & FI_REMOTE_CQ_DATA) != 0) {
-    IWX_WARN(ep_data,
-             "fi_sendmsg: FI_REMOTE_CQ_DATA on sends is not supported (use "
-             "fi_writedata: RFC 7306 Immediate Data)\n");
-    return -FI_ENOSYS;
-  }
-  return Self(ep)->PostSend(msg->msg_iov, msg->iov_count, msg->context, flags);
+  return Self(ep)->PostSend(msg->msg_iov, msg->iov_count, msg->context, flags, msg->data);
 }
 ssize_t MsgInject(struct fid_ep* ep, const void* buf, size_t len, fi_addr_t /*dest*/) {
   const struct iovec iov = {const_cast<void*>(buf), len};
   return Self(ep)->PostSend(&iov, 1, nullptr, FI_INJECT);
 }
-ssize_t MsgSendData(struct fid_ep* /*ep*/, const void* /*buf*/, size_t /*len*/, void* /*desc*/,
-                    uint64_t /*data*/, fi_addr_t /*dest*/, void* /*context*/) {
-  IWX_WARN(ep_data,
-           "fi_senddata: remote CQ data on sends is not supported (use fi_writedata: "
-           "RFC 7306 Immediate Data)\n");
-  return -FI_ENOSYS;
+ssize_t MsgSendData(struct fid_ep* ep, const void* buf, size_t len, void* /*desc*/, uint64_t data,
+                    fi_addr_t /*dest*/, void* context) {
+  const struct iovec iov = {const_cast<void*>(buf), len};
+  return Self(ep)->PostSend(&iov, 1, context, Self(ep)->tx_op_flags() | FI_REMOTE_CQ_DATA, data);
 }
-ssize_t MsgInjectData(struct fid_ep* /*ep*/, const void* /*buf*/, size_t /*len*/, uint64_t /*data*/,
+ssize_t MsgInjectData(struct fid_ep* ep, const void* buf, size_t len, uint64_t data,
                       fi_addr_t /*dest*/) {
-  IWX_WARN(ep_data, "fi_injectdata: remote CQ data on sends is not supported\n");
-  return -FI_ENOSYS;
+  const struct iovec iov = {const_cast<void*>(buf), len};
+  return Self(ep)->PostSend(&iov, 1, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, data);
 }
 
 // --- fi_ops_rma ---

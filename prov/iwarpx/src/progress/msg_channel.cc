@@ -67,9 +67,9 @@ Result<std::unique_ptr<MsgChannel>, int> MsgChannel::Respond(
 }
 
 int MsgChannel::Accept(ByteSpan private_data, mem::StagTable& stags, uint32_t pd,
-                       const qp::QpConfig& qp_config, ChannelSink& sink) {
+                       const qp::QpConfig& qp_config, ChannelSink& sink, bool offer_send_imm) {
   if (phase_ != Phase::kAwaitingDecision) return EINVAL;
-  auto r = cep_->Accept(private_data);
+  auto r = cep_->Accept(private_data, offer_send_imm);
   if (!r.ok()) return EINVAL;
   stags_ = &stags;
   config_.pd = pd;

@@ -113,8 +113,9 @@ class MsgChannel final : public Pollable {
   // long. Accept: the reply goes out; the QP (qp_config, on `stags` in
   // protection domain `pd`) starts once it is sent, reporting to `sink`. Reject: the reject Reply
   // carries `private_data`, then the channel ends (OnUnacceptedDone).
+  // `offer_send_imm`: see cm::Cep::Accept.
   int Accept(ByteSpan private_data, mem::StagTable& stags, uint32_t pd,
-             const qp::QpConfig& qp_config, ChannelSink& sink);
+             const qp::QpConfig& qp_config, ChannelSink& sink, bool offer_send_imm = false);
   int Reject(ByteSpan private_data);
 
   // Orderly close (fi_shutdown): the QP flushes and half-closes. No effect

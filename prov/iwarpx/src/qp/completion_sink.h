@@ -45,7 +45,10 @@ constexpr int ProvErrno(wire::TermCause cause) {
 // Details of a completed receive.
 struct RecvInfo {
   bool has_imm = false;  // RFC 7306 Immediate Data (FI_REMOTE_CQ_DATA); bytes is 0
-  uint64_t imm = 0;
+  uint64_t imm = 0;      // unless send_imm:
+  // The Immediate Data belonged to a Send (iwarpx Send with Immediate Data):
+  // `bytes` is the Send's length, placed in this receive's buffer.
+  bool send_imm = false;
   bool solicited = false;         // Send with SE / Immediate Data with SE
   bool invalidated = false;       // Send with Invalidate: this STag was invalidated
   uint32_t invalidated_stag = 0;  // (FI_REMOTE_INVALIDATE-style reporting)

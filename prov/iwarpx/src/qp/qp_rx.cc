@@ -150,7 +150,8 @@ bool QueuePair::RxHeaderBytes(ByteSpan staged) {
   }
   if (got < rx_hdr_target_) return true;
   rx_hdr_done_ = true;
-  auto seg = wire::ParseSegment(ByteSpan(rx_hdr_.data(), rx_hdr_target_));
+  auto seg = wire::ParseSegment(ByteSpan(rx_hdr_.data(), rx_hdr_target_),
+                                wire::ParseOptions{.accept_send_imm = mpa_.send_imm});
   if (!seg.ok()) {
     RxFail(wire::TerminateCauseFor(seg.error()));
     return false;
@@ -314,6 +315,10 @@ QueuePair::Dispatch QueuePair::DispatchTagged(bool read_response) {
 
 QueuePair::Dispatch QueuePair::DispatchSend() {
   const wire::DdpHeader& h = rx_seg_.ddp;
+  if (rx_imm_due_) {
+    RxFail(wire::term::kRdmapUnexpectedOpcode);  // the announced Immediate Data is due
+    return Dispatch::kFailed;
+  }
   if (h.msn != rx_msn_send_) {
     RxFail(wire::term::kDdpUntaggedMsnRange);
     return Dispatch::kFailed;
@@ -341,6 +346,9 @@ QueuePair::Dispatch QueuePair::DispatchImmediate() {
     RxFail(wire::term::kDdpUntaggedMsnRange);
     return Dispatch::kFailed;
   }
+  // After a Send that announced it, the Send's receive (still at the RQ head)
+  // takes it: no receive of its own is needed.
+  if (rx_imm_due_) return Dispatch::kProceed;
   if (rq_head_ == rq_tail_) return Dispatch::kBlock;
   return Dispatch::kProceed;
 }
@@ -429,6 +437,15 @@ void QueuePair::RxFpduComplete() {
         RxFail(wire::term::kRdmapCannotInvalidateOp);
         return;
       }
+      if (rx_seg_.send_imm_follows()) {
+        // The Send's MSN is used; its receive completes with the Immediate Data.
+        rx_imm_due_ = true;
+        rx_imm_bytes_ = rx_send_mo_;
+        rx_imm_solicited_ = rx_seg_.info().solicited_event;
+        rx_send_mo_ = 0;
+        ++rx_msn_send_;
+        break;
+      }
       const RqEntry r = rq_[rq_head_ % rq_.size()];
       ++rq_head_;
       ++rx_msn_send_;
@@ -450,7 +467,16 @@ void QueuePair::RxFpduComplete() {
       info.has_imm = true;
       info.imm = std::get<wire::ImmediateDataBody>(rx_seg_.body).data;
       info.solicited = rx_seg_.info().solicited_event;
-      sink_.OnRecvComplete(r.context, 0, info);
+      size_t bytes = 0;
+      if (rx_imm_due_) {
+        info.send_imm = true;
+        info.solicited = info.solicited || rx_imm_solicited_;
+        bytes = rx_imm_bytes_;
+        rx_imm_due_ = false;
+        rx_imm_bytes_ = 0;
+        rx_imm_solicited_ = false;
+      }
+      sink_.OnRecvComplete(r.context, bytes, info);
       break;
     }
     case wire::RdmapOpcode::kRdmaReadResponse: {

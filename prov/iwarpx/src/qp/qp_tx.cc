@@ -147,8 +147,9 @@ bool QueuePair::BuildSqFpdu() {
     orq_[(orq_head_ + orq_count_) % orq_.size()] = seq;
     ++orq_count_;
     ++sq_tx_;
-  } else if (e.has_imm && e.tx_done == e.length) {
-    // The Write's data is out (or was empty): its Immediate Data message.
+  } else if (e.has_imm && (e.op == SqOp::kSend ? e.imm_next : e.tx_done == e.length)) {
+    // The Write's data is out (or was empty), or the Send's last segment
+    // (which announced it) is: its Immediate Data message.
     n = wire::EncodeImmediateData(false, tx_msn_send_++, e.imm, tx_->header);
     tx_->done = TxDone::kSqSegment;
     tx_->sq_seq = seq;
@@ -165,6 +166,7 @@ bool QueuePair::BuildSqFpdu() {
       p.msn = tx_msn_send_;
       p.mo = static_cast<uint32_t>(e.tx_done);
       p.last = last;
+      p.imm_follows = last && e.has_imm;
       n = wire::EncodeSendHeader(p, tx_->header);
     } else {
       n = wire::EncodeWriteHeader(e.remote_stag, e.remote_to + e.tx_done, last, tx_->header);
@@ -177,6 +179,7 @@ bool QueuePair::BuildSqFpdu() {
     if (last) {
       if (send) ++tx_msn_send_;
       if (!e.has_imm) ++sq_tx_;
+      e.imm_next = e.has_imm;
     }
   }
   if (!n.ok()) return false;

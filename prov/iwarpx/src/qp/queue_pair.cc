@@ -109,12 +109,15 @@ QpStatus QueuePair::PostSq(const SqEntry& entry) {
 
 QpStatus QueuePair::PostSend(const SendWr& wr) {
   if (!wr.sgl.Valid() || wr.sgl.Length() > UINT32_MAX) return QpStatus::kInvalid;
+  if (wr.with_imm && !mpa_.send_imm) return QpStatus::kNotNegotiated;
   SqEntry e;
   e.op = SqOp::kSend;
   e.context = wr.context;
   e.flags = wr.flags;
   e.sgl = wr.sgl;
   e.length = wr.sgl.Length();
+  e.has_imm = wr.with_imm;
+  e.imm = wr.imm;
   return PostSq(e);
 }
 

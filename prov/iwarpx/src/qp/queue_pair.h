@@ -76,8 +76,9 @@
 // each FPDU (the slow path: mainstream peers negotiate markers off).
 // Not supported yet (Create returns kInvalid): the zero-length Send and Read
 // RTRs. RFC 7306: Immediate Data
-// (WriteWr::with_imm) and 64-bit atomics (PostAtomic; Atomic Requests share
-// QN 1, its MSN and ORD/IRD with Read Requests; responses use QN 3).
+// (WriteWr::with_imm; SendWr::with_imm on a connection that negotiated the
+// iwarpx Send with Immediate Data extension, work_request.h) and 64-bit atomics (PostAtomic; Atomic
+// Requests share QN 1, its MSN and ORD/IRD with Read Requests; responses use QN 3).
 #pragma once
 
 #include <sys/uio.h>
@@ -106,9 +107,10 @@ namespace iwarpx::qp {
 
 enum class [[nodiscard]] QpStatus : uint8_t{
     kOk,
-    kQueueFull,  // send or receive ring full; retry after completions
-    kInvalid,    // bad arguments (SGL, lengths, ORD 0 for a Read, config)
-    kBadState,   // the QP is not in kRts
+    kQueueFull,      // send or receive ring full; retry after completions
+    kInvalid,        // bad arguments (SGL, lengths, ORD 0 for a Read, config)
+    kBadState,       // the QP is not in kRts
+    kNotNegotiated,  // Send with Immediate Data, but the MPA exchange did not agree on it
 };
 
 enum class QpState : uint8_t { kRts, kClosing, kTerminate, kError };
@@ -208,8 +210,9 @@ class QueuePair {
     size_t tx_done = 0;      // payload bytes cut into FPDUs so far
     size_t rx_done = 0;      // Read: response bytes placed so far
     bool completed = false;  // reported (or unsignaled and finished)
-    bool has_imm = false;    // Write followed by Immediate Data
+    bool has_imm = false;    // Write / Send followed by Immediate Data
     uint64_t imm = 0;
+    bool imm_next = false;  // Send: its data is cut; the Immediate Data is next
     // Atomic: the RFC 7306 request fields on the 8-byte word (work_request.h)
     // and where the original value's lane goes.
     wire::AtomicOp atomic_op = wire::AtomicOp::kFetchAdd;
@@ -408,6 +411,12 @@ class QueuePair {
   uint32_t rx_msn_read_ = 1;
   uint32_t rx_msn_atomic_resp_ = 1;
   size_t rx_send_mo_ = 0;  // bytes of the current inbound Send message so far
+  // A Send announced its Immediate Data (iwarpx extension): the receive at
+  // the RQ head holds its rx_imm_bytes_ bytes and completes with the next
+  // QN-0 message, which must be that Immediate Data.
+  bool rx_imm_due_ = false;
+  size_t rx_imm_bytes_ = 0;
+  bool rx_imm_solicited_ = false;
   // Staging: bytes [rx_stage_head_, rx_stage_tail_) were received and not
   // yet consumed. RecvV only happens with staging empty, so no compaction.
   std::unique_ptr<uint8_t[]> rx_stage_;

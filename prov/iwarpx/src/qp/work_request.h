@@ -16,6 +16,12 @@
 //   RFC 7306 Immediate Data message carrying `imm` (libfabric fi_writedata):
 //   it consumes a posted receive at the target, which completes with
 //   RecvInfo::has_imm. The WR completes when both have been sent.
+// * Send with `with_imm` (libfabric fi_senddata; the iwarpx extension of
+//   docs/wire.md, usable only on a connection whose MPA exchange negotiated
+//   it, MpaOutcome::send_imm, else PostSend returns kNotNegotiated): the
+//   Send's last segment announces an Immediate Data message carrying `imm`,
+//   which follows it. The target completes ONE receive (the Send's) with
+//   RecvInfo::has_imm and send_imm. The WR completes when both have been sent.
 // * RDMA Read: the sink is a tagged range of *local* registered memory
 //   (local_stag/local_to, registered in the QP's StagTable with kLocalWrite
 //   and the QP's protection domain); the source is remote_stag/remote_to at
@@ -73,6 +79,8 @@ struct SendWr {
   uint64_t context = 0;
   Sgl sgl;
   uint32_t flags = kWrSignaled;
+  bool with_imm = false;
+  uint64_t imm = 0;
 };
 
 struct RecvWr {

@@ -97,13 +97,31 @@ struct Side {
       : conn(std::move(c)), stags(Random(seed), 64) {}
 
   void Create(wire::MpaRole role, bool crc, QpConfig cfg, uint16_t ird, uint16_t ord,
-              bool markers = false) {
+              bool markers = false, bool send_imm = false) {
+    created = {role, crc, cfg, ird, ord, markers};
     cfg.role = role;
     wire::MpaOutcome o = MakeOutcome(role, crc, ird, ord);
     o.markers_tx = o.markers_rx = markers;  // both sides asked for markers
+    o.send_imm = send_imm;                  // iwarpx Send with Immediate Data agreed
+    qp.reset();
     auto r = QueuePair::Create(*conn, stags, kPd, o, cfg, sink);
     if (r.ok()) qp = std::move(r).value();
   }
+  // Creates the QP again (before Start: nothing was sent yet) as if the MPA
+  // exchange had or had not agreed on Send with Immediate Data.
+  void Recreate(bool send_imm) {
+    Create(created.role, created.crc, created.cfg, created.ird, created.ord, created.markers,
+           send_imm);
+  }
+
+  struct CreateArgs {
+    wire::MpaRole role = wire::MpaRole::kInitiator;
+    bool crc = false;
+    QpConfig cfg;
+    uint16_t ird = 0;
+    uint16_t ord = 0;
+    bool markers = false;
+  } created;
 
   uint32_t Register(Bytes& buf, uint32_t access, uint64_t base_to = 0x1000) {
     mem::RegionSpec spec;
@@ -242,14 +260,22 @@ inline Bytes Rtr() {
   return rtr;
 }
 
-inline Bytes SendSegment(uint32_t msn, uint32_t mo, bool last, size_t payload,
-                         uint8_t fill = 0x42) {
+inline Bytes SendSegment(uint32_t msn, uint32_t mo, bool last, size_t payload, uint8_t fill = 0x42,
+                         bool imm_follows = false) {
   Bytes b(18 + payload, fill);
   wire::SendParams p;
   p.msn = msn;
   p.mo = mo;
   p.last = last;
+  p.imm_follows = imm_follows;
   (void)wire::EncodeSendHeader(p, b);
+  return b;
+}
+
+// An RFC 7306 Immediate Data ULPDU (QN 0, `msn`) carrying `data`.
+inline Bytes ImmediateSegment(uint32_t msn, uint64_t data) {
+  Bytes b(18 + wire::kImmediateDataBodySize);
+  (void)wire::EncodeImmediateData(false, msn, data, b);
   return b;
 }
 

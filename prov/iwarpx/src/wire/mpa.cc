@@ -97,6 +97,8 @@ Result<MpaDecoded, WireError> DecodeMpaFrame(ByteSpan bytes, MpaFrameKind expect
   f.crc = (h.flags & kMpaFlagCrc) != 0;
   f.reject = (h.flags & kMpaFlagReject) != 0;
   f.revision = h.revision;
+  // DecodeMpaHeader refused the bit in rev 1 (it is reserved there).
+  f.send_imm = (h.flags & kMpaFlagSendImm) != 0;
   if ((h.flags & kMpaFlagEnhanced) != 0) {
     // DecodeMpaHeader guaranteed pd.size() >= kMpaIrdOrdSize.
     f.ird_ord = UnpackIrdOrd(LoadBe16(pd.data()), LoadBe16(pd.data() + 2));
@@ -117,6 +119,7 @@ Result<size_t, WireError> EncodeMpaFrame(const MpaFrame& frame, MutableByteSpan 
   if (frame.reject && frame.kind == MpaFrameKind::kRequest) {
     return Err{WireError::kInvalidArgument};
   }
+  if (frame.send_imm && frame.revision != kMpaRevision2) return Err{WireError::kInvalidArgument};
   if (frame.ird_ord) {
     const MpaIrdOrd& b = *frame.ird_ord;
     if (frame.revision != kMpaRevision2 || b.ird > kMpaIrdOrdMask || b.ord > kMpaIrdOrdMask ||
@@ -132,6 +135,7 @@ Result<size_t, WireError> EncodeMpaFrame(const MpaFrame& frame, MutableByteSpan 
   if (frame.crc) flags |= kMpaFlagCrc;
   if (frame.reject) flags |= kMpaFlagReject;
   if (frame.ird_ord) flags |= kMpaFlagEnhanced;
+  if (frame.send_imm) flags |= kMpaFlagSendImm;
 
   ByteWriter w(out);
   w.WriteBytes(MpaKey(frame.kind));

@@ -4,7 +4,10 @@
 //
 //   off  size  field
 //     0   16   key: "MPA ID Req Frame" or "MPA ID Rep Frame" (ASCII, no NUL)
-//    16    1   flags: M 0x80 | C 0x40 | R 0x20 | enhanced 0x10 (rev 2 only) | 0x0F reserved
+//    16    1   flags: M 0x80 | C 0x40 | R 0x20 | enhanced 0x10 (rev 2 only) |
+//                     0x0E reserved | 0x01 reserved by RFC 5044, used by the
+//                     iwarpx extension "Send with Immediate Data" (rev 2 only,
+//                     docs/wire.md)
 //    17    1   Rev: 1 (RFC 5044) or 2 (RFC 6581)
 //    18    2   PD_Length (big-endian): bytes of private data that follow
 //    20    n   private data; in an enhanced rev-2 frame the first 4 bytes are
@@ -30,7 +33,7 @@
 //                                                     where a Request is expected)
 //     Rev not 1 or 2                                  kMpaBadRevision
 //     R set in a Request                              kMpaRejectInRequest
-//     reserved flag bits (0x1F in rev 1, 0x0F in rev 2) kMpaReservedBits
+//     reserved flag bits (0x1F in rev 1, 0x0E in rev 2) kMpaReservedBits
 //     PD_Length > min(limits.max_private_data, 512)   kMpaPrivateDataTooLong
 //     enhanced flag with PD_Length < 4                kMpaBadIrdOrd
 //   Rev 0 (the pre-IETF RDMAC draft, e.g. old Ammasso) is refused: its frame
@@ -40,6 +43,10 @@
 //   itself has no reserved bits (every bit is defined by RFC 6581), so the
 //   decoder accepts any value; the meaning of its fields (RTR bits without P2P,
 //   several RTR bits in a Reply, 0x3FFF) is judged by mpa_negotiate.h.
+//   Flag 0x01 in a rev-2 frame (kMpaFlagSendImm, an iwarpx extension; RFC 5044
+//   says reserved bits are sent as zero and not checked on receive, so a
+//   standard peer ignores it) is decoded into MpaFrame::send_imm; whether it is
+//   used is judged by mpa_negotiate.h. In a rev-1 frame it stays refused.
 // * Every frame the decoder accepts re-encodes to the identical bytes.
 #pragma once
 
@@ -67,7 +74,10 @@ inline constexpr uint8_t kMpaFlagCrc = 0x40;
 inline constexpr uint8_t kMpaFlagReject = 0x20;
 inline constexpr uint8_t kMpaFlagEnhanced = 0x10;  // RFC 6581, rev 2 only
 inline constexpr uint8_t kMpaReservedFlagsRev1 = 0x1F;
-inline constexpr uint8_t kMpaReservedFlagsRev2 = 0x0F;
+inline constexpr uint8_t kMpaReservedFlagsRev2 = 0x0E;
+// iwarpx extension (rev 2 only; docs/wire.md "iwarpx extension: Send with
+// Immediate Data"): the sender offers / accepts Send with Immediate Data.
+inline constexpr uint8_t kMpaFlagSendImm = 0x01;
 
 inline constexpr uint8_t kMpaRevision1 = 1;  // RFC 5044
 inline constexpr uint8_t kMpaRevision2 = 2;  // RFC 6581
@@ -114,6 +124,8 @@ struct MpaFrame {
   bool crc = false;      // C: the sender asks for CRC (used both ways if either asks)
   bool reject = false;   // R: Reply only; the responder refuses the connection
   uint8_t revision = kMpaRevision1;
+  // kMpaFlagSendImm: iwarpx "Send with Immediate Data" offered (rev 2 only).
+  bool send_imm = false;
   // Present iff the frame is enhanced (flag 0x10; revision 2 only).
   std::optional<MpaIrdOrd> ird_ord;
   // The ULP's private data, not including the IRD/ORD block. Not owned.
@@ -166,7 +178,7 @@ size_t MpaFrameSize(const MpaFrame& frame);
 // Errors (nothing useful is left in `out`):
 //   kInvalidArgument        revision not 1/2; IRD/ORD block in a rev-1 frame;
 //                           R in a Request; IRD/ORD above 0x3FFF; RTR bits
-//                           outside kMpaRtrAll
+//                           outside kMpaRtrAll; send_imm in a rev-1 frame
 //   kMpaPrivateDataTooLong  PD_Length would exceed 512
 //   kNoSpace                `out` is smaller than MpaFrameSize(frame)
 Result<size_t, WireError> EncodeMpaFrame(const MpaFrame& frame, MutableByteSpan out);

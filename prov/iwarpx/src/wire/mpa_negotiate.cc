@@ -100,6 +100,7 @@ Result<MpaFrame, WireError> MakeMpaRequest(const MpaPolicy& policy, ByteSpan ulp
   request.markers = policy.want_markers;
   request.crc = policy.want_crc;
   request.revision = policy.max_revision;
+  request.send_imm = policy.offer_send_imm && policy.max_revision == kMpaRevision2;
   if (enhanced) {
     MpaIrdOrd block{.p2p = policy.p2p, .ird = policy.ird, .ord = policy.ord, .rtr = 0};
     if (policy.p2p) {
@@ -188,6 +189,9 @@ Result<MpaResponse, WireError> RespondToMpaRequest(const MpaPolicy& policy, cons
     }
     reply.ird_ord = block;
   }
+  // Only an accepting Reply answers the offer (a reject is built without it).
+  reply.send_imm = policy.offer_send_imm && request.send_imm && revision == kMpaRevision2;
+  o.send_imm = reply.send_imm;
   SetStartRules(o);
   response.accepted = true;
   return response;
@@ -216,6 +220,9 @@ Result<MpaOutcome, WireError> ProcessMpaReply(const MpaPolicy& policy, const Mpa
   o.ird = policy.ird;
   o.ord = policy.ord;
   o.peer_private_data = reply.private_data;
+  // We set the bit in the Request iff offer_send_imm and rev 2.
+  o.send_imm = policy.offer_send_imm && policy.max_revision == kMpaRevision2 && reply.send_imm &&
+               reply.revision == kMpaRevision2;
 
   if (enhanced) {
     const MpaIrdOrd& rep = *reply.ird_ord;

@@ -71,6 +71,14 @@
 //   the Send bit in word0 next to the type they chose, and Send ranks last.
 //   A Reply with P2P=1 that we did not ask for, or with no usable type, is
 //   kMpaNoMatchingRtr. RTR bits in a frame without P2P are ignored.
+// * Send with Immediate Data (iwarpx extension, docs/wire.md; rev 2 only):
+//   with policy.offer_send_imm a rev-2 Request carries kMpaFlagSendImm; the
+//   responder answers it in an accepting rev-2 Reply iff the Request carried
+//   it and its own policy offers it (never in a reject). MpaOutcome::send_imm
+//   is true only when both frames carried it: a standard peer ignores the
+//   reserved bit and answers without it, so the extension is off. A Reply
+//   with the bit to a Request without it is not an error (the bit is ignored,
+//   as RFC 5044 wants for reserved bits).
 // * Who sends first: without RTR (rev 1 or no P2P) the initiator's ULP must
 //   send the first FPDU and the responder may transmit nothing until it has
 //   received one. With RTR the initiator's provider sends the zero-length RTR
@@ -107,6 +115,9 @@ struct MpaPolicy {
   MpaRtrMask rtr_types = RtrBit(MpaRtr::kWrite) | RtrBit(MpaRtr::kRead);
   // Limit on PD_Length (IRD/ORD block included) of frames we send and accept.
   uint16_t max_private_data = kMpaMaxPrivateData;
+  // Offer (initiator) / accept (responder) the iwarpx Send with Immediate
+  // Data extension (kMpaFlagSendImm; rev 2 only).
+  bool offer_send_imm = false;
 };
 
 // What the connection uses after a successful exchange, seen from one side.
@@ -128,6 +139,7 @@ struct MpaOutcome {
   bool hold_tx_until_first_fpdu = false;   // responder: send nothing before the
                                            // initiator's first FPDU arrives
   bool established_after_rtr = false;      // responder: report established on RTR
+  bool send_imm = false;                   // both frames carried kMpaFlagSendImm
   ByteSpan peer_private_data;              // the peer's ULP private data (a view)
 };
 

@@ -5,7 +5,8 @@
 //              b0  bit0 rev 2 (else 1) | bit1 want_crc | bit2 accept_peer_crc |
 //                  bit3 want_markers | bit4 insert_markers | bit5 p2p |
 //                  bits6-7 private-data limit {512, 256, 32, 4}
-//              b1  rtr_types (low 4 bits; bit 3 is invalid on purpose)
+//              b1  rtr_types (low 4 bits; bit 3 is invalid on purpose) |
+//                  bit4 offer_send_imm
 //              b2  ird, b3 max_ird - ird, b4 ord, b5 min_ord
 //   [12]     mode % 3: 0 full exchange (payload split in half = the two ULPs'
 //            private data), 1 payload is a Request for the responder,
@@ -18,6 +19,7 @@
 //   iff we set M; in P2P exactly one RTR type, offered by the initiator and
 //   accepted by the responder, Read only with read slots; no RTR otherwise;
 //   ORD within [min_ord, ord] and <= the peer's IRD; IRD within [ird, max_ird];
+//   send_imm only when offered by our policy, carried by both frames, rev 2;
 // * the responder's Reply (accept or reject) encodes and decodes back to the
 //   same fields; a refusal names an MPA reason;
 // * in a full exchange both ends agree on revision, CRC, markers per direction
@@ -51,6 +53,7 @@ MpaPolicy PolicyFrom(const uint8_t* b) {
   p.p2p = (b[0] & 0x20) != 0;
   p.max_private_data = kLimits[b[0] >> 6];
   p.rtr_types = static_cast<MpaRtrMask>(b[1] & 0x0F);
+  p.offer_send_imm = (b[1] & 0x10) != 0;
   p.ird = b[2];
   p.max_ird = static_cast<uint16_t>(b[2] + b[3]);
   p.ord = b[4];
@@ -107,6 +110,10 @@ void CheckOutcome(const MpaOutcome& o, const MpaPolicy& policy, const MpaFrame& 
   } else {
     Check(o.rtr == MpaRtr::kNone);
   }
+  if (o.send_imm) {
+    Check(policy.offer_send_imm && own.send_imm && peer.send_imm);
+    Check(o.revision == kMpaRevision2);
+  }
   Check(o.send_rtr == (initiator && o.p2p));
   Check(o.initiator_ulp_sends_first == !o.p2p);
   Check(o.hold_tx_until_first_fpdu == !initiator);
@@ -121,8 +128,8 @@ MpaFrame RoundTrip(const MpaFrame& frame, std::array<uint8_t, kMpaMaxFrameSize>&
   Check(d.ok() && d->consumed == n.value());
   const MpaFrame& g = d->frame;
   Check(g.markers == frame.markers && g.crc == frame.crc && g.reject == frame.reject &&
-        g.revision == frame.revision && g.ird_ord == frame.ird_ord &&
-        g.private_data.size() == frame.private_data.size());
+        g.revision == frame.revision && g.send_imm == frame.send_imm &&
+        g.ird_ord == frame.ird_ord && g.private_data.size() == frame.private_data.size());
   return g;
 }
 

@@ -210,6 +210,91 @@ TEST(MpaNegotiateTest, Rev1RequestBytes) {
   EXPECT_EQ(ToHex(Encode(req.value())), ToHex(Frame(kReqKey, "80 01 0000")));
 }
 
+// ---- iwarpx extension: Send with Immediate Data ------------------------------
+
+MpaPolicy SendImmPolicy() {
+  MpaPolicy p;
+  p.offer_send_imm = true;
+  return p;
+}
+
+TEST(MpaSendImmTest, BothOfferIsNegotiatedWithTheBitInBothFrames) {
+  Exchange x(SendImmPolicy(), SendImmPolicy());
+  ASSERT_TRUE(x.Established());
+  EXPECT_EQ(ToHex(x.request_bytes), ToHex(Frame(kReqKey, "51 02 0004 | 8010 c010")));
+  EXPECT_EQ(ToHex(x.reply_bytes), ToHex(Frame(kRepKey, "51 02 0004 | 8010 8010")));
+  EXPECT_TRUE(x.Init().send_imm);
+  EXPECT_TRUE(x.Resp().send_imm);
+}
+
+TEST(MpaSendImmTest, DefaultPoliciesNeverSetTheBit) {
+  Exchange x(MpaPolicy{}, MpaPolicy{});
+  ASSERT_TRUE(x.Established());
+  EXPECT_EQ(x.request_bytes[16] & kMpaFlagSendImm, 0);
+  EXPECT_EQ(x.reply_bytes[16] & kMpaFlagSendImm, 0);
+  EXPECT_FALSE(x.Init().send_imm);
+  EXPECT_FALSE(x.Resp().send_imm);
+}
+
+TEST(MpaSendImmTest, OnlyTheInitiatorOffers) {
+  Exchange x(SendImmPolicy(), MpaPolicy{});
+  ASSERT_TRUE(x.Established());
+  EXPECT_TRUE(x.request.send_imm);
+  EXPECT_FALSE(x.reply.send_imm);
+  EXPECT_FALSE(x.Init().send_imm);
+  EXPECT_FALSE(x.Resp().send_imm);
+}
+
+TEST(MpaSendImmTest, OnlyTheResponderOffers) {
+  Exchange x(MpaPolicy{}, SendImmPolicy());
+  ASSERT_TRUE(x.Established());
+  EXPECT_FALSE(x.request.send_imm);
+  EXPECT_FALSE(x.reply.send_imm);
+  EXPECT_FALSE(x.Init().send_imm);
+  EXPECT_FALSE(x.Resp().send_imm);
+}
+
+TEST(MpaSendImmTest, StandardPeerIgnoringTheBitLeavesItOff) {
+  // A standard responder answers the Request as if the reserved bit were zero.
+  std::vector<uint8_t> storage;
+  auto r = InitiatorGets(SendImmPolicy(), "50 02 0004 | 8010 8010", storage);
+  ASSERT_TRUE(r.ok()) << ToString(r.error());
+  EXPECT_FALSE(r->send_imm);
+}
+
+TEST(MpaSendImmTest, UnaskedBitInReplyIsIgnored) {
+  std::vector<uint8_t> storage;
+  auto r = InitiatorGets(MpaPolicy{}, "51 02 0004 | 8010 8010", storage);
+  ASSERT_TRUE(r.ok()) << ToString(r.error());
+  EXPECT_FALSE(r->send_imm);
+}
+
+TEST(MpaSendImmTest, Rev1FallbackHasNoSendImm) {
+  MpaPolicy resp = SendImmPolicy();
+  resp.max_revision = 1;
+  Exchange x(SendImmPolicy(), resp);
+  ASSERT_TRUE(x.Established());
+  EXPECT_FALSE(x.reply.send_imm);
+  EXPECT_FALSE(x.Init().send_imm);
+  EXPECT_FALSE(x.Resp().send_imm);
+  MpaPolicy rev1 = SendImmPolicy();
+  rev1.max_revision = 1;
+  auto req = MakeMpaRequest(rev1, {});
+  ASSERT_TRUE(req.ok());
+  EXPECT_FALSE(req->send_imm);
+}
+
+TEST(MpaSendImmTest, RejectReplyNeverCarriesTheBit) {
+  MpaPolicy resp = SendImmPolicy();
+  resp.p2p = true;
+  resp.rtr_types = kSend;  // the Request offers Write+Read: no common RTR
+  std::vector<uint8_t> storage;
+  MpaResponse r = ResponderGets(resp, "51 02 0004 | 8010 c010", storage);
+  ASSERT_FALSE(r.accepted);
+  EXPECT_FALSE(r.reply.send_imm);
+  EXPECT_FALSE(r.outcome.send_imm);
+}
+
 // ---- IRD / ORD -----------------------------------------------------------------
 
 TEST(MpaIrdOrdTest, ResponderLowersItsOrdToInitiatorIrd) {

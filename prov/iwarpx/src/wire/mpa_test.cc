@@ -298,13 +298,64 @@ TEST(MpaMalformedTest, ReservedBitsRev1) {
 }
 
 TEST(MpaMalformedTest, ReservedBitsRev2) {
-  for (int bit : {0x01, 0x02, 0x04, 0x08}) {
+  // 0x01 is the iwarpx Send-with-Immediate-Data flag (MpaSendImmTest below).
+  for (int bit : {0x02, 0x04, 0x08}) {
     auto bytes = Frame(kRepKey, "10 02 0004 | 00000000");
     bytes[16] = static_cast<uint8_t>(0x10 | bit);
     auto f = DecodeMpaFrame(bytes, MpaFrameKind::kReply);
     ASSERT_FALSE(f.ok()) << bit;
     EXPECT_EQ(f.error(), WireError::kMpaReservedBits) << bit;
   }
+}
+
+// ---- iwarpx extension: Send with Immediate Data (flag 0x01, rev 2) ---------
+
+TEST(MpaSendImmTest, Rev2RequestAndReplyDecodeTheFlag) {
+  for (MpaFrameKind kind : {MpaFrameKind::kRequest, MpaFrameKind::kReply}) {
+    auto bytes = Frame(kind == MpaFrameKind::kRequest ? kReqKey : kRepKey, "51 02 0004 | 80108010");
+    auto d = DecodeMpaFrame(bytes, kind);
+    ASSERT_TRUE(d.ok()) << ToString(d.error());
+    EXPECT_TRUE(d->frame.send_imm);
+    EXPECT_TRUE(d->frame.crc);
+    ASSERT_TRUE(d->frame.ird_ord.has_value());
+    EXPECT_TRUE(SameBytes(Encode(d->frame), bytes));
+  }
+}
+
+TEST(MpaSendImmTest, Rev2WithoutEnhancedFlagDecodesTheFlag) {
+  auto bytes = Frame(kReqKey, "41 02 0000");
+  auto d = DecodeMpaFrame(bytes, MpaFrameKind::kRequest);
+  ASSERT_TRUE(d.ok()) << ToString(d.error());
+  EXPECT_TRUE(d->frame.send_imm);
+  EXPECT_FALSE(d->frame.ird_ord.has_value());
+  EXPECT_TRUE(SameBytes(Encode(d->frame), bytes));
+}
+
+TEST(MpaSendImmTest, DefaultFramesDoNotCarryTheFlag) {
+  auto d = DecodeMpaFrame(Frame(kReqKey, "50 02 0004 | 80108010"), MpaFrameKind::kRequest);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->frame.send_imm);
+  MpaFrame f;
+  f.revision = 2;
+  f.crc = true;
+  EXPECT_EQ(Encode(f)[16], 0x40);
+}
+
+TEST(MpaSendImmTest, EncoderRefusesTheFlagInRev1) {
+  MpaFrame f;
+  f.revision = 1;
+  f.send_imm = true;
+  std::array<uint8_t, kMpaMaxFrameSize> out{};
+  auto n = EncodeMpaFrame(f, out);
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.error(), WireError::kInvalidArgument);
+}
+
+TEST(MpaSendImmTest, OtherReservedBitsStillRefusedNextToIt) {
+  auto bytes = Frame(kReqKey, "53 02 0004 | 80108010");
+  auto d = DecodeMpaFrame(bytes, MpaFrameKind::kRequest);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.error(), WireError::kMpaReservedBits);
 }
 
 TEST(MpaMalformedTest, RejectFlagInRequest) {

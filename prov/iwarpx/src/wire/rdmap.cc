@@ -36,16 +36,26 @@ constexpr bool TableIsIndexedByOpcode() {
 }
 static_assert(TableIsIndexedByOpcode());
 
+// The last segment of a Send / Send with SE announcing Immediate Data.
+bool IsSendImmFollows(const DdpHeader& h, const OpcodeInfo& info) {
+  return (info.opcode == Op::kSend || info.opcode == Op::kSendWithSe) && h.last &&
+         h.rsvd_ulp1_4 == kSendImmFollows;
+}
+
 // The header rules that depend on the opcode (T is checked by the caller,
 // because a wrong T changes which header layout can even be read).
-std::optional<WireError> CheckHeaderForOpcode(const DdpHeader& h, const OpcodeInfo& info) {
+std::optional<WireError> CheckHeaderForOpcode(const DdpHeader& h, const OpcodeInfo& info,
+                                              bool accept_send_imm) {
   if (info.tagged) return std::nullopt;
   if (h.qn != info.qn) return WireError::kDdpBadQueueNumber;
   if (info.single_segment) {
     if (h.mo != 0) return WireError::kDdpBadMessageOffset;
     if (!h.last) return WireError::kRdmapBadHeaderForOpcode;
   }
-  if (!info.carries_invalidate && h.rsvd_ulp1_4 != 0) return WireError::kRdmapBadHeaderForOpcode;
+  if (!info.carries_invalidate && h.rsvd_ulp1_4 != 0 &&
+      !(accept_send_imm && IsSendImmFollows(h, info))) {
+    return WireError::kRdmapBadHeaderForOpcode;
+  }
   return std::nullopt;
 }
 
@@ -228,12 +238,16 @@ std::array<uint8_t, kReadRequestBodySize> EncodeReadRequestBody(const ReadReques
   return out;
 }
 
+bool Segment::send_imm_follows() const {
+  return !ddp.tagged && IsSendImmFollows(ddp, info());
+}
+
 size_t Segment::header_size() const {
   const OpcodeInfo& i = info();
   return i.header_size + BodySize(*this, i);
 }
 
-Result<Segment, WireError> ParseSegment(ByteSpan ulpdu) {
+Result<Segment, WireError> ParseSegment(ByteSpan ulpdu, const ParseOptions& options) {
   if (ulpdu.size() < 2) return Err{WireError::kTruncated};
   auto control = DecodeDdpControl(ulpdu[0]);
   if (!control.ok()) return Err{control.error()};
@@ -244,7 +258,7 @@ Result<Segment, WireError> ParseSegment(ByteSpan ulpdu) {
 
   auto ddp = DecodeDdpHeader(ulpdu);
   if (!ddp.ok()) return Err{ddp.error()};
-  if (auto e = CheckHeaderForOpcode(ddp.value(), info)) return Err{*e};
+  if (auto e = CheckHeaderForOpcode(ddp.value(), info, options.accept_send_imm)) return Err{*e};
 
   Segment seg;
   seg.ddp = ddp.value();
@@ -270,7 +284,9 @@ Result<size_t, WireError> EncodeSegmentHeader(const Segment& segment, MutableByt
   const OpcodeInfo* info = FindOpcodeInfo(static_cast<uint8_t>(segment.opcode));
   if (info == nullptr) return Err{WireError::kInvalidArgument};
   if (segment.ddp.tagged != info->tagged) return Err{WireError::kInvalidArgument};
-  if (CheckHeaderForOpcode(segment.ddp, *info)) return Err{WireError::kInvalidArgument};
+  // The encoder writes the Send-with-Immediate-Data flag when asked; whether
+  // the peer negotiated it is the engine's check.
+  if (CheckHeaderForOpcode(segment.ddp, *info, true)) return Err{WireError::kInvalidArgument};
   if (!info->payload_allowed && !segment.payload.empty()) {
     return Err{WireError::kInvalidArgument};
   }
@@ -311,6 +327,9 @@ Result<size_t, WireError> EncodeReadRequest(uint32_t msn, const ReadRequestBody&
 
 Result<size_t, WireError> EncodeSendHeader(const SendParams& params, MutableByteSpan out) {
   if (!params.invalidate && params.invalidate_stag != 0) return Err{WireError::kInvalidArgument};
+  if (params.imm_follows && (params.invalidate || !params.last)) {
+    return Err{WireError::kInvalidArgument};
+  }
   Op opcode = Op::kSend;
   if (params.invalidate) {
     opcode = params.solicited_event ? Op::kSendWithSeAndInvalidate : Op::kSendWithInvalidate;
@@ -318,7 +337,8 @@ Result<size_t, WireError> EncodeSendHeader(const SendParams& params, MutableByte
     opcode = Op::kSendWithSe;
   }
   Segment seg;
-  seg.ddp = UntaggedHeader(opcode, params.msn, params.mo, params.last, params.invalidate_stag);
+  seg.ddp = UntaggedHeader(opcode, params.msn, params.mo, params.last,
+                           params.imm_follows ? kSendImmFollows : params.invalidate_stag);
   seg.opcode = opcode;
   return EncodeSegmentHeader(seg, out);
 }

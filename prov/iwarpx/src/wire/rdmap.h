@@ -48,6 +48,9 @@
 //     single-segment opcode with MO != 0             kDdpBadMessageOffset
 //     single-segment opcode with L = 0               kRdmapBadHeaderForOpcode
 //     RsvdULP[1..4] != 0 except Send w/ Invalidate   kRdmapBadHeaderForOpcode
+//       (and except kSendImmFollows on the last
+//       segment of a Send / Send with SE when
+//       ParseOptions::accept_send_imm is set)
 //     body shorter/longer than the opcode's          kRdmapBadLength
 //       (Terminate: fewer than 4 or more than 52)
 //     Atomic Request reserved bits / AtomicOp        kRdmapReservedBits / kAtomicBadOp
@@ -60,6 +63,15 @@
 //   reserved word) are rejected, not ignored, for the reason given in ddp.h.
 //   A wrong QN for a known opcode gets kDdpBadQueueNumber (DDP / untagged /
 //   invalid QN), as siw answers it.
+// * iwarpx extension "Send with Immediate Data" (docs/wire.md), used only on
+//   a connection whose MPA exchange negotiated it (mpa_negotiate.h send_imm):
+//   a Send or Send with SE whose last segment (L=1) carries RsvdULP[1..4] ==
+//   kSendImmFollows announces that the next untagged message on QN 0 is an
+//   Immediate Data message belonging to this Send. ParseSegment() accepts that
+//   exact value only with ParseOptions::accept_send_imm, only on L=1 of those
+//   two opcodes; any other non-zero value, or the value on L=0, stays refused.
+//   The encoders write it (SendParams::imm_follows) without knowing whether it
+//   was negotiated: that is the engine's check.
 // * Every segment ParseSegment() accepts re-encodes, through
 //   EncodeSegmentHeader() followed by its payload, to the identical bytes.
 // * Encoders return kNoSpace for a short output span and kInvalidArgument for
@@ -173,11 +185,22 @@ struct Segment {
   ByteSpan payload;  // ULP payload (empty for opcodes without one)
 
   const OpcodeInfo& info() const { return GetOpcodeInfo(opcode); }
+  // A Send / Send with SE last segment announcing Immediate Data (see above).
+  bool send_imm_follows() const;
   // DDP header + fixed body: the bytes before `payload`.
   size_t header_size() const;
 };
 
-Result<Segment, WireError> ParseSegment(ByteSpan ulpdu);
+// RsvdULP[1..4] of a Send's last segment followed by its Immediate Data
+// (iwarpx extension; see the contract).
+inline constexpr uint32_t kSendImmFollows = 1;
+
+struct ParseOptions {
+  // The connection negotiated iwarpx Send with Immediate Data.
+  bool accept_send_imm = false;
+};
+
+Result<Segment, WireError> ParseSegment(ByteSpan ulpdu, const ParseOptions& options = {});
 
 // Re-encodes a Segment's DDP header and body (not its payload) into `out`.
 // The RDMAP control byte is derived from `opcode` (ddp.rsvd_ulp0 is ignored).
@@ -205,6 +228,9 @@ struct SendParams {
   uint32_t msn = 1;
   uint32_t mo = 0;
   bool last = true;
+  // iwarpx extension: RsvdULP[1..4] = kSendImmFollows (only with `last` and
+  // without `invalidate`).
+  bool imm_follows = false;
 };
 Result<size_t, WireError> EncodeSendHeader(const SendParams& params, MutableByteSpan out);
 

@@ -140,6 +140,75 @@ TEST(RdmapMalformedTest, InvalidateStagOnlyOnSendWithInvalidate) {
             WireError::kRdmapBadHeaderForOpcode);
 }
 
+// iwarpx Send with Immediate Data: RsvdULP[1..4] == kSendImmFollows on the
+// last segment of a Send / Send with SE, accepted only with the option.
+WireError ParseErrorWith(const std::vector<uint8_t>& bytes, const ParseOptions& options) {
+  auto seg = ParseSegment(bytes, options);
+  EXPECT_FALSE(seg.ok()) << ToHex(bytes);
+  return seg.ok() ? WireError::kInvalidArgument : seg.error();
+}
+
+TEST(RdmapSendImmTest, FlagAcceptedOnlyWhenNegotiatedOnLastSendSegment) {
+  const ParseOptions on{.accept_send_imm = true};
+  const std::vector<uint8_t> payload = FromHex("aabbcc");
+  for (uint8_t op : {uint8_t{0x43}, uint8_t{0x45}}) {
+    SCOPED_TRACE(op);
+    const auto last = Untagged(0x41, op, kSendImmFollows, 0, 7, 0, payload);
+    // Not negotiated: refused exactly as any other reserved value.
+    EXPECT_EQ(ParseError(last), WireError::kRdmapBadHeaderForOpcode);
+    auto seg = ParseSegment(last, on);
+    ASSERT_TRUE(seg.ok()) << ToString(seg.error());
+    EXPECT_TRUE(seg->send_imm_follows());
+    EXPECT_EQ(seg->ddp.rsvd_ulp1_4, kSendImmFollows);
+    EXPECT_EQ(seg->payload.size(), 3u);
+    // Re-encodes to the identical bytes.
+    std::vector<uint8_t> out(18);
+    ASSERT_EQ(EncodeSegmentHeader(*seg, out).value(), 18u);
+    EXPECT_EQ(out, std::vector<uint8_t>(last.begin(), last.begin() + 18));
+    // On a segment that is not the last one: refused.
+    EXPECT_EQ(ParseErrorWith(Untagged(0x01, op, kSendImmFollows, 0, 7, 0, payload), on),
+              WireError::kRdmapBadHeaderForOpcode);
+    // Any other non-zero value: refused.
+    for (uint32_t v : {2u, 0x100u, 0x80000001u, 0xFFFFFFFFu}) {
+      EXPECT_EQ(ParseErrorWith(Untagged(0x41, op, v, 0, 7, 0, payload), on),
+                WireError::kRdmapBadHeaderForOpcode)
+          << v;
+    }
+    // A plain last segment is no announcement.
+    auto plain = ParseSegment(Untagged(0x41, op, 0, 0, 7, 0, payload), on);
+    ASSERT_TRUE(plain.ok());
+    EXPECT_FALSE(plain->send_imm_follows());
+  }
+}
+
+TEST(RdmapSendImmTest, OtherOpcodesStillRefuseTheValue) {
+  const ParseOptions on{.accept_send_imm = true};
+  EXPECT_EQ(ParseErrorWith(Untagged(0x41, 0x41, 1, 1, 1, 0, kRrBody), on),
+            WireError::kRdmapBadHeaderForOpcode);
+  EXPECT_EQ(ParseErrorWith(Untagged(0x41, 0x48, 1, 0, 1, 0, std::vector<uint8_t>(8)), on),
+            WireError::kRdmapBadHeaderForOpcode);
+  EXPECT_EQ(ParseErrorWith(Untagged(0x41, 0x4B, 1, 3, 1, 0, std::vector<uint8_t>(12)), on),
+            WireError::kRdmapBadHeaderForOpcode);
+  // With Invalidate the field is the STag: 1 is just STag 1, no announcement.
+  auto inval = ParseSegment(Untagged(0x41, 0x44, 1, 0, 1, 0), on);
+  ASSERT_TRUE(inval.ok());
+  EXPECT_FALSE(inval->send_imm_follows());
+}
+
+TEST(RdmapSendImmTest, EncodeSendHeaderWritesTheFlag) {
+  std::vector<uint8_t> out(18);
+  SendParams p;
+  p.msn = 9;
+  p.imm_follows = true;
+  ASSERT_EQ(EncodeSendHeader(p, out).value(), 18u);
+  EXPECT_EQ(ToHex(out), ToHex(FromHex("41 43 00000001 00000000 00000009 00000000")));
+  p.last = false;
+  EXPECT_EQ(EncodeSendHeader(p, out).error(), WireError::kInvalidArgument);
+  p.last = true;
+  p.invalidate = true;
+  EXPECT_EQ(EncodeSendHeader(p, out).error(), WireError::kInvalidArgument);
+}
+
 TEST(RdmapMalformedTest, BodyLengthWrongForOpcode) {
   struct Case {
     uint8_t rdmap;

@@ -4,6 +4,9 @@
 // (EncodeSegmentHeader) to the identical bytes. A Terminate body that
 // DecodeTerminate() accepts must re-encode identically too. Any violation
 // traps. Seeds: corpus/segment/ (one valid segment per opcode).
+// The input is parsed with and without ParseOptions::accept_send_imm: the
+// option may only add acceptance of a Send's last segment announcing
+// Immediate Data (rdmap.h), never refuse or change anything else.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -24,7 +27,14 @@ void Check(bool ok) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace iwarpx::wire;
   const iwarpx::ByteSpan input(data, size);
-  auto parsed = ParseSegment(input);
+  auto plain = ParseSegment(input);
+  auto parsed = ParseSegment(input, ParseOptions{.accept_send_imm = true});
+  if (plain.ok()) {
+    Check(parsed.ok());
+    Check(!plain->send_imm_follows());
+  } else if (parsed.ok()) {
+    Check(parsed->send_imm_follows());
+  }
   if (!parsed.ok()) return 0;
   const Segment& seg = parsed.value();
 
