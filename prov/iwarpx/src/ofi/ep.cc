@@ -64,10 +64,21 @@ int ErrFor(const qp::WcError& e) {
   return FI_EIO;
 }
 
+// The CQ error entry for an engine error: err and the Terminate cause.
+struct fi_cq_err_entry ErrEntry(const qp::WcError& error) {
+  struct fi_cq_err_entry e = {};
+  e.err = ErrFor(error);
+  e.prov_errno = qp::ProvErrno(error.cause);
+  return e;
+}
+
 }  // namespace
 
-Endpoint::Endpoint(Domain* domain, struct fi_info* info)
-    : domain_(domain), fabric_(domain->fabric()), info_(info) {}
+Endpoint::Endpoint(Domain* domain, struct fi_info* info, size_t tx_size, size_t rx_size)
+    : domain_(domain),
+      fabric_(domain->fabric()),
+      info_(info),
+      reporter_(domain, tx_size, rx_size) {}
 
 Endpoint::~Endpoint() {
   fi_freeinfo(info_);
@@ -96,15 +107,15 @@ int Endpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fid_e
   }
   struct fi_info* copy = fi_dupinfo(info);
   if (copy == nullptr) return -FI_ENOMEM;
-  auto* e = new (std::nothrow) Endpoint(d, copy);
-  if (e == nullptr) {
-    fi_freeinfo(copy);
-    return -FI_ENOMEM;
-  }
   const size_t tx_size =
       info->tx_attr != nullptr && info->tx_attr->size != 0 ? info->tx_attr->size : kDefaultTxSize;
   const size_t rx_size =
       info->rx_attr != nullptr && info->rx_attr->size != 0 ? info->rx_attr->size : kDefaultRxSize;
+  auto* e = new (std::nothrow) Endpoint(d, copy, tx_size, rx_size);
+  if (e == nullptr) {
+    fi_freeinfo(copy);
+    return -FI_ENOMEM;
+  }
   copy->handle = nullptr;
   if (copy->tx_attr != nullptr) {
     copy->tx_attr->size = tx_size;
@@ -114,12 +125,6 @@ int Endpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fid_e
     copy->rx_attr->size = rx_size;
     e->rx_op_flags_ = copy->rx_attr->op_flags;
   }
-  e->tx_slots_.resize(tx_size);
-  e->rx_slots_.resize(rx_size);
-  e->tx_free_.reserve(tx_size);
-  e->rx_free_.reserve(rx_size);
-  for (size_t i = tx_size; i-- > 0;) e->tx_free_.push_back(static_cast<uint32_t>(i));
-  for (size_t i = rx_size; i-- > 0;) e->rx_free_.push_back(static_cast<uint32_t>(i));
   e->early_recvs_.reserve(rx_size);
   if (auto a = AddrFrom(info->src_addr, info->src_addrlen)) e->name_ = *a;
 
@@ -183,13 +188,7 @@ int Endpoint::Close() {
     qp_ = nullptr;
     channel_.reset();  // unregisters from the engine and closes the socket
     // The engine lock is also the memory table's (Domain::table_mu).
-    for (Slot& s : tx_slots_) ReleaseTempStag(s);
-  }
-  for (Cq* cq : {tx_cq_, rx_cq_}) {
-    if (cq != nullptr) cq->Unref();
-  }
-  for (Cntr* c : {send_cntr_, recv_cntr_, read_cntr_, write_cntr_}) {
-    if (c != nullptr) c->Unref();
+    for (uint32_t i = 0; i < reporter_.tx_size(); ++i) ReleaseTempStag(reporter_.tx(i));
   }
   if (eq_ != nullptr) eq_->Unref();
   Domain* d = domain_;
@@ -211,62 +210,8 @@ int Endpoint::Bind(struct fid* bfid, uint64_t flags) {
     eq_->Ref();
     return 0;
   }
-  if (Cq* cq = Cq::From(bfid)) {
-    constexpr uint64_t kCqFlags = FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION;
-    if ((flags & ~kCqFlags) != 0 || (flags & (FI_TRANSMIT | FI_RECV)) == 0) {
-      IWX_WARN(ep_ctrl,
-               "fi_ep_bind(cq): flags %#lx (FI_TRANSMIT and/or FI_RECV, optionally "
-               "FI_SELECTIVE_COMPLETION)\n",
-               static_cast<unsigned long>(flags));
-      return -FI_EBADFLAGS;
-    }
-    if (cq->domain() != domain_) {
-      IWX_WARN(ep_ctrl, "fi_ep_bind(cq): the CQ belongs to another domain\n");
-      return -FI_EINVAL;
-    }
-    const bool selective = (flags & FI_SELECTIVE_COMPLETION) != 0;
-    if ((flags & FI_TRANSMIT) != 0) {
-      if (tx_cq_ != nullptr) tx_cq_->Unref();
-      tx_cq_ = cq;
-      cq->Ref();
-      tx_selective_ = selective;
-    }
-    if ((flags & FI_RECV) != 0) {
-      if (rx_cq_ != nullptr) rx_cq_->Unref();
-      rx_cq_ = cq;
-      cq->Ref();
-      rx_selective_ = selective;
-    }
-    return 0;
-  }
-  if (Cntr* c = Cntr::From(bfid)) {
-    constexpr uint64_t kCntrFlags = FI_SEND | FI_RECV | FI_READ | FI_WRITE;
-    if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) != 0) {
-      IWX_WARN(ep_ctrl,
-               "fi_ep_bind(cntr): FI_REMOTE_READ/FI_REMOTE_WRITE counters are not "
-               "supported (no target-side RMA events)\n");
-      return -FI_ENOSYS;
-    }
-    if ((flags & ~kCntrFlags) != 0 || flags == 0) {
-      IWX_WARN(ep_ctrl, "fi_ep_bind(cntr): flags %#lx (FI_SEND, FI_RECV, FI_READ, FI_WRITE)\n",
-               static_cast<unsigned long>(flags));
-      return -FI_EBADFLAGS;
-    }
-    if (c->domain() != domain_) {
-      IWX_WARN(ep_ctrl, "fi_ep_bind(cntr): the counter belongs to another domain\n");
-      return -FI_EINVAL;
-    }
-    auto bind = [c](Cntr*& slot) {
-      if (slot != nullptr) slot->Unref();
-      slot = c;
-      c->Ref();
-    };
-    if ((flags & FI_SEND) != 0) bind(send_cntr_);
-    if ((flags & FI_RECV) != 0) bind(recv_cntr_);
-    if ((flags & FI_READ) != 0) bind(read_cntr_);
-    if ((flags & FI_WRITE) != 0) bind(write_cntr_);
-    return 0;
-  }
+  const int r = reporter_.Bind(bfid, flags, "an MSG endpoint");
+  if (r != EpReporter::kNotMine) return r;
   IWX_WARN(ep_ctrl,
            "fi_ep_bind: fid of class %zu cannot be bound to an MSG endpoint (EQ, CQ or "
            "counter of this provider)\n",
@@ -322,8 +267,8 @@ bool Endpoint::WantsCqData() const {
 
 qp::QpConfig Endpoint::MakeQpConfig() const {
   qp::QpConfig c;
-  c.sq_size = static_cast<uint32_t>(tx_slots_.size());
-  c.rq_size = static_cast<uint32_t>(rx_slots_.size());
+  c.sq_size = static_cast<uint32_t>(reporter_.tx_size());
+  c.rq_size = static_cast<uint32_t>(reporter_.rx_size());
   c.max_fpdu_payload = static_cast<size_t>(GetParams().mulpdu);
   return c;
 }
@@ -459,15 +404,11 @@ ssize_t Endpoint::Cancel(void* context) {
   // holds a work request it runs to completion or to the connection's end.
   for (auto it = early_recvs_.begin(); it != early_recvs_.end(); ++it) {
     const auto index = static_cast<uint32_t>(it->context & ~kRxContextBit);
-    Slot& s = rx_slots_[index];
-    if (s.context != context) continue;
-    struct fi_cq_err_entry e = {};
-    e.op_context = s.context;
-    e.flags = s.flags;
-    e.err = FI_ECANCELED;
-    if (rx_cq_ != nullptr) (void)rx_cq_->PostError(e);
-    rx_free_.push_back(index);
+    if (reporter_.rx(index).context != context) continue;
     early_recvs_.erase(it);
+    struct fi_cq_err_entry e = {};
+    e.err = FI_ECANCELED;
+    reporter_.FailRx(index, e);
     return 0;
   }
   return -FI_ENOENT;
@@ -559,40 +500,13 @@ void Endpoint::ReleaseTempStag(Slot& s) {
   s.temp_stag = 0;
 }
 
-void Endpoint::PostCqError(Cq* cq, void* context, uint64_t flags, const qp::WcError& error) {
-  if (cq == nullptr) return;
-  struct fi_cq_err_entry e = {};
-  e.op_context = context;
-  e.flags = flags;
-  e.err = ErrFor(error);
-  e.prov_errno = qp::ProvErrno(error.cause);
-  if (!cq->PostError(e)) {
-    IWX_WARN(cq, "ep %p: the CQ is full; an error completion was lost\n", static_cast<void*>(this));
-  }
-}
-
 void Endpoint::ReportTx(uint32_t index, bool success, const qp::WcError* error) {
-  Slot& s = tx_slots_[index];
-  ReleaseTempStag(s);
-  if (s.silent) {
-    FreeTx(index);
-    return;
-  }
+  ReleaseTempStag(reporter_.tx(index));
   if (success) {
-    if (s.report && tx_cq_ != nullptr) {
-      struct fi_cq_data_entry c = {};
-      c.op_context = s.context;
-      c.flags = s.flags;
-      if (!tx_cq_->Post(c)) {
-        IWX_WARN(cq, "ep %p: the CQ is full; a completion was lost\n", static_cast<void*>(this));
-      }
-    }
-    if (s.cntr != nullptr) s.cntr->Inc();
+    reporter_.CompleteTx(index);
   } else {
-    PostCqError(tx_cq_, s.context, s.flags, *error);
-    if (s.cntr != nullptr) s.cntr->IncErr();
+    reporter_.FailTx(index, ErrEntry(*error));
   }
-  FreeTx(index);
 }
 
 void Endpoint::OnSendComplete(uint64_t context) {
@@ -605,40 +519,27 @@ void Endpoint::OnRdmaComplete(uint64_t context, qp::WcOp /*op*/) {
 
 void Endpoint::OnRecvComplete(uint64_t context, size_t bytes, const qp::RecvInfo& info) {
   const auto index = static_cast<uint32_t>(context & ~kRxContextBit);
-  Slot& s = rx_slots_[index];
-  if (rx_cq_ != nullptr && s.report) {
-    struct fi_cq_data_entry c = {};
-    c.op_context = s.context;
-    if (info.has_imm && info.send_imm) {
-      // fi_senddata: a message with remote CQ data (iwarpx extension).
-      c.flags = FI_REMOTE_CQ_DATA | FI_RECV | FI_MSG;
-      c.len = bytes;
-      c.buf = s.buf;
-      c.data = info.imm;
-    } else if (info.has_imm) {
-      c.flags = FI_REMOTE_CQ_DATA | FI_RMA | FI_REMOTE_WRITE;
-      c.data = info.imm;
-    } else {
-      c.flags = FI_RECV | FI_MSG;
-      c.len = bytes;
-      c.buf = s.buf;
-    }
-    if (!rx_cq_->Post(c)) {
-      IWX_WARN(cq, "ep %p: the CQ is full; a receive completion was lost\n",
-               static_cast<void*>(this));
-    }
+  struct fi_cq_data_entry c = {};
+  c.buf = reporter_.rx(index).buf;
+  if (info.has_imm && info.send_imm) {
+    // fi_senddata: a message with remote CQ data (iwarpx extension).
+    c.flags = FI_REMOTE_CQ_DATA | FI_RECV | FI_MSG;
+    c.len = bytes;
+    c.data = info.imm;
+  } else if (info.has_imm) {
+    c.flags = FI_REMOTE_CQ_DATA | FI_RMA | FI_REMOTE_WRITE;
+    c.buf = nullptr;
+    c.data = info.imm;
+  } else {
+    c.flags = FI_RECV | FI_MSG;
+    c.len = bytes;
   }
-  if (recv_cntr_ != nullptr) recv_cntr_->Inc();
-  rx_free_.push_back(index);
+  reporter_.CompleteRx(index, c, FI_ADDR_NOTAVAIL);
 }
 
 void Endpoint::OnError(uint64_t context, qp::WcOp op, const qp::WcError& error) {
   if (op == qp::WcOp::kRecv) {
-    const auto index = static_cast<uint32_t>(context & ~kRxContextBit);
-    const Slot& s = rx_slots_[index];
-    PostCqError(rx_cq_, s.context, s.flags, error);
-    if (recv_cntr_ != nullptr) recv_cntr_->IncErr();
-    rx_free_.push_back(index);
+    reporter_.FailRx(static_cast<uint32_t>(context & ~kRxContextBit), ErrEntry(error));
     return;
   }
   ReportTx(static_cast<uint32_t>(context), false, &error);

@@ -41,8 +41,12 @@
 //   FI_REMOTE_CQ_DATA | FI_RMA | FI_REMOTE_WRITE and `data`.
 // - RDMA Read sinks: a registered buffer (desc) is used as is; without desc
 //   the buffer is registered for local write for the duration of the Read.
-// - Atomics: 64-bit integers only (RFC 7306 has 64-bit Fetch-and-Add and
-//   Compare-and-Swap); FI_SUM, FI_ATOMIC_READ (fetch-add of 0), FI_CSWAP.
+// - Atomics: 64- and 32-bit integers (RFC 7306 Fetch-and-Add, Swap and
+//   Compare-and-Swap; 32-bit ones as masked requests on the enclosing 8-byte
+//   word, qp/work_request.h); FI_SUM, FI_ATOMIC_READ (fetch-add of 0),
+//   FI_ATOMIC_WRITE (swap), FI_CSWAP. The target must be naturally aligned.
+// - CQ and counter bindings, operation slots and completion entries are the
+//   EpReporter's, shared with the other endpoint types.
 // - EQ events: FI_CONNECTED (with the peer's accept data on the active
 //   side), FI_SHUTDOWN when the peer closes or the connection fails after
 //   it was established, also to the side that called fi_shutdown (as the
@@ -61,6 +65,7 @@
 #include <rdma/fi_endpoint.h>
 
 #include "ofi/common.h"
+#include "ofi/ep_reporter.h"
 #include "ofi/getinfo.h"
 #include "progress/msg_channel.h"
 #include "qp/work_request.h"
@@ -129,39 +134,20 @@ class Endpoint final : public progress::ChannelSink {
   void OnTerminated(wire::TermCause cause, qp::TermOrigin origin) override;
 
  private:
-  // Per-operation bookkeeping, preallocated (tx_attr->size / rx_attr->size
-  // slots); the QP's 64-bit context is the slot index.
-  struct Slot {
-    void* context = nullptr;
-    void* buf = nullptr;     // receive buffer (CQ buf field)
-    uint64_t flags = 0;      // CQ entry flags
-    bool report = true;      // write a CQ entry on success
-    bool silent = false;     // reports nothing at all (another slot speaks for it)
-    bool in_use = false;     // posted and not yet reported
-    Cntr* cntr = nullptr;    // counter of this operation
-    uint32_t temp_stag = 0;  // Read sink registered for this Read only
-    std::array<uint8_t, kInjectSize> inject{};
-  };
+  using Slot = EpReporter::Slot;
   enum class CmState : uint8_t { kIdle, kConnecting, kAccepting, kConnected, kShutdown, kFailed };
 
-  Endpoint(Domain* domain, struct fi_info* info);
+  Endpoint(Domain* domain, struct fi_info* info, size_t tx_size, size_t rx_size);
   // info->handle of fi_endpoint: takes over a connection request or a passive
   // endpoint's address. 0 or -FI_E* (logged).
   int AdoptHandle(struct fid* handle);
   // The QP when data may flow, else nullptr with the -FI_E* in *err (logged).
   qp::QueuePair* ReadyQp(const char* call, ssize_t* err);
-  Slot* AllocTx(uint32_t* index);
-  void FreeTx(uint32_t index);
-  // Context, CQ flags, counter and whether a success completion is written.
-  void FillTxSlot(Slot& s, void* context, uint64_t cq_flags, Cntr* cntr, uint64_t flags) const;
-  // FI_INJECT: copies the payload into the slot and points `sgl` at it.
-  static void CopyInject(Slot& s, const struct iovec* iov, size_t count, qp::Sgl* sgl);
   // FI_DELIVERY_COMPLETE: posts the zero-length Read in `fence_index` that
   // reports for the (silent) write slot `write_index`. False (fence slot
   // freed) when the send queue is full.
   bool PostDeliveryFence(qp::QueuePair* qp, uint32_t write_index, uint32_t fence_index,
                          uint64_t addr, uint32_t key);
-  bool FillSgl(const struct iovec* iov, size_t count, qp::Sgl* sgl, const char* call) const;
   // After a post: the QP may have started transmitting or blocked.
   void AfterPost();
   qp::QpConfig MakeQpConfig() const;
@@ -171,7 +157,6 @@ class Endpoint final : public progress::ChannelSink {
   // the MPA exchange (docs/wire.md), so default connections never carry it.
   bool WantsCqData() const;
   void ReportTx(uint32_t index, bool success, const qp::WcError* error);
-  void PostCqError(Cq* cq, void* context, uint64_t flags, const qp::WcError& error);
   void ReleaseTempStag(Slot& s);
 
   FidHandle<struct fid_ep, Endpoint> handle_;
@@ -179,14 +164,7 @@ class Endpoint final : public progress::ChannelSink {
   Fabric* fabric_;
   struct fi_info* info_;  // our copy
   Eq* eq_ = nullptr;
-  Cq* tx_cq_ = nullptr;
-  Cq* rx_cq_ = nullptr;
-  bool tx_selective_ = false;
-  bool rx_selective_ = false;
-  Cntr* send_cntr_ = nullptr;
-  Cntr* recv_cntr_ = nullptr;
-  Cntr* read_cntr_ = nullptr;
-  Cntr* write_cntr_ = nullptr;
+  EpReporter reporter_;  // CQs, counters, operation slots
   uint64_t tx_op_flags_ = 0;
   uint64_t rx_op_flags_ = 0;
   bool enabled_ = false;
@@ -196,10 +174,6 @@ class Endpoint final : public progress::ChannelSink {
   std::unique_ptr<progress::MsgChannel> channel_;
   qp::QueuePair* qp_ = nullptr;  // channel_->qp() once it exists
 
-  std::vector<Slot> tx_slots_;
-  std::vector<uint32_t> tx_free_;
-  std::vector<Slot> rx_slots_;
-  std::vector<uint32_t> rx_free_;
   std::vector<qp::RecvWr> early_recvs_;  // posted before the QP existed
 };
 

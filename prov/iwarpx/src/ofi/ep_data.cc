@@ -90,26 +90,10 @@ qp::QueuePair* Endpoint::ReadyQp(const char* call, ssize_t* err) {
   return nullptr;
 }
 
-Endpoint::Slot* Endpoint::AllocTx(uint32_t* index) {
-  if (tx_free_.empty()) return nullptr;
-  *index = tx_free_.back();
-  tx_free_.pop_back();
-  Slot* s = &tx_slots_[*index];
-  s->temp_stag = 0;
-  s->silent = false;
-  s->in_use = true;
-  return s;
-}
-
-void Endpoint::FreeTx(uint32_t index) {
-  tx_slots_[index].in_use = false;
-  tx_free_.push_back(index);
-}
-
 bool Endpoint::PostDeliveryFence(qp::QueuePair* qp, uint32_t write_index, uint32_t fence_index,
                                  uint64_t addr, uint32_t key) {
-  Slot& w = tx_slots_[write_index];
-  Slot& fence = tx_slots_[fence_index];
+  Slot& w = reporter_.tx(write_index);
+  Slot& fence = reporter_.tx(fence_index);
   fence.context = w.context;
   fence.flags = w.flags;
   fence.report = w.report;
@@ -121,60 +105,15 @@ bool Endpoint::PostDeliveryFence(qp::QueuePair* qp, uint32_t write_index, uint32
   rd.remote_to = addr;
   rd.flags = qp::kWrSignaled;
   if (qp->PostRead(rd) == qp::QpStatus::kOk) return true;
-  FreeTx(fence_index);
+  reporter_.FreeTx(fence_index);
   IWX_WARN(ep_data,
            "fi_write: the send queue is full; FI_DELIVERY_COMPLETE degrades to "
            "transmit completion for this write\n");
   return false;
 }
 
-bool Endpoint::FillSgl(const struct iovec* iov, size_t count, qp::Sgl* sgl,
-                       const char* call) const {
-  if (count > kIovLimit || (iov == nullptr && count != 0)) {
-    IWX_WARN(ep_data, "%s: %zu iovecs (at most %zu)\n", call, count, kIovLimit);
-    return false;
-  }
-  size_t total = 0;
-  for (size_t i = 0; i < count; ++i) {
-    if (iov[i].iov_base == nullptr && iov[i].iov_len != 0) {
-      IWX_WARN(ep_data, "%s: iovec %zu has a NULL base and %zu bytes\n", call, i, iov[i].iov_len);
-      return false;
-    }
-    total += iov[i].iov_len;
-    (void)sgl->Add(iov[i].iov_base, iov[i].iov_len);
-  }
-  if (total > kMaxMsgSize) {
-    IWX_WARN(ep_data, "%s: %zu bytes exceed max_msg_size %zu\n", call, total, kMaxMsgSize);
-    return false;
-  }
-  return true;
-}
-
 void Endpoint::AfterPost() {
   if (channel_) channel_->AfterPost();
-}
-
-void Endpoint::FillTxSlot(Slot& s, void* context, uint64_t cq_flags, Cntr* cntr,
-                          uint64_t flags) const {
-  const bool inject = (flags & FI_INJECT) != 0;
-  s.context = context;
-  s.flags = cq_flags;
-  // fi_inject* never writes a completion; with FI_SELECTIVE_COMPLETION only
-  // operations with FI_COMPLETION do.
-  s.report = !(inject && context == nullptr && (flags & FI_COMPLETION) == 0) &&
-             (!tx_selective_ || (flags & FI_COMPLETION) != 0);
-  s.cntr = cntr;
-}
-
-void Endpoint::CopyInject(Slot& s, const struct iovec* iov, size_t count, qp::Sgl* sgl) {
-  const size_t len = sgl->Length();
-  size_t off = 0;
-  for (size_t i = 0; i < count; ++i) {
-    if (iov[i].iov_len != 0) std::memcpy(s.inject.data() + off, iov[i].iov_base, iov[i].iov_len);
-    off += iov[i].iov_len;
-  }
-  *sgl = {};
-  (void)sgl->Add(s.inject.data(), len);
 }
 
 ssize_t Endpoint::PostRecv(const struct iovec* iov, size_t count, void* context, uint64_t flags) {
@@ -184,26 +123,25 @@ ssize_t Endpoint::PostRecv(const struct iovec* iov, size_t count, void* context,
     return -FI_EBADFLAGS;
   }
   qp::RecvWr wr;
-  if (!FillSgl(iov, count, &wr.sgl, "fi_recv")) return -FI_EINVAL;
+  if (!EpReporter::FillSgl(iov, count, kMaxMsgSize, &wr.sgl, "fi_recv")) return -FI_EINVAL;
   std::lock_guard<std::mutex> lock(fabric_->engine().mu());
   if (!enabled_) {
     IWX_WARN(ep_data, "fi_recv: the endpoint is not enabled\n");
     return -FI_EOPBADSTATE;
   }
-  if (rx_free_.empty()) return -FI_EAGAIN;
   // Taken before posting: the QP may complete the receive inside PostRecv
   // (staged input), which hands the slot back.
-  const uint32_t index = rx_free_.back();
-  rx_free_.pop_back();
-  Slot& s = rx_slots_[index];
-  s.context = context;
-  s.buf = count != 0 ? iov[0].iov_base : nullptr;
-  s.flags = FI_RECV | FI_MSG;
-  s.report = !rx_selective_ || (flags & FI_COMPLETION) != 0;
+  uint32_t index = 0;
+  Slot* s = reporter_.AllocRx(&index);
+  if (s == nullptr) return -FI_EAGAIN;
+  s->context = context;
+  s->buf = count != 0 ? iov[0].iov_base : nullptr;
+  s->flags = FI_RECV | FI_MSG;
+  s->report = !reporter_.rx_selective() || (flags & FI_COMPLETION) != 0;
   wr.context = index | kRxContextBit;
   if (qp_ == nullptr) {
     if (cm_state_ == CmState::kFailed || cm_state_ == CmState::kShutdown) {
-      rx_free_.push_back(index);
+      reporter_.FreeRx(index);
       IWX_WARN(ep_data, "fi_recv: the connection has ended\n");
       return -FI_EOPBADSTATE;
     }
@@ -212,7 +150,7 @@ ssize_t Endpoint::PostRecv(const struct iovec* iov, size_t count, void* context,
   }
   const ssize_t ret = ToFi(qp_->PostRecv(wr), "fi_recv");
   if (ret != 0) {
-    rx_free_.push_back(index);
+    reporter_.FreeRx(index);
     return ret;
   }
   AfterPost();
@@ -225,7 +163,7 @@ ssize_t Endpoint::PostSend(const struct iovec* iov, size_t count, void* context,
   const char* call = with_data ? "fi_senddata" : "fi_send";
   if (const ssize_t r = CheckTxFlags(flags, call); r != 0) return r;
   qp::SendWr wr;
-  if (!FillSgl(iov, count, &wr.sgl, call)) return -FI_EINVAL;
+  if (!EpReporter::FillSgl(iov, count, kMaxMsgSize, &wr.sgl, call)) return -FI_EINVAL;
   if (const ssize_t r =
           CheckInject(flags, wr.sgl.Length(), with_data ? "fi_injectdata" : "fi_inject");
       r != 0) {
@@ -236,17 +174,17 @@ ssize_t Endpoint::PostSend(const struct iovec* iov, size_t count, void* context,
   qp::QueuePair* qp = ReadyQp(call, &err);
   if (qp == nullptr) return err;
   uint32_t index = 0;
-  Slot* s = AllocTx(&index);
+  Slot* s = reporter_.AllocTx(&index);
   if (s == nullptr) return -FI_EAGAIN;
-  FillTxSlot(*s, context, FI_SEND | FI_MSG, send_cntr_, flags);
-  if ((flags & FI_INJECT) != 0) CopyInject(*s, iov, count, &wr.sgl);
+  reporter_.FillTxSlot(*s, context, FI_SEND | FI_MSG, reporter_.send_cntr(), flags);
+  if ((flags & FI_INJECT) != 0) EpReporter::CopyInject(*s, iov, count, &wr.sgl);
   wr.context = index;
   wr.flags = WrFlags(flags);
   wr.with_imm = with_data;
   wr.imm = data;
   const ssize_t ret = ToFi(qp->PostSend(wr), call);
   if (ret != 0) {
-    FreeTx(index);
+    reporter_.FreeTx(index);
     return ret;
   }
   AfterPost();
@@ -261,28 +199,28 @@ ssize_t Endpoint::PostWrite(const struct iovec* iov, size_t count, uint64_t addr
     return -FI_EINVAL;
   }
   qp::WriteWr wr;
-  if (!FillSgl(iov, count, &wr.sgl, "fi_write")) return -FI_EINVAL;
+  if (!EpReporter::FillSgl(iov, count, kMaxMsgSize, &wr.sgl, "fi_write")) return -FI_EINVAL;
   if (const ssize_t r = CheckInject(flags, wr.sgl.Length(), "fi_inject_write"); r != 0) return r;
   std::lock_guard<std::mutex> lock(fabric_->engine().mu());
   ssize_t err = 0;
   qp::QueuePair* qp = ReadyQp("fi_write", &err);
   if (qp == nullptr) return err;
   uint32_t index = 0;
-  Slot* s = AllocTx(&index);
+  Slot* s = reporter_.AllocTx(&index);
   if (s == nullptr) return -FI_EAGAIN;
-  FillTxSlot(*s, context, FI_RMA | FI_WRITE, write_cntr_, flags);
+  reporter_.FillTxSlot(*s, context, FI_RMA | FI_WRITE, reporter_.write_cntr(), flags);
   // FI_DELIVERY_COMPLETE: a zero-length Read behind the write reports for it
   // (ep.h); the write itself is silent from the start, since it may complete
   // inside PostWrite already.
   const bool delivery = (flags & FI_DELIVERY_COMPLETE) != 0;
   uint32_t fence_index = 0;
-  if (delivery && AllocTx(&fence_index) == nullptr) {
-    FreeTx(index);
+  if (delivery && reporter_.AllocTx(&fence_index) == nullptr) {
+    reporter_.FreeTx(index);
     return -FI_EAGAIN;
   }
   s->silent = delivery;
   const Slot saved = *s;
-  if ((flags & FI_INJECT) != 0) CopyInject(*s, iov, count, &wr.sgl);
+  if ((flags & FI_INJECT) != 0) EpReporter::CopyInject(*s, iov, count, &wr.sgl);
   wr.context = index;
   wr.remote_stag = static_cast<uint32_t>(key);
   wr.remote_to = addr;
@@ -291,19 +229,19 @@ ssize_t Endpoint::PostWrite(const struct iovec* iov, size_t count, uint64_t addr
   wr.imm = data;
   const ssize_t ret = ToFi(qp->PostWrite(wr), "fi_write");
   if (ret != 0) {
-    FreeTx(index);
-    if (delivery) FreeTx(fence_index);
+    reporter_.FreeTx(index);
+    if (delivery) reporter_.FreeTx(fence_index);
     return ret;
   }
   if (delivery && !PostDeliveryFence(qp, index, fence_index, addr, static_cast<uint32_t>(key))) {
     // No fence: the write reports for itself, as a transmit completion.
     if (s->in_use) {
       s->silent = false;
-    } else if (saved.report && tx_cq_ != nullptr) {
+    } else if (saved.report && reporter_.tx_cq() != nullptr) {
       struct fi_cq_data_entry done = {};
       done.op_context = saved.context;
       done.flags = saved.flags;
-      (void)tx_cq_->Post(done);
+      (void)reporter_.tx_cq()->Post(done);
       if (saved.cntr != nullptr) saved.cntr->Inc();
     }
   }
@@ -332,7 +270,7 @@ ssize_t Endpoint::PostRead(const struct iovec* iov, void** desc, size_t count, u
   qp::QueuePair* qp = ReadyQp("fi_read", &err);
   if (qp == nullptr) return err;
   uint32_t index = 0;
-  Slot* s = AllocTx(&index);
+  Slot* s = reporter_.AllocTx(&index);
   if (s == nullptr) return -FI_EAGAIN;
   qp::ReadWr wr;
   Mr* mr = desc != nullptr ? Mr::FromDesc(desc[0]) : nullptr;
@@ -349,7 +287,7 @@ ssize_t Endpoint::PostRead(const struct iovec* iov, void** desc, size_t count, u
     spec.pd = domain_->pd();
     auto r = domain_->table().Register(spec);
     if (!r.ok()) {
-      FreeTx(index);
+      reporter_.FreeTx(index);
       IWX_WARN(ep_data, "fi_read: cannot register the sink buffer: %s\n",
                fi_strerror(-ToFiErr(r.error())));
       return ToFiErr(r.error());
@@ -358,7 +296,7 @@ ssize_t Endpoint::PostRead(const struct iovec* iov, void** desc, size_t count, u
     wr.local_stag = r.value();
     wr.local_to = spec.base_to;
   }
-  FillTxSlot(*s, context, FI_RMA | FI_READ, read_cntr_, flags);
+  reporter_.FillTxSlot(*s, context, FI_RMA | FI_READ, reporter_.read_cntr(), flags);
   wr.context = index;
   wr.length = static_cast<uint32_t>(iov[0].iov_len);
   wr.remote_stag = static_cast<uint32_t>(key);
@@ -367,7 +305,7 @@ ssize_t Endpoint::PostRead(const struct iovec* iov, void** desc, size_t count, u
   const ssize_t ret = ToFi(qp->PostRead(wr), "fi_read");
   if (ret != 0) {
     ReleaseTempStag(*s);
-    FreeTx(index);
+    reporter_.FreeTx(index);
     return ret;
   }
   AfterPost();
@@ -418,10 +356,10 @@ ssize_t Endpoint::PostAtomic(const void* buf, size_t count, enum fi_datatype dat
   qp::QueuePair* qp = ReadyQp("fi_atomic", &err);
   if (qp == nullptr) return err;
   uint32_t index = 0;
-  Slot* s = AllocTx(&index);
+  Slot* s = reporter_.AllocTx(&index);
   if (s == nullptr) return -FI_EAGAIN;
-  FillTxSlot(*s, context, FI_ATOMIC | (fetch ? FI_READ : FI_WRITE),
-             fetch ? read_cntr_ : write_cntr_, flags);
+  reporter_.FillTxSlot(*s, context, FI_ATOMIC | (fetch ? FI_READ : FI_WRITE),
+                       fetch ? reporter_.read_cntr() : reporter_.write_cntr(), flags);
   wr.context = index;
   wr.remote_stag = static_cast<uint32_t>(key);
   wr.remote_to = addr;
@@ -429,7 +367,7 @@ ssize_t Endpoint::PostAtomic(const void* buf, size_t count, enum fi_datatype dat
   wr.flags = WrFlags(flags);
   const ssize_t ret = ToFi(qp->PostAtomic(wr), "fi_atomic");
   if (ret != 0) {
-    FreeTx(index);
+    reporter_.FreeTx(index);
     return ret;
   }
   AfterPost();

@@ -67,6 +67,7 @@ class EpReporter {
   Slot* AllocRx(uint32_t* index);
   void FreeRx(uint32_t index);
   Slot& rx(uint32_t index) { return rx_slots_[index]; }
+  [[nodiscard]] size_t tx_size() const { return tx_slots_.size(); }
   [[nodiscard]] size_t rx_size() const { return rx_slots_.size(); }
 
   // Context, CQ flags, counter and whether a success completion is written.
