@@ -545,19 +545,14 @@ TEST(QpAtomicTest, FetchAddSwapCmpSwap) {
   p.Start();
   p.Pump();
   alignas(8) uint64_t cell[2] = {100, 0xFFFF};
-  mem::RegionSpec spec;
-  spec.host = reinterpret_cast<uint8_t*>(cell);
-  spec.length = sizeof(cell);
-  spec.access = mem::kRemoteAtomic;
-  spec.pd = kPd;
-  auto stag = p.b.stags.Register(spec);
-  ASSERT_TRUE(stag.ok());
+  const uint32_t stag = p.b.RegisterRaw(cell, sizeof(cell), mem::kRemoteAtomic);
+  ASSERT_NE(stag, 0u);
   uint64_t r[4] = {};
   auto post = [&](uint64_t ctx, wire::AtomicOp op, uint64_t to, uint64_t operand, uint64_t cmp) {
     AtomicWr wr;
     wr.context = ctx;
     wr.op = op;
-    wr.remote_stag = *stag;
+    wr.remote_stag = stag;
     wr.remote_to = to;
     wr.operand = operand;
     wr.compare = cmp;
@@ -589,13 +584,8 @@ TEST(QpAtomicTest, ThirtyTwoBitLanesStayApart) {
   p.Start();
   p.Pump();
   alignas(8) uint32_t cell[4] = {0xFFFFFFFEu, 10, 20, 0xAAAAAAAAu};
-  mem::RegionSpec spec;
-  spec.host = reinterpret_cast<uint8_t*>(cell);
-  spec.length = sizeof(cell);
-  spec.access = mem::kRemoteAtomic;
-  spec.pd = kPd;
-  auto stag = p.b.stags.Register(spec);
-  ASSERT_TRUE(stag.ok());
+  const uint32_t stag = p.b.RegisterRaw(cell, sizeof(cell), mem::kRemoteAtomic);
+  ASSERT_NE(stag, 0u);
   // Results with guard words on both sides: only the middle 4 bytes change.
   uint32_t r[5][3] = {};
   for (auto& g : r) g[0] = g[2] = 0x5A5A5A5Au;
@@ -604,7 +594,7 @@ TEST(QpAtomicTest, ThirtyTwoBitLanesStayApart) {
     wr.context = ctx;
     wr.op = op;
     wr.size = 4;
-    wr.remote_stag = *stag;
+    wr.remote_stag = stag;
     wr.remote_to = to;
     wr.operand = operand;
     wr.compare = cmp;
@@ -619,7 +609,7 @@ TEST(QpAtomicTest, ThirtyTwoBitLanesStayApart) {
   EXPECT_EQ(post(9, wire::AtomicOp::kSwap, 2, 1, 0), QpStatus::kInvalid);  // unaligned
   AtomicWr odd;
   odd.size = 2;
-  odd.remote_stag = *stag;
+  odd.remote_stag = stag;
   EXPECT_EQ(p.a.qp->PostAtomic(odd), QpStatus::kInvalid);  // neither 4 nor 8 bytes
   p.Pump();
   ASSERT_EQ(p.a.sink.Count(Kind::kRdma), 5u);
@@ -647,16 +637,12 @@ TEST(QpAtomicTest, ThirtyTwoBitWordMustLieInsideTheRegion) {
   p.Start();
   p.Pump();
   alignas(8) uint32_t cell[2] = {5, 0xC0FFEEu};
-  mem::RegionSpec spec;
-  spec.host = reinterpret_cast<uint8_t*>(cell);
-  spec.length = sizeof(uint32_t);  // the first lane only
-  spec.access = mem::kRemoteAtomic;
-  spec.pd = kPd;
-  auto stag = p.b.stags.Register(spec);
-  ASSERT_TRUE(stag.ok());
+  // The first lane only.
+  const uint32_t stag = p.b.RegisterRaw(cell, sizeof(uint32_t), mem::kRemoteAtomic);
+  ASSERT_NE(stag, 0u);
   AtomicWr wr;
   wr.size = 4;
-  wr.remote_stag = *stag;
+  wr.remote_stag = stag;
   wr.operand = 1;
   ASSERT_EQ(p.a.qp->PostAtomic(wr), QpStatus::kOk);
   p.Pump();

@@ -124,9 +124,13 @@ struct Side {
   } created;
 
   uint32_t Register(Bytes& buf, uint32_t access, uint64_t base_to = 0x1000) {
+    return RegisterRaw(buf.data(), buf.size(), access, base_to);
+  }
+  // `len` bytes at `host` (0 if the table refuses them).
+  uint32_t RegisterRaw(void* host, size_t len, uint32_t access, uint64_t base_to = 0) {
     mem::RegionSpec spec;
-    spec.host = buf.data();
-    spec.length = buf.size();
+    spec.host = static_cast<uint8_t*>(host);
+    spec.length = len;
     spec.base_to = base_to;
     spec.access = access;
     spec.pd = kPd;
