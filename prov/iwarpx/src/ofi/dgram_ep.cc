@@ -226,6 +226,10 @@ int DgramEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct 
   } else if (info->addr_format == FI_SOCKADDR_IN6) {
     local = transport::SockAddr::Any6();
   }
+  if (GetParams().fault_invalid) {
+    IWX_WARN(ep_ctrl, "fi_endpoint: FI_IWARPX_FAULT does not parse (see the log above)\n");
+    return -FI_EINVAL;
+  }
   auto* e = new (std::nothrow) DgramEndpoint(d, tx_size, rx_size);
   if (e == nullptr) return -FI_ENOMEM;
   if (info->tx_attr != nullptr) e->tx_op_flags_ = info->tx_attr->op_flags;
@@ -237,7 +241,8 @@ int DgramEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct 
     rd::UdConfig qp;
     qp.sq_depth = static_cast<uint32_t>(tx_size);
     qp.rq_depth = static_cast<uint32_t>(rx_size);
-    auto ch = progress::DgramChannel::Open(e->fabric_->engine(), local, port, qp, *e);
+    auto ch =
+        progress::DgramChannel::Open(e->fabric_->engine(), local, port, qp, *e, GetParams().fault);
     if (!ch.ok()) {
       IWX_WARN(ep_ctrl, "fi_endpoint: cannot bind a UDP socket to %s: %s\n",
                local.ToString().c_str(), strerror(ch.error().err));

@@ -55,6 +55,13 @@ void DefineParams() {
                   "endpoints. Received datagrams are checked whenever they carry one and a "
                   "bad one is dropped and counted; off sends a zero CRC field with the C "
                   "flag clear (docs/wire.md section 3.4). (default: true)");
+  fi_param_define(&g_provider, "fault", FI_PARAM_STRING,
+                  "Fault injection for tests, on datagram (UDP) endpoints only: "
+                  "comma-separated per-mille chances drop=N,dup=N,reorder=N,corrupt=N (0..1000), "
+                  "gap=K (reorder distance 1..64, default 3) and seed=S (default 1), e.g. "
+                  "\"drop=50,dup=10,reorder=20,seed=7\". Applied to every datagram sent; the "
+                  "sequence of faults depends only on the seed. A spec that does not parse "
+                  "makes datagram endpoints refuse to open. (default: none)");
   fi_param_define(&g_provider, "max_mr", FI_PARAM_INT,
                   "Maximum number of live memory registrations per domain (domain_attr "
                   "mr_cnt), 1..16777216. (default: 65536)");
@@ -80,6 +87,18 @@ void ReadParams() {
   ReadBool("mpa_markers", &g_params.mpa_markers);
   ReadBool("progress_thread", &g_params.progress_thread);
   ReadBool("dgram_crc", &g_params.dgram_crc);
+  char* fault = nullptr;
+  if (fi_param_get_str(&g_provider, "fault", &fault) == FI_SUCCESS && fault != nullptr) {
+    auto spec = transport::FaultSpec::Parse(fault);
+    if (spec.ok()) {
+      g_params.fault = *spec;
+      IWX_INFO(core, "FI_IWARPX_FAULT=%s: datagrams will be damaged on purpose\n", fault);
+    } else {
+      g_params.fault_invalid = true;
+      IWX_WARN(core, "FI_IWARPX_FAULT=%s does not parse: %s\n", fault,
+               spec.error().message.c_str());
+    }
+  }
   ReadInt("mpa_rev", 1, 2, &g_params.mpa_rev);
   ReadInt("ird", 1, kMaxIrdOrd, &g_params.ird);
   ReadInt("ord", 1, kMaxIrdOrd, &g_params.ord);

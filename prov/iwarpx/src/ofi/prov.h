@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "transport/fault.h"
 #include "wire/mpa_negotiate.h"
 
 namespace iwarpx::ofi {
@@ -19,6 +20,8 @@ struct Params {
   size_t max_mr = 65536;         // FI_IWARPX_MAX_MR
   int mulpdu = 65532;            // FI_IWARPX_MULPDU
   bool dgram_crc = true;         // FI_IWARPX_DGRAM_CRC
+  transport::FaultSpec fault;    // FI_IWARPX_FAULT (datagram endpoints; parsed)
+  bool fault_invalid = false;    // FI_IWARPX_FAULT did not parse: endpoints refuse to open
 };
 
 // The values in effect (defaults until fi_prov_ini has run).

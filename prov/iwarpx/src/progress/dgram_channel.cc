@@ -8,11 +8,15 @@ namespace iwarpx::progress {
 
 Result<std::unique_ptr<DgramChannel>, transport::IoError> DgramChannel::Open(
     Engine& engine, const transport::SockAddr& local, const rd::PortConfig& port,
-    const rd::UdConfig& qp, rd::UdSink& sink) {
+    const rd::UdConfig& qp, rd::UdSink& sink, const transport::FaultSpec& faults) {
   auto socket = transport::UdpSocket::Bind(local);
   if (!socket.ok()) return Err{socket.error()};
   std::unique_ptr<DgramChannel> ch(new DgramChannel(engine));
-  ch->socket_ = std::move(socket).value();
+  if (faults.any()) {
+    ch->socket_ = std::make_unique<transport::FaultInjector>(std::move(socket).value(), faults);
+  } else {
+    ch->socket_ = std::move(socket).value();
+  }
   ch->port_ = std::make_unique<rd::DgramPort>(*ch->socket_, port);
   ch->qp_ = std::make_unique<rd::UdQp>(*ch->port_, qp, sink);
   if (const transport::Status s = engine.Add(*ch); !s.ok()) {

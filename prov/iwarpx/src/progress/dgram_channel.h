@@ -11,6 +11,9 @@
 //   busy socket cannot starve the others in a pass.
 // - After posting a send the owner calls AfterPost(): a send that found the
 //   socket full makes the channel wait for writability.
+// - With a FaultSpec that has any fault (FI_IWARPX_FAULT), the socket is
+//   wrapped in a transport::FaultInjector: outgoing datagrams are dropped,
+//   duplicated, reordered or corrupted as the seeded spec says.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +23,7 @@
 #include "progress/engine.h"
 #include "rd/dgram_port.h"
 #include "rd/ud_qp.h"
+#include "transport/fault.h"
 #include "transport/sock_addr.h"
 #include "transport/udp.h"
 
@@ -32,7 +36,7 @@ class DgramChannel final : public Pollable {
   // Binds a UDP socket to `local` (port 0: any) and opens the UD QP on it.
   static Result<std::unique_ptr<DgramChannel>, transport::IoError> Open(
       Engine& engine, const transport::SockAddr& local, const rd::PortConfig& port,
-      const rd::UdConfig& qp, rd::UdSink& sink);
+      const rd::UdConfig& qp, rd::UdSink& sink, const transport::FaultSpec& faults = {});
   ~DgramChannel() override;
 
   rd::UdQp& qp() { return *qp_; }
@@ -49,7 +53,7 @@ class DgramChannel final : public Pollable {
   explicit DgramChannel(Engine& engine) : engine_(engine) {}
 
   Engine& engine_;
-  std::unique_ptr<transport::UdpSocket> socket_;
+  std::unique_ptr<transport::DatagramSocket> socket_;  // UDP, maybe under a FaultInjector
   std::unique_ptr<rd::DgramPort> port_;
   std::unique_ptr<rd::UdQp> qp_;
 };
