@@ -12,6 +12,7 @@
 #include "ofi/ep_noops.h"
 #include "ofi/fabric.h"
 #include "ofi/log.h"
+#include "ofi/msg_ops.h"
 #include "ofi/prov.h"
 
 namespace iwarpx::ofi {
@@ -20,10 +21,6 @@ namespace {
 constexpr uint64_t kTxFlags = FI_COMPLETION | FI_INJECT | FI_TRANSMIT_COMPLETE |
                               FI_INJECT_COMPLETE | FI_MORE | FI_MSG | FI_SEND;
 constexpr uint64_t kRxFlags = FI_COMPLETION | FI_MORE | FI_MSG | FI_RECV;
-
-DgramEndpoint* Self(struct fid_ep* ep) {
-  return OwnerOf<DgramEndpoint>(ep);
-}
 
 // --- fi_ops ---
 int EpClose(struct fid* fid) {
@@ -98,48 +95,6 @@ int CmJoin(struct fid_ep* /*ep*/, const void* /*addr*/, uint64_t /*flags*/, stru
   return CmNo("fi_join");
 }
 
-// --- fi_ops_msg ---
-ssize_t MsgRecv(struct fid_ep* ep, void* buf, size_t len, void* /*desc*/, fi_addr_t /*src*/,
-                void* context) {
-  const struct iovec iov = {buf, len};
-  return Self(ep)->PostRecv(&iov, 1, context, Self(ep)->rx_op_flags());
-}
-ssize_t MsgRecvv(struct fid_ep* ep, const struct iovec* iov, void** /*desc*/, size_t count,
-                 fi_addr_t /*src*/, void* context) {
-  return Self(ep)->PostRecv(iov, count, context, Self(ep)->rx_op_flags());
-}
-ssize_t MsgRecvmsg(struct fid_ep* ep, const struct fi_msg* msg, uint64_t flags) {
-  if (msg == nullptr) return -FI_EINVAL;
-  return Self(ep)->PostRecv(msg->msg_iov, msg->iov_count, msg->context, flags);
-}
-ssize_t MsgSend(struct fid_ep* ep, const void* buf, size_t len, void* /*desc*/, fi_addr_t dest,
-                void* context) {
-  const struct iovec iov = {const_cast<void*>(buf), len};
-  return Self(ep)->PostSend(&iov, 1, dest, context, Self(ep)->tx_op_flags());
-}
-ssize_t MsgSendv(struct fid_ep* ep, const struct iovec* iov, void** /*desc*/, size_t count,
-                 fi_addr_t dest, void* context) {
-  return Self(ep)->PostSend(iov, count, dest, context, Self(ep)->tx_op_flags());
-}
-ssize_t MsgSendmsg(struct fid_ep* ep, const struct fi_msg* msg, uint64_t flags) {
-  if (msg == nullptr) return -FI_EINVAL;
-  return Self(ep)->PostSend(msg->msg_iov, msg->iov_count, msg->addr, msg->context, flags);
-}
-ssize_t MsgInject(struct fid_ep* ep, const void* buf, size_t len, fi_addr_t dest) {
-  const struct iovec iov = {const_cast<void*>(buf), len};
-  return Self(ep)->PostSend(&iov, 1, dest, nullptr, FI_INJECT);
-}
-ssize_t MsgSendData(struct fid_ep* /*ep*/, const void* /*buf*/, size_t /*len*/, void* /*desc*/,
-                    uint64_t /*data*/, fi_addr_t /*dest*/, void* /*context*/) {
-  IWX_WARN(ep_data, "fi_senddata: remote CQ data is not offered on FI_EP_DGRAM\n");
-  return -FI_ENOSYS;
-}
-ssize_t MsgInjectData(struct fid_ep* /*ep*/, const void* /*buf*/, size_t /*len*/, uint64_t /*data*/,
-                      fi_addr_t /*dest*/) {
-  IWX_WARN(ep_data, "fi_injectdata: remote CQ data is not offered on FI_EP_DGRAM\n");
-  return -FI_ENOSYS;
-}
-
 const struct fi_ops kDgramFiOps = {
     .size = sizeof(struct fi_ops),
     .close = EpClose,
@@ -172,19 +127,6 @@ const struct fi_ops_cm kDgramCmOps = {
     .reject = CmReject,
     .shutdown = CmShutdown,
     .join = CmJoin,
-};
-
-const struct fi_ops_msg kDgramMsgOps = {
-    .size = sizeof(struct fi_ops_msg),
-    .recv = MsgRecv,
-    .recvv = MsgRecvv,
-    .recvmsg = MsgRecvmsg,
-    .send = MsgSend,
-    .sendv = MsgSendv,
-    .sendmsg = MsgSendmsg,
-    .inject = MsgInject,
-    .senddata = MsgSendData,
-    .injectdata = MsgInjectData,
 };
 
 size_t SizeOr(size_t v, size_t dflt) {
@@ -257,7 +199,7 @@ int DgramEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct 
   e->handle_.fid.fid.ops = const_cast<struct fi_ops*>(&kDgramFiOps);
   e->handle_.fid.ops = const_cast<struct fi_ops_ep*>(&kDgramEpOps);
   e->handle_.fid.cm = const_cast<struct fi_ops_cm*>(&kDgramCmOps);
-  e->handle_.fid.msg = const_cast<struct fi_ops_msg*>(&kDgramMsgOps);
+  e->handle_.fid.msg = const_cast<struct fi_ops_msg*>(&MsgOps<DgramEndpoint>::kTable);
   e->handle_.fid.rma = const_cast<struct fi_ops_rma*>(&kNoRmaOps);
   e->handle_.fid.tagged = const_cast<struct fi_ops_tagged*>(&kNoTaggedOps);
   e->handle_.fid.atomic = const_cast<struct fi_ops_atomic*>(&kNoAtomicOps);
@@ -374,8 +316,8 @@ ssize_t DgramEndpoint::Cancel(void* context) {
   return -FI_ENOENT;
 }
 
-ssize_t DgramEndpoint::PostRecv(const struct iovec* iov, size_t count, void* context,
-                                uint64_t flags) {
+ssize_t DgramEndpoint::PostRecv(const struct iovec* iov, size_t count, fi_addr_t /*src*/,
+                                void* context, uint64_t flags) {
   if ((flags & ~kRxFlags) != 0) {
     IWX_WARN(ep_data, "fi_recv: flags %#lx are not supported\n",
              static_cast<unsigned long>(flags & ~kRxFlags));
@@ -406,7 +348,11 @@ ssize_t DgramEndpoint::PostRecv(const struct iovec* iov, size_t count, void* con
 }
 
 ssize_t DgramEndpoint::PostSend(const struct iovec* iov, size_t count, fi_addr_t dest,
-                                void* context, uint64_t flags) {
+                                void* context, uint64_t flags, uint64_t /*data*/) {
+  if ((flags & FI_REMOTE_CQ_DATA) != 0) {
+    IWX_WARN(ep_data, "fi_senddata: remote CQ data is not offered on FI_EP_DGRAM\n");
+    return -FI_ENOSYS;
+  }
   if ((flags & ~kTxFlags) != 0) {
     IWX_WARN(ep_data, "fi_send: flags %#lx are not supported\n",
              static_cast<unsigned long>(flags & ~kTxFlags));

@@ -56,9 +56,12 @@ class DgramEndpoint final : public rd::UdSink {
   int Control(int command, void* arg);
   int GetName(void* addr, size_t* addrlen);
   ssize_t Cancel(void* context);
-  ssize_t PostRecv(const struct iovec* iov, size_t count, void* context, uint64_t flags);
-  ssize_t PostSend(const struct iovec* iov, size_t count, fi_addr_t dest, void* context,
+  // The fi_ops_msg calls (MsgOps). `src` is ignored (no FI_DIRECTED_RECV);
+  // FI_REMOTE_CQ_DATA is -FI_ENOSYS.
+  ssize_t PostRecv(const struct iovec* iov, size_t count, fi_addr_t src, void* context,
                    uint64_t flags);
+  ssize_t PostSend(const struct iovec* iov, size_t count, fi_addr_t dest, void* context,
+                   uint64_t flags, uint64_t data);
   [[nodiscard]] uint64_t tx_op_flags() const { return tx_op_flags_; }
   [[nodiscard]] uint64_t rx_op_flags() const { return rx_op_flags_; }
 

@@ -107,12 +107,14 @@ class Endpoint final : public progress::ChannelSink {
   int SetOpt(int level, int optname, const void* optval, size_t optlen);
 
   // Data transfer (ep_data.cc). `flags` already include the endpoint's
-  // op_flags for calls that take none.
-  ssize_t PostRecv(const struct iovec* iov, size_t count, void* context, uint64_t flags);
+  // op_flags for calls that take none. The fi_addr_t arguments of the
+  // fi_ops_msg calls (MsgOps) mean nothing on a connected endpoint.
+  ssize_t PostRecv(const struct iovec* iov, size_t count, fi_addr_t src, void* context,
+                   uint64_t flags);
   // FI_REMOTE_CQ_DATA in `flags`: a send with remote CQ data `data`
   // (fi_senddata; -FI_EOPNOTSUPP unless the connection negotiated it).
-  ssize_t PostSend(const struct iovec* iov, size_t count, void* context, uint64_t flags,
-                   uint64_t data = 0);
+  ssize_t PostSend(const struct iovec* iov, size_t count, fi_addr_t dest, void* context,
+                   uint64_t flags, uint64_t data);
   ssize_t PostWrite(const struct iovec* iov, size_t count, uint64_t addr, uint64_t key,
                     void* context, uint64_t flags, uint64_t data);
   ssize_t PostRead(const struct iovec* iov, void** desc, size_t count, uint64_t addr, uint64_t key,

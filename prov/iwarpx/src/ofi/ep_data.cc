@@ -116,7 +116,8 @@ void Endpoint::AfterPost() {
   if (channel_) channel_->AfterPost();
 }
 
-ssize_t Endpoint::PostRecv(const struct iovec* iov, size_t count, void* context, uint64_t flags) {
+ssize_t Endpoint::PostRecv(const struct iovec* iov, size_t count, fi_addr_t /*src*/, void* context,
+                           uint64_t flags) {
   if ((flags & ~kRxFlags) != 0) {
     IWX_WARN(ep_data, "fi_recv: flags %#lx are not supported\n",
              static_cast<unsigned long>(flags & ~kRxFlags));
@@ -157,8 +158,8 @@ ssize_t Endpoint::PostRecv(const struct iovec* iov, size_t count, void* context,
   return 0;
 }
 
-ssize_t Endpoint::PostSend(const struct iovec* iov, size_t count, void* context, uint64_t flags,
-                           uint64_t data) {
+ssize_t Endpoint::PostSend(const struct iovec* iov, size_t count, fi_addr_t /*dest*/, void* context,
+                           uint64_t flags, uint64_t data) {
   const bool with_data = (flags & FI_REMOTE_CQ_DATA) != 0;
   const char* call = with_data ? "fi_senddata" : "fi_send";
   if (const ssize_t r = CheckTxFlags(flags, call); r != 0) return r;

@@ -11,6 +11,7 @@
 #include "ofi/ep.h"
 #include "ofi/ep_noops.h"
 #include "ofi/log.h"
+#include "ofi/msg_ops.h"
 
 namespace iwarpx::ofi {
 namespace {
@@ -89,51 +90,6 @@ int EpJoin(struct fid_ep* /*ep*/, const void* /*addr*/, uint64_t /*flags*/, stru
            void* /*context*/) {
   IWX_WARN(ep_ctrl, "fi_join: multicast is not supported\n");
   return -FI_ENOSYS;
-}
-
-// --- fi_ops_msg ---
-ssize_t MsgRecv(struct fid_ep* ep, void* buf, size_t len, void* /*desc*/, fi_addr_t /*src*/,
-                void* context) {
-  const struct iovec iov = {buf, len};
-  return Self(ep)->PostRecv(&iov, 1, context, Self(ep)->rx_op_flags());
-}
-ssize_t MsgRecvv(struct fid_ep* ep, const struct iovec* iov, void** /*desc*/, size_t count,
-                 fi_addr_t /*src*/, void* context) {
-  return Self(ep)->PostRecv(iov, count, context, Self(ep)->rx_op_flags());
-}
-ssize_t MsgRecvmsg(struct fid_ep* ep, const struct fi_msg* msg, uint64_t flags) {
-  if (msg == nullptr) return -FI_EINVAL;
-  return Self(ep)->PostRecv(msg->msg_iov, msg->iov_count, msg->context, flags);
-}
-ssize_t MsgSend(struct fid_ep* ep, const void* buf, size_t len, void* /*desc*/, fi_addr_t /*dest*/,
-                void* context) {
-  const struct iovec iov = {const_cast<void*>(buf), len};
-  // Remote CQ data only through the *data calls and fi_sendmsg.
-  return Self(ep)->PostSend(&iov, 1, context, Self(ep)->tx_op_flags() & ~FI_REMOTE_CQ_DATA);
-}
-ssize_t MsgSendv(struct fid_ep* ep, const struct iovec* iov, void** /*desc*/, size_t count,
-                 fi_addr_t /*dest*/, void* context) {
-  return Self(ep)->PostSend(iov, count, context, Self(ep)->tx_op_flags() & ~FI_REMOTE_CQ_DATA);
-}
-// FI_REMOTE_CQ_DATA: msg->data goes to the target's completion (iwarpx Send
-// with Immediate Data; see Endpoint::PostSend).
-ssize_t MsgSendmsg(struct fid_ep* ep, const struct fi_msg* msg, uint64_t flags) {
-  if (msg == nullptr) return -FI_EINVAL;
-  return Self(ep)->PostSend(msg->msg_iov, msg->iov_count, msg->context, flags, msg->data);
-}
-ssize_t MsgInject(struct fid_ep* ep, const void* buf, size_t len, fi_addr_t /*dest*/) {
-  const struct iovec iov = {const_cast<void*>(buf), len};
-  return Self(ep)->PostSend(&iov, 1, nullptr, FI_INJECT);
-}
-ssize_t MsgSendData(struct fid_ep* ep, const void* buf, size_t len, void* /*desc*/, uint64_t data,
-                    fi_addr_t /*dest*/, void* context) {
-  const struct iovec iov = {const_cast<void*>(buf), len};
-  return Self(ep)->PostSend(&iov, 1, context, Self(ep)->tx_op_flags() | FI_REMOTE_CQ_DATA, data);
-}
-ssize_t MsgInjectData(struct fid_ep* ep, const void* buf, size_t len, uint64_t data,
-                      fi_addr_t /*dest*/) {
-  const struct iovec iov = {const_cast<void*>(buf), len};
-  return Self(ep)->PostSend(&iov, 1, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, data);
 }
 
 // --- fi_ops_rma ---
@@ -323,19 +279,6 @@ const struct fi_ops_cm kEpCmOps = {
     .join = EpJoin,
 };
 
-const struct fi_ops_msg kEpMsgOps = {
-    .size = sizeof(struct fi_ops_msg),
-    .recv = MsgRecv,
-    .recvv = MsgRecvv,
-    .recvmsg = MsgRecvmsg,
-    .send = MsgSend,
-    .sendv = MsgSendv,
-    .sendmsg = MsgSendmsg,
-    .inject = MsgInject,
-    .senddata = MsgSendData,
-    .injectdata = MsgInjectData,
-};
-
 const struct fi_ops_rma kEpRmaOps = {
     .size = sizeof(struct fi_ops_rma),
     .read = RmaRead,
@@ -372,7 +315,7 @@ void InstallEndpointOps(struct fid_ep* ep) {
   ep->fid.ops = const_cast<struct fi_ops*>(&kEpFiOps);
   ep->ops = const_cast<struct fi_ops_ep*>(&kEpOps);
   ep->cm = const_cast<struct fi_ops_cm*>(&kEpCmOps);
-  ep->msg = const_cast<struct fi_ops_msg*>(&kEpMsgOps);
+  ep->msg = const_cast<struct fi_ops_msg*>(&MsgOps<Endpoint>::kTable);
   ep->rma = const_cast<struct fi_ops_rma*>(&kEpRmaOps);
   ep->tagged = const_cast<struct fi_ops_tagged*>(&kNoTaggedOps);
   ep->atomic = const_cast<struct fi_ops_atomic*>(&kEpAtomicOps);
