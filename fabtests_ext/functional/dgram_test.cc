@@ -338,11 +338,3 @@ TEST_F(DgramTest, BadDatagramsAreDroppedNeverDelivered) {
 }
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  // Defaults for a run by hand; ctest sets both.
-  setenv("FI_PROVIDER_PATH", IWARPX_FI_PROVIDER_BUILD_DIR, 0);
-  setenv("FI_PROVIDER", "iwarpx", 0);
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}

@@ -506,11 +506,3 @@ TEST_F(ObjectsTest, QueryAtomicIsRfc7306) {
 }
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  // Defaults for a run by hand; ctest sets both.
-  setenv("FI_PROVIDER_PATH", IWARPX_FI_PROVIDER_BUILD_DIR, 0);
-  setenv("FI_PROVIDER", "iwarpx", 0);
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}
