@@ -22,7 +22,7 @@ grep -q 'ofi_rxm' <<<"$out" && fail "ofi_rxm layered over iwarpx (declined on pu
 echo "$out" | grep -E 'provider:|type:|protocol:' | sort | uniq -c
 
 params=$(timeout 30 "$fi_info" -e 2>&1 | tr -d '\0')
-for p in MPA_CRC MPA_REV MPA_MARKERS IRD ORD PROGRESS_THREAD MAX_MR MULPDU DGRAM_CRC FAULT; do
+for p in MPA_CRC MPA_REV MPA_MARKERS IRD ORD PROGRESS_THREAD MAX_MR MULPDU DGRAM_CRC FAULT BUSY_POLL; do
   grep -A1 "^# FI_IWARPX_$p:" <<<"$params" | grep -q '^# iwarpx: ..........' ||
     fail "fi_info -e: FI_IWARPX_$p missing or without help text"
 done

@@ -13,6 +13,7 @@
 #include "ofi/eq.h"
 #include "ofi/log.h"
 #include "ofi/pep.h"
+#include "ofi/prov.h"
 
 namespace iwarpx::ofi {
 namespace {
@@ -80,6 +81,7 @@ int Fabric::Open(struct fi_fabric_attr* attr, struct fid_fabric** fabric, void* 
     return -FI_ENOMEM;
   }
   f->engine_ = std::move(engine).value();
+  f->engine_->set_hot_polling(GetParams().busy_poll);
   f->handle_.owner = f;
   f->handle_.fid.fid.fclass = FI_CLASS_FABRIC;
   f->handle_.fid.fid.context = context;

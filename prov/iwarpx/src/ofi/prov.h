@@ -20,6 +20,7 @@ struct Params {
   size_t max_mr = 65536;         // FI_IWARPX_MAX_MR
   int mulpdu = 65532;            // FI_IWARPX_MULPDU
   bool dgram_crc = true;         // FI_IWARPX_DGRAM_CRC
+  bool busy_poll = true;         // FI_IWARPX_BUSY_POLL
   transport::FaultSpec fault;    // FI_IWARPX_FAULT (datagram endpoints; parsed)
   bool fault_invalid = false;    // FI_IWARPX_FAULT did not parse: endpoints refuse to open
 };

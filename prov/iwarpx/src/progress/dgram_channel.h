@@ -48,6 +48,7 @@ class DgramChannel final : public Pollable {
   [[nodiscard]] int fd() const override { return socket_->fd(); }
   [[nodiscard]] uint32_t interest() const override;
   void OnReady(uint32_t events) override;
+  bool PollDirect() override { return port_->OnReadable(kReadBudget) > 0; }
 
  private:
   explicit DgramChannel(Engine& engine) : engine_(engine) {}

@@ -44,6 +44,7 @@ transport::Status Engine::Add(Pollable& p) {
   }
   p.token_ = token;
   p.registered_ = interest;
+  if ((interest & transport::Poller::kWritable) != 0) ++writers_;
   live_.emplace(token, &p);
   Update(p);
   return {};
@@ -52,6 +53,8 @@ transport::Status Engine::Add(Pollable& p) {
 void Engine::Remove(Pollable& p) {
   if (p.token_ == 0) return;
   if (p.fd_added_) (void)poller_->Remove(p.fd());
+  if ((p.registered_ & transport::Poller::kWritable) != 0) --writers_;
+  if (hot_token_ == p.token_) hot_token_ = 0;
   live_.erase(p.token_);
   std::erase(timed_, p.token_);
   std::erase(pending_, p.token_);
@@ -67,7 +70,13 @@ void Engine::Update(Pollable& p) {
   if (p.fd_added_) {
     const uint32_t interest = p.interest() & kInterestMask;
     if (interest != p.registered_) {
-      if (poller_->Modify(p.fd(), interest, p.token_).ok()) p.registered_ = interest;
+      if (poller_->Modify(p.fd(), interest, p.token_).ok()) {
+        const uint32_t before = p.registered_ & transport::Poller::kWritable;
+        const uint32_t after = interest & transport::Poller::kWritable;
+        if (before == 0 && after != 0) ++writers_;
+        if (before != 0 && after == 0) --writers_;
+        p.registered_ = interest;
+      }
     }
   }
   const bool timed = p.deadline().has_value();
@@ -99,16 +108,46 @@ void Engine::Dispatch(Pollable& p, uint32_t events) {
   if (p.token_ != 0) Update(p);
 }
 
+bool Engine::RunDirect(size_t* ran) {
+  if (!hot_polling_ || hot_token_ == 0 || writers_ != 0 || !pending_.empty() ||
+      direct_passes_ >= kDirectPassesMax) {
+    return false;
+  }
+  Pollable* hot = Lookup(hot_token_);
+  if (hot == nullptr) {
+    hot_token_ = 0;
+    return false;
+  }
+  ++direct_passes_;
+  if (hot->PollDirect()) {
+    hot_misses_ = 0;
+    if (hot->token_ != 0) Update(*hot);
+    ++*ran;
+    return true;
+  }
+  if (++hot_misses_ >= kHotMisses) hot_token_ = 0;  // gone quiet: back to epoll
+  return hot_token_ != 0;
+}
+
 size_t Engine::RunOnce(int timeout_ms) {
+  size_t ran = 0;
+  if (timeout_ms == 0 && RunDirect(&ran)) {
+    if (!timed_.empty()) RunTimers();
+    return ran;
+  }
+  direct_passes_ = 0;
   if (!pending_.empty()) timeout_ms = 0;
   const int until_timer = MsUntilNextDeadline();
   if (until_timer >= 0 && (timeout_ms < 0 || until_timer < timeout_ms)) timeout_ms = until_timer;
-  size_t ran = 0;
   auto w = poller_->Wait(timeout_ms, events_);
   if (w.ok()) {
     for (size_t i = 0; i < w->count; ++i) {
       Pollable* p = Lookup(events_[i].token);
       if (p == nullptr) continue;  // removed earlier in this pass
+      if ((events_[i].events & transport::Poller::kReadable) != 0) {
+        hot_token_ = events_[i].token;
+        hot_misses_ = 0;
+      }
       Dispatch(*p, events_[i].events);
       ++ran;
     }

@@ -20,6 +20,14 @@
 // - Pending work: a Pollable with input already staged in user space
 //   (has_pending_work()) gets OnPendingWork() in every pass until it has
 //   none, without waiting for readiness.
+// - Hot descriptor (busy polling): a zero-timeout pass (RunOnce(0), what
+//   manual progress runs from every fi_cq_read) first asks the Pollable that
+//   last had input to read directly (PollDirect: one non-blocking receive)
+//   and skips epoll_wait when it got some, saving one system call per
+//   message on a ping-pong. epoll_wait still runs at least every
+//   kDirectPassesMax passes, whenever a Pollable waits for writability, when
+//   work is pending, and once the hot one has come up empty kHotMisses times
+//   in a row (it then stops being hot), so no other descriptor starves.
 // - WaitForEvents(timeout) blocks *without* the lock (poll(2) on the epoll
 //   descriptor) until a registered descriptor is ready, Wakeup() is called,
 //   an extra descriptor is readable, or the timeout (bounded by the nearest deadline) passes; it
@@ -62,6 +70,9 @@ class Pollable {
   virtual void OnTimer() {}
   [[nodiscard]] virtual bool has_pending_work() const { return false; }
   virtual void OnPendingWork() {}
+  // Reads what fd() has without waiting for readiness (non-blocking), as
+  // OnReady(kReadable) would; true if it consumed input. The default cannot.
+  virtual bool PollDirect() { return false; }
 
  private:
   friend class Engine;
@@ -96,6 +107,8 @@ class Engine {
   // Milliseconds until the nearest deadline (-1: none, 0: due).
   [[nodiscard]] int MsUntilNextDeadline() const;
   [[nodiscard]] bool has_pending_work() const { return !pending_.empty(); }
+  // The hot-descriptor pass (on by default; FI_IWARPX_BUSY_POLL).
+  void set_hot_polling(bool on) { hot_polling_ = on; }
   [[nodiscard]] size_t registered() const { return live_.size(); }
   // The epoll descriptor: readable while a registered descriptor is ready for
   // what its Pollable wants (or after Wakeup). For wait objects handed to
@@ -114,8 +127,19 @@ class Engine {
   void RunTimers();
   void RunPending();
 
+  // The hot-descriptor pass of RunOnce(0); true if it replaced epoll_wait.
+  bool RunDirect(size_t* ran);
+
+  static constexpr uint32_t kDirectPassesMax = 16;
+  static constexpr uint32_t kHotMisses = 32;
+
   const Clock& clock_;
   std::unique_ptr<transport::Poller> poller_;
+  uint64_t hot_token_ = 0;      // the Pollable that last had input (0: none)
+  uint32_t hot_misses_ = 0;     // direct reads in a row that found nothing
+  uint32_t direct_passes_ = 0;  // passes since the last epoll_wait
+  uint32_t writers_ = 0;        // Pollables registered for writability
+  bool hot_polling_ = true;
   std::mutex mu_;
   uint64_t next_token_ = 1;
   std::unordered_map<uint64_t, Pollable*> live_;

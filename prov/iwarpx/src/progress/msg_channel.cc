@@ -180,6 +180,14 @@ void MsgChannel::OnReady(uint32_t events) {
   }
 }
 
+bool MsgChannel::PollDirect() {
+  if (phase_ != Phase::kRunning || !qp_->wants_read()) return false;
+  const qp::RxStats& st = qp_->rx_stats();
+  const uint64_t before = st.direct_bytes + st.staged_copies + st.fpdus;
+  OnReady(Poller::kReadable);
+  return st.direct_bytes + st.staged_copies + st.fpdus != before;
+}
+
 void MsgChannel::AfterCep() {
   switch (cep_->state()) {
     case cm::CepState::kRequestReceived:

@@ -139,6 +139,9 @@ class MsgChannel final : public Pollable {
   [[nodiscard]] int fd() const override { return conn_->fd(); }
   [[nodiscard]] uint32_t interest() const override;
   void OnReady(uint32_t events) override;
+  // Running QP waiting for input: one non-blocking read pass (Engine's hot
+  // descriptor); true if it took any bytes.
+  bool PollDirect() override;
   [[nodiscard]] std::optional<uint64_t> deadline() const override;
   void OnTimer() override;
   // The QP holds staged input or stopped on its receive budget.

@@ -1,0 +1,148 @@
+// The engine's hot-descriptor pass (busy polling): after a descriptor had
+// input, zero-timeout passes read it directly instead of calling epoll_wait,
+// yet every other descriptor is still seen within kDirectPassesMax passes,
+// writers disable it, and a hot descriptor that stays empty goes cold.
+#include "progress/engine.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <mutex>
+
+#include <gtest/gtest.h>
+
+#include "base/clock.h"
+#include "transport/poller.h"
+
+namespace iwarpx::progress {
+namespace {
+
+// A pipe's read end. PollDirect reads one byte if there is one.
+class PipeReader final : public Pollable {
+ public:
+  PipeReader() { EXPECT_EQ(pipe2(fds_, O_NONBLOCK), 0); }
+  ~PipeReader() override {
+    close(fds_[0]);
+    close(fds_[1]);
+  }
+  void Put(int n = 1) {
+    for (int i = 0; i < n; ++i) ASSERT_EQ(write(fds_[1], "x", 1), 1);
+  }
+  [[nodiscard]] int fd() const override { return fds_[0]; }
+  [[nodiscard]] uint32_t interest() const override {
+    return transport::Poller::kReadable | (want_write ? transport::Poller::kWritable : 0);
+  }
+  void OnReady(uint32_t events) override {
+    ++ready;
+    if ((events & transport::Poller::kReadable) != 0) ReadOne();
+  }
+  bool PollDirect() override {
+    ++direct;
+    return ReadOne();
+  }
+  bool want_write = false;
+  int ready = 0;
+  int direct = 0;
+  int consumed = 0;
+
+ private:
+  bool ReadOne() {
+    char c = 0;
+    if (read(fds_[0], &c, 1) != 1) return false;
+    ++consumed;
+    return true;
+  }
+  int fds_[2] = {-1, -1};
+};
+
+class EngineHotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto e = Engine::Create(clock_);
+    ASSERT_TRUE(e.ok());
+    engine_ = std::move(e).value();
+  }
+  size_t Pass() {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    return engine_->RunOnce(0);
+  }
+  MonotonicClock clock_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(EngineHotTest, DirectReadsReplaceEpollAndOthersAreStillSeen) {
+  PipeReader hot;
+  PipeReader other;
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    ASSERT_TRUE(engine_->Add(hot).ok());
+    ASSERT_TRUE(engine_->Add(other).ok());
+  }
+  hot.Put();
+  EXPECT_EQ(Pass(), 1u);  // epoll finds it: OnReady, and it becomes hot
+  EXPECT_EQ(hot.ready, 1);
+  EXPECT_EQ(hot.direct, 0);
+  hot.Put(3);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Pass(), 1u);
+  EXPECT_EQ(hot.direct, 3);  // read directly, no readiness callback
+  EXPECT_EQ(hot.ready, 1);
+  EXPECT_EQ(hot.consumed, 4);
+  // Another descriptor's input is seen within kDirectPassesMax passes.
+  other.Put();
+  int passes = 0;
+  while (other.consumed == 0 && passes < 100) {
+    Pass();
+    ++passes;
+  }
+  EXPECT_EQ(other.consumed, 1);
+  EXPECT_LE(passes, 17);
+}
+
+TEST_F(EngineHotTest, QuietHotDescriptorGoesColdAndWritersDisableIt) {
+  PipeReader p;
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    ASSERT_TRUE(engine_->Add(p).ok());
+  }
+  p.Put();
+  Pass();
+  ASSERT_EQ(p.ready, 1);
+  for (int i = 0; i < 200; ++i) Pass();
+  const int direct_after_quiet = p.direct;
+  EXPECT_GE(direct_after_quiet, 1);
+  EXPECT_LE(direct_after_quiet, 40);  // gave up after about kHotMisses misses
+  for (int i = 0; i < 50; ++i) Pass();
+  EXPECT_EQ(p.direct, direct_after_quiet);  // cold: epoll only
+  // Hot again, then a writer appears: every pass is an epoll pass.
+  p.Put();
+  Pass();
+  p.want_write = true;
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    engine_->Update(p);
+  }
+  const int direct_before = p.direct;
+  p.Put();
+  Pass();
+  EXPECT_EQ(p.direct, direct_before);
+  EXPECT_EQ(p.consumed, 3);
+  // Switched off (FI_IWARPX_BUSY_POLL=0): never direct.
+  p.want_write = false;
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    engine_->Update(p);
+    engine_->set_hot_polling(false);
+  }
+  p.Put(2);
+  Pass();
+  Pass();
+  EXPECT_EQ(p.direct, direct_before);
+  EXPECT_EQ(p.consumed, 5);
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    engine_->Remove(p);
+  }
+}
+
+}  // namespace
+}  // namespace iwarpx::progress
