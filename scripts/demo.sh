@@ -10,7 +10,9 @@
 # 3. A complete connected iWARP exchange produced by the project's codecs
 #    (MPA v2 request/reply with CRC, RTR, Send, RDMA Write, Read
 #    Request/Response, atomics, Terminate), decoded by tshark frame by frame.
-# 4. Datagram iWARP over UDP, decoded by the project's Lua dissector.
+# 4. Debian's fi_pingpong over the FI_EP_DGRAM endpoint (datagram iWARP's UD
+#    service over UDP), every payload checked, every size up to one datagram.
+# 5. Datagram iWARP over UDP, decoded by the project's Lua dissector.
 # Needs root for the captures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +29,10 @@ python3 tests/wire_check/tshark_pingpong_check.py --provider-dir "$provider_dir"
 echo
 echo "== iwarpx demo: connected iWARP from our codecs, decoded by tshark =="
 python3 tests/wire_check/tshark_wire_check.py --exchange "$exchange" --demo
+echo
+echo "== iwarpx demo: Debian's fi_pingpong over FI_PROVIDER=iwarpx, FI_EP_DGRAM (UDP), data checked =="
+IWARPX_PP_EP=dgram fabtests_ext/functional/fi_pingpong_check.sh "$(command -v fi_pingpong)" \
+  "$provider_dir" -S all -I 100
 echo
 echo "== iwarpx demo: datagram iWARP (docs/wire.md) decoded by tools/wireshark/iwarpx_dgram.lua =="
 python3 tests/wire_check/tshark_dgram_check.py --sender "$build/tests/wire_check/dgram_sender" --demo
