@@ -174,6 +174,9 @@ TEST(DgramInfo, AttributesAreHonest) {
     EXPECT_EQ(i->ep_attr->type, FI_EP_DGRAM);
     EXPECT_EQ(i->ep_attr->max_msg_size, 65442u);  // one datagram's segment
     EXPECT_NE(i->caps & FI_SOURCE, 0u);
+    // FI_SOURCE is a receive capability (fabtests' fi_getinfo_test checks it).
+    EXPECT_NE(i->rx_attr->caps & FI_SOURCE, 0u);
+    EXPECT_EQ(i->tx_attr->caps & FI_SOURCE, 0u);
     EXPECT_EQ(i->caps & (FI_RMA | FI_ATOMIC | FI_TAGGED), 0u);
     EXPECT_EQ(i->domain_attr->cq_data_size, 0u);
     EXPECT_EQ(i->tx_attr->msg_order, FI_ORDER_NONE);

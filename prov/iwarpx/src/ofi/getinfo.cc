@@ -47,25 +47,23 @@ struct EpTemplate {
   size_t max_order_size;  // RAW and WAW (0: none)
   bool cq_data;           // remote CQ data (RFC 7306 Immediate Data, FI_RX_CQ_DATA)
   size_t rma_iov_limit;
-  uint64_t all_caps() const { return tx_caps | rx_caps | kExtraCaps | secondary_caps; }
-  uint64_t secondary_caps;
+  uint64_t all_caps() const { return tx_caps | rx_caps | kExtraCaps; }
 };
 
 // FI_EP_MSG: connected iWARP over TCP (RFC 5040/5041/5044/6581/7306).
 constexpr EpTemplate kMsgEp = {FI_EP_MSG,   "FI_EP_MSG", kTxCaps, kRxCaps,      kMsgOrder,
-                               kMaxMsgSize, kMaxMsgSize, true,    kRmaIovLimit, 0};
+                               kMaxMsgSize, kMaxMsgSize, true,    kRmaIovLimit};
 // FI_EP_DGRAM: datagram iWARP's UD service over UDP (docs/wire.md §3.5): one
 // Send per datagram, no order, the sender's address with each receive.
 constexpr EpTemplate kDgramEp = {FI_EP_DGRAM,
                                  "FI_EP_DGRAM",
                                  FI_MSG | FI_SEND,
-                                 FI_MSG | FI_RECV,
+                                 FI_MSG | FI_RECV | FI_SOURCE,  // FI_SOURCE is a receive cap
                                  FI_ORDER_NONE,
                                  rd::kUdMaxMessage,
                                  0,
                                  false,
-                                 0,
-                                 FI_SOURCE};
+                                 0};
 constexpr const EpTemplate* kTemplates[] = {&kMsgEp, &kDgramEp};
 
 int NoMatch(const char* why) {
@@ -127,7 +125,7 @@ int CheckDomainAttr(const struct fi_domain_attr& a, const EpTemplate& t) {
 }
 
 int CheckTxAttr(const struct fi_tx_attr& a, const EpTemplate& t) {
-  if ((a.caps & ~(t.tx_caps | kExtraCaps | t.secondary_caps)) != 0) return NoMatch("tx_attr caps");
+  if ((a.caps & ~(t.tx_caps | kExtraCaps)) != 0) return NoMatch("tx_attr caps");
   if ((a.msg_order & ~t.msg_order) != 0) return NoMatch("tx_attr msg_order");
   if (a.comp_order != FI_ORDER_NONE) return NoMatch("tx_attr comp_order");
   if (a.inject_size > kInjectSize) return NoMatch("tx_attr inject_size");
@@ -138,7 +136,7 @@ int CheckTxAttr(const struct fi_tx_attr& a, const EpTemplate& t) {
 }
 
 int CheckRxAttr(const struct fi_rx_attr& a, const EpTemplate& t) {
-  if ((a.caps & ~(t.rx_caps | kExtraCaps | t.secondary_caps)) != 0) return NoMatch("rx_attr caps");
+  if ((a.caps & ~(t.rx_caps | kExtraCaps)) != 0) return NoMatch("rx_attr caps");
   if ((a.msg_order & ~t.msg_order) != 0) return NoMatch("rx_attr msg_order");
   if (a.comp_order != FI_ORDER_NONE) return NoMatch("rx_attr comp_order");
   if (a.size > kRxSize) return NoMatch("rx_attr size");
@@ -365,7 +363,7 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
 
   struct fi_tx_attr& tx = *i->tx_attr;
   // FI_LOCAL_COMM/FI_REMOTE_COMM are domain capabilities: info->caps only.
-  tx.caps = i->caps & (t.tx_caps | t.secondary_caps);
+  tx.caps = i->caps & t.tx_caps;
   tx.msg_order = t.msg_order;
   tx.comp_order = FI_ORDER_NONE;
   tx.inject_size = kInjectSize;
@@ -376,7 +374,7 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   tx.rma_iov_limit = t.rma_iov_limit;
 
   struct fi_rx_attr& rx = *i->rx_attr;
-  rx.caps = i->caps & (t.rx_caps | t.secondary_caps);
+  rx.caps = i->caps & t.rx_caps;
   rx.msg_order = t.msg_order;
   rx.mode = i->mode & FI_RX_CQ_DATA;
   rx.comp_order = FI_ORDER_NONE;
