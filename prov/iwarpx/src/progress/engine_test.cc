@@ -96,6 +96,9 @@ TEST_F(EngineHotTest, DirectReadsReplaceEpollAndOthersAreStillSeen) {
   }
   EXPECT_EQ(other.consumed, 1);
   EXPECT_LE(passes, 17);
+  std::lock_guard<std::mutex> lock(engine_->mu());
+  engine_->Remove(hot);  // Pollables leave the engine before they go
+  engine_->Remove(other);
 }
 
 TEST_F(EngineHotTest, QuietHotDescriptorGoesColdAndWritersDisableIt) {
