@@ -51,7 +51,7 @@ struct EpTemplate {
 };
 
 // FI_EP_MSG: connected iWARP over TCP (RFC 5040/5041/5044/6581/7306).
-constexpr EpTemplate kMsgEp = {FI_EP_MSG,   "FI_EP_MSG", kTxCaps, kRxCaps,      kMsgOrder,
+constexpr EpTemplate kMsgEp = {FI_EP_MSG,   "FI_EP_MSG", kTxCaps, kRxCaps,     kMsgOrder,
                                kMaxMsgSize, kMaxMsgSize, true,    kRmaIovLimit};
 // FI_EP_DGRAM: datagram iWARP's UD service over UDP (docs/wire.md §3.5): one
 // Send per datagram, no order, the sender's address with each receive.
