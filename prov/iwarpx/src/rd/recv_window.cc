@@ -9,7 +9,11 @@ using wire::SeqInWindow;
 using wire::SeqLt;
 
 RecvWindow::RecvWindow(const RecvConfig& config, uint32_t initial_seq)
-    : config_(config), held_(config.window, 0), mask_(config.window - 1), rcv_nxt_(initial_seq) {
+    : config_(config),
+      held_(config.window, 0),
+      mask_(config.window - 1),
+      rcv_nxt_(initial_seq),
+      advertised_edge_(initial_seq + config.window) {
   assert(config.window != 0 && (config.window & mask_) == 0 && config.window <= 0x8000);
 }
 
@@ -20,7 +24,7 @@ Arrival RecvWindow::OnData(uint32_t seq, bool ack_request, uint64_t /*now*/) {
     ack_now_ = true;
     return Arrival::kDuplicate;
   }
-  if (!SeqInWindow(seq, rcv_nxt_, config_.window)) {
+  if (!SeqInWindow(seq, rcv_nxt_, config_.window - backlog_)) {
     ++outside_window_;
     return Arrival::kOutsideWindow;
   }
@@ -36,9 +40,24 @@ Arrival RecvWindow::OnData(uint32_t seq, bool ack_request, uint64_t /*now*/) {
 }
 
 void RecvWindow::Advance(uint64_t now) {
+  Receive(now);
+  Consume();
+}
+
+void RecvWindow::Receive(uint64_t now) {
   held_[rcv_nxt_ & mask_] = 0;
   ++rcv_nxt_;
+  ++backlog_;
   if (unacked_advances_++ == 0) first_unacked_ = now;
+}
+
+void RecvWindow::Consume() {
+  assert(backlog_ > 0);
+  --backlog_;
+  const uint32_t edge = rcv_nxt_ + (config_.window - backlog_);
+  if (wire::SeqDiff(advertised_edge_, edge) >= static_cast<int32_t>(config_.window / 2)) {
+    ack_now_ = true;  // window update: the sender may be waiting for credit
+  }
 }
 
 void RecvWindow::Hold() {
@@ -60,8 +79,8 @@ void RecvWindow::OnPeerSndNxt(uint32_t snd_nxt) {
 AckFields RecvWindow::Ack() const {
   AckFields a;
   a.ack = rcv_nxt_;
-  a.credits = static_cast<uint16_t>(config_.window);
-  for (uint32_t i = 0; i < wire::kDgramSackBits && i + 1 < config_.window; ++i) {
+  a.credits = static_cast<uint16_t>(config_.window - backlog_);
+  for (uint32_t i = 0; i < wire::kDgramSackBits && i + 1 < config_.window - backlog_; ++i) {
     if (Held(rcv_nxt_ + 1 + i)) a.sack |= 1u << i;
   }
   a.has_sack = a.sack != 0;
@@ -79,6 +98,7 @@ uint64_t RecvWindow::AckDeadline() const {
 }
 
 void RecvWindow::OnAckSent() {
+  advertised_edge_ = rcv_nxt_ + (config_.window - backlog_);
   ack_now_ = false;
   unacked_advances_ = 0;
 }

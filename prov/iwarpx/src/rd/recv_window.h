@@ -10,10 +10,18 @@
 //   of datagrams the owner can hold and the credits advertised, so the right
 //   edge rcv_nxt + window only moves forward.
 // * OnData never advances rcv_nxt by itself. For kInOrder the owner either
-//   delivers the datagram and calls Advance(), or keeps it and calls Hold(),
-//   or drops it (no receive posted: the peer will resend it). For kEarly the
-//   owner must keep the datagram (it is marked held). After every Advance()
-//   the owner delivers the held head while HeadHeld() and calls Advance().
+//   delivers the datagram and calls Advance(), or takes it into its backlog
+//   and calls Receive(), or keeps it and calls Hold(), or drops it (the peer
+//   will resend it). For kEarly the owner must keep the datagram (it is
+//   marked held). After every Advance()/Receive() the owner delivers the held
+//   head while HeadHeld() and calls Advance() or Receive() again.
+// * Backlog: Receive() moves rcv_nxt (the datagram is acknowledged) without
+//   consuming it; Consume() later consumes the oldest one. Backlogged
+//   datagrams keep their slots, so the credits advertised are `window` minus
+//   the backlog: a consumer that stalls closes the window instead of losing
+//   data, and the right edge rcv_nxt + credits still never moves back. When
+//   Consume() opens the edge by half a window beyond the last one advertised,
+//   an ack (a window update) is due at once.
 // * Ack policy (rule 8): an ack is due at once after an ack request (R), an
 //   early or duplicate datagram, a PROBE or a peer's snd_nxt beyond rcv_nxt;
 //   otherwise after `ack_every` advances or `ack_delay_ns` after the first
@@ -46,8 +54,14 @@ class RecvWindow {
   explicit RecvWindow(const RecvConfig& config, uint32_t initial_seq = wire::kDgramInitialSeq);
 
   Arrival OnData(uint32_t seq, bool ack_request, uint64_t now);
-  // The datagram at rcv_nxt was delivered: move past it.
+  // The datagram at rcv_nxt was delivered and consumed: move past it.
   void Advance(uint64_t now);
+  // The datagram at rcv_nxt was received in order but not consumed yet: move
+  // past it and add it to the backlog (its slot stays reserved).
+  void Receive(uint64_t now);
+  // The oldest backlogged datagram was consumed. Precondition: backlog() > 0.
+  void Consume();
+  [[nodiscard]] uint32_t backlog() const { return backlog_; }
   // Keep the in-order datagram (rcv_nxt) for later delivery.
   void Hold();
   // The datagram at rcv_nxt is held and can be delivered now.
@@ -77,6 +91,8 @@ class RecvWindow {
   bool ack_now_ = false;
   uint32_t unacked_advances_ = 0;
   uint64_t first_unacked_ = 0;  // time of the first advance not yet acked
+  uint32_t backlog_ = 0;        // received in order, not consumed
+  uint32_t advertised_edge_;    // rcv_nxt + credits in the last ack sent
   uint64_t duplicates_ = 0;
   uint64_t outside_window_ = 0;
 };

@@ -1,0 +1,80 @@
+#include "rd/rd_qp.h"
+
+#include <new>
+
+namespace iwarpx::rd {
+
+wire::MpaOutcome RdOutcome() {
+  wire::MpaOutcome o;
+  o.role = wire::MpaRole::kInitiator;  // Start() reports established at once
+  o.revision = wire::kMpaRevision2;
+  o.enhanced = true;
+  o.crc = false;
+  o.markers_tx = o.markers_rx = false;
+  o.ird = o.ord = kRdReadDepth;
+  o.peer_ird = o.peer_ord = kRdReadDepth;
+  o.p2p = false;
+  o.rtr = wire::MpaRtr::kNone;
+  o.send_rtr = false;
+  o.send_imm = true;
+  return o;
+}
+
+Result<std::unique_ptr<RdQp>, qp::QpStatus> RdQp::Create(
+    DgramPort& port, const transport::SockAddr& peer, uint32_t local_qpn, uint32_t peer_qpn,
+    const RdQpConfig& config, mem::StagTable& stags, uint32_t pd, qp::CompletionSink& sink,
+    Random& random, const Clock& clock, const InboundSessions& sessions) {
+  std::unique_ptr<RdQp> r(new (std::nothrow) RdQp());
+  if (!r) return Err{qp::QpStatus::kInvalid};
+  RdStreamOwner& owner = *r;
+  r->stream_ = std::make_unique<RdStream>(port, peer, local_qpn, peer_qpn, config.stream, random,
+                                          clock, owner, sessions);
+  qp::QpConfig qc;
+  qc.sq_size = config.sq_size;
+  qc.rq_size = config.rq_size;
+  qc.max_fpdu_payload = config.stream.max_segment;
+  qc.role = wire::MpaRole::kInitiator;
+  auto q = qp::QueuePair::Create(*r->stream_, stags, pd, RdOutcome(), qc, sink);
+  if (!q.ok()) return Err{q.error()};
+  r->qp_ = std::move(q).value();
+  r->qp_->Start();
+  return r;
+}
+
+RdQp::~RdQp() = default;
+
+void RdQp::Pump() {
+  if (pumping_) return;  // an event raised while pumping: the running loop sees it
+  pumping_ = true;
+  constexpr int kRounds = 64;
+  pump_left_ = false;
+  for (int i = 0;; ++i) {
+    const bool read = (stream_->readable() && qp_->wants_read()) || qp_->wants_progress();
+    const bool write = qp_->wants_write() && stream_->writable();
+    if (!read && !write) break;
+    if (i == kRounds) {
+      pump_left_ = true;
+      break;
+    }
+    if (read) qp_->OnReadable();
+    if (write) qp_->OnWritable();
+  }
+  pumping_ = false;
+}
+
+void RdQp::OnTimer() {
+  stream_->OnTimer();
+  Pump();
+}
+
+uint64_t RdQp::Deadline() const {
+  if (pump_left_) return 0;
+  return stream_->Deadline();
+}
+
+void RdQp::OnSocketWritable() {
+  stream_->OnSocketWritable();
+  Pump();
+}
+
+}  // namespace iwarpx::rd

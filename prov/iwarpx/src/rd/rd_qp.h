@@ -1,0 +1,91 @@
+// RdQp: a queue pair of the reliable-datagram (RD) service: the connected
+// mode's qp::QueuePair running on an RdStream to one peer QP (rd_stream.h),
+// so Send/Recv, RDMA Write/Read, atomics and immediate data over datagrams
+// get the same placement, protection checks and Terminate handling as over
+// TCP (docs/wire.md §3.6-3.7, docs/design.md "RD queue pairs").
+//
+// There is no MPA exchange: both ends of every RD stream use the fixed
+// outcome RdOutcome() — CRC and markers off (the datagram CRC covers each
+// ULPDU), no RTR, IRD = ORD = kRdReadDepth, and the iwarpx Send with
+// Immediate Data extension on. A Terminate travels as ordinary RD data.
+//
+// Driving (the owner, progress::RdChannel, calls under the engine lock):
+//   OnDatagram  every decoded RD datagram from this peer QP (address and
+//               src_qpn); kPeerRestarted: the peer started a new session —
+//               the owner Fail()s this RdQp and hands the datagram to a new
+//               one created with `stream().sessions()`.
+//   OnTimer     when clock >= Deadline().
+//   OnSocketWritable when the shared socket turns writable and
+//               wants_socket_write().
+//   Post*       through qp(); call Deadline() again afterwards (a receive
+//               posted to a QP that had stopped may make a window update due).
+// The RdQp pumps its QueuePair itself whenever the stream has news (bounded
+// work per event; leftovers make Deadline() return 0).
+//
+// A stream that fails (peer silent for the RD timeout, RESET, Fail) makes the
+// QP report a lost link: OnTerminated, then an error completion for every
+// outstanding work request. failed() is then true and the owner discards it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "base/clock.h"
+#include "base/random.h"
+#include "base/result.h"
+#include "mem/stag_table.h"
+#include "qp/completion_sink.h"
+#include "qp/queue_pair.h"
+#include "rd/rd_stream.h"
+#include "wire/mpa_negotiate.h"
+
+namespace iwarpx::rd {
+
+// Inbound and outbound Read/Atomic Requests every RD QP can hold.
+inline constexpr uint16_t kRdReadDepth = 16;
+
+struct RdQpConfig {
+  RdStreamConfig stream;
+  uint32_t sq_size = 64;
+  uint32_t rq_size = 64;
+};
+
+// The MPA-equivalent outcome every RD QP uses (no negotiation on RD).
+wire::MpaOutcome RdOutcome();
+
+class RdQp final : private RdStreamOwner {
+ public:
+  static Result<std::unique_ptr<RdQp>, qp::QpStatus> Create(
+      DgramPort& port, const transport::SockAddr& peer, uint32_t local_qpn, uint32_t peer_qpn,
+      const RdQpConfig& config, mem::StagTable& stags, uint32_t pd, qp::CompletionSink& sink,
+      Random& random, const Clock& clock, const InboundSessions& sessions = {});
+  ~RdQp() override;
+  RdQp(const RdQp&) = delete;
+  RdQp& operator=(const RdQp&) = delete;
+
+  qp::QueuePair& qp() { return *qp_; }
+  RdStream& stream() { return *stream_; }
+
+  RdStream::Input OnDatagram(const wire::DecodedDgram& d) { return stream_->OnDatagram(d); }
+  void OnTimer();
+  [[nodiscard]] uint64_t Deadline() const;
+  void OnSocketWritable();
+  [[nodiscard]] bool wants_socket_write() const { return stream_->wants_socket_write(); }
+  void Fail(int err) { stream_->Fail(err); }
+  // The stream failed and the QP has flushed: discard this RdQp.
+  [[nodiscard]] bool failed() const {
+    return stream_->failed() && qp_->state() == qp::QpState::kError;
+  }
+
+ private:
+  RdQp() = default;
+  void OnStreamEvent() override { Pump(); }
+  void Pump();
+
+  std::unique_ptr<RdStream> stream_;
+  std::unique_ptr<qp::QueuePair> qp_;
+  bool pump_left_ = false;  // the last Pump stopped on its bound with work left
+  bool pumping_ = false;
+};
+
+}  // namespace iwarpx::rd

@@ -1,0 +1,540 @@
+// RD queue pairs end to end: two RdQps over an in-memory datagram network
+// (testing/sim_datagram.h) on simulated time, with and without the seeded
+// fault injector. What must hold: every message arrives exactly once, in
+// order and bit-exact through loss, duplication, reordering and corruption;
+// RDMA Write/Read/atomics leave exactly the expected bytes; a receiver that
+// posts no receives closes the window without losing anything or being
+// declared dead; a silent peer, a restarted peer and a peer that lost its
+// state end the stream with error completions, never a hang.
+#include "rd/rd_qp.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "rd/dgram_port.h"
+#include "testing/fake_clock.h"
+#include "testing/qp_harness.h"
+#include "testing/sim_datagram.h"
+#include "transport/fault.h"
+
+namespace iwarpx::rd {
+namespace {
+
+using qp::test::Completion;
+using qp::test::RecordingSink;
+using testing::FakeClock;
+using testing::SimDatagramNet;
+using testing::SimDatagramSocket;
+
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint32_t kQpn = 5;
+constexpr uint32_t kPd = 3;
+
+RdQpConfig SmallSegments() {
+  RdQpConfig c;
+  c.stream.max_segment = 1024;
+  c.stream.send_buffer_bytes = 64 * 1024;
+  c.stream.send.capacity = 64;
+  c.stream.send.dead_after_ns = 2'000 * kMs;
+  c.stream.recv.window = 64;
+  c.sq_size = 256;
+  c.rq_size = 256;
+  return c;
+}
+
+// One host: a socket (maybe under a FaultInjector), its port, and the RdQp
+// to the other host, made on demand like the RDM endpoint will.
+class Host final : public DgramReceiver {
+ public:
+  Host(SimDatagramNet& net, uint16_t port, uint16_t peer_port, const std::string& faults,
+       const RdQpConfig& config, FakeClock& clock, uint64_t seed)
+      : stags(Random(seed), 64),
+        peer_(transport::SockAddr::Loopback4(peer_port)),
+        config_(config),
+        clock_(clock),
+        random_(seed * 7919 + 1) {
+    auto sim = net.Open(port);
+    sim_ = sim.get();
+    auto spec = transport::FaultSpec::Parse(faults);
+    EXPECT_TRUE(spec.ok());
+    if (spec.ok() && spec->any()) {
+      auto f = std::make_unique<transport::FaultInjector>(std::move(sim), *spec);
+      faults_ = f.get();
+      socket_ = std::move(f);
+    } else {
+      socket_ = std::move(sim);
+    }
+    port_ = std::make_unique<DgramPort>(*socket_, PortConfig{});
+    EXPECT_TRUE(port_->Attach(kQpn, this));
+  }
+
+  RdQp& Qp() {
+    if (!qp_) Make({});
+    return *qp_;
+  }
+  bool has_qp() const { return qp_ != nullptr; }
+  // Forgets the QP and its stream state, as a restarted process would.
+  void Restart() {
+    if (qp_) graveyard_.push_back(std::move(qp_));
+  }
+
+  void OnDatagram(const wire::DecodedDgram& d, const transport::SockAddr& /*from*/) override {
+    RdStream::Input in = Qp().OnDatagram(d);
+    if (in == RdStream::Input::kPeerRestarted) {
+      ++restarts;
+      const InboundSessions sessions = qp_->stream().sessions();
+      qp_->Fail(ECONNRESET);
+      graveyard_.push_back(std::move(qp_));
+      Make(sessions);
+      in = qp_->OnDatagram(d);
+      EXPECT_EQ(in, RdStream::Input::kOk);
+    }
+  }
+
+  size_t Poll() { return port_->OnReadable(64); }
+  uint64_t Deadline() const { return qp_ ? qp_->Deadline() : UINT64_MAX; }
+  void Timers() {
+    if (!qp_) return;
+    if (qp_->wants_socket_write()) qp_->OnSocketWritable();
+    if (qp_->Deadline() <= clock_.NowNs()) qp_->OnTimer();
+  }
+  void FlushFaults() {
+    if (faults_ != nullptr) faults_->Flush();
+  }
+
+  uint32_t Register(std::vector<uint8_t>& buf, uint32_t access) {
+    mem::RegionSpec spec;
+    spec.host = buf.data();
+    spec.length = buf.size();
+    spec.base_to = 0;
+    spec.access = access;
+    spec.pd = kPd;
+    auto r = stags.Register(spec);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : 0;
+  }
+
+  SimDatagramSocket& sim() { return *sim_; }
+  const PortCounters& counters() const { return port_->counters(); }
+
+  mem::StagTable stags;
+  RecordingSink sink;
+  int restarts = 0;
+
+ private:
+  void Make(const InboundSessions& sessions) {
+    auto q = RdQp::Create(*port_, peer_, kQpn, kQpn, config_, stags, kPd, sink, random_, clock_,
+                          sessions);
+    ASSERT_TRUE(q.ok());
+    qp_ = std::move(q).value();
+  }
+
+  transport::SockAddr peer_;
+  RdQpConfig config_;
+  FakeClock& clock_;
+  Random random_;
+  SimDatagramSocket* sim_ = nullptr;
+  transport::FaultInjector* faults_ = nullptr;
+  std::unique_ptr<transport::DatagramSocket> socket_;
+  std::unique_ptr<DgramPort> port_;
+  std::unique_ptr<RdQp> qp_;
+  std::vector<std::unique_ptr<RdQp>> graveyard_;
+};
+
+class RdQpTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Build("", "", SmallSegments()); }
+
+  void Build(const std::string& faults_a, const std::string& faults_b, const RdQpConfig& config) {
+    b_.reset();
+    a_.reset();
+    a_ = std::make_unique<Host>(net_, 100, 200, faults_a, config, clock_, 11);
+    b_ = std::make_unique<Host>(net_, 200, 100, faults_b, config, clock_, 23);
+  }
+
+  // Delivers datagrams and fires timers until `done` or `limit_ns` of
+  // simulated time passed. Returns done().
+  bool Run(const std::function<bool()>& done, uint64_t limit_ns = 60'000 * kMs) {
+    const uint64_t end = clock_.NowNs() + limit_ns;
+    for (uint64_t spins = 0; spins < 50'000'000; ++spins) {
+      if (done()) return true;
+      const size_t moved = a_->Poll() + b_->Poll();
+      a_->Timers();
+      b_->Timers();
+      if (moved > 0 || net_.queued() > 0) continue;  // time moves only when the net is idle
+      const uint64_t next = std::min(a_->Deadline(), b_->Deadline());
+      if (next <= clock_.NowNs()) continue;
+      if (next == UINT64_MAX) {
+        // Quiet: release what the fault injectors still hold back.
+        a_->FlushFaults();
+        b_->FlushFaults();
+        if (net_.queued() > 0) continue;
+        return done();
+      }
+      if (next > end) return done();
+      clock_.Set(next);
+    }
+    return done();
+  }
+
+  static qp::Sgl Sgl(void* p, size_t n) {
+    qp::Sgl s;
+    s.sge[0] = {p, n};
+    s.count = 1;
+    return s;
+  }
+
+  SimDatagramNet net_;
+  FakeClock clock_;
+  std::unique_ptr<Host> a_;
+  std::unique_ptr<Host> b_;
+};
+
+TEST_F(RdQpTest, SendAndReceiveBothWaysWithSegmentation) {
+  std::vector<uint8_t> rx_a(8192), rx_b(8192);
+  ASSERT_EQ(b_->Qp().qp().PostRecv({1, Sgl(rx_b.data(), rx_b.size())}), qp::QpStatus::kOk);
+  ASSERT_EQ(a_->Qp().qp().PostRecv({2, Sgl(rx_a.data(), rx_a.size())}), qp::QpStatus::kOk);
+  std::vector<uint8_t> msg(5000);
+  for (size_t i = 0; i < msg.size(); ++i) msg[i] = static_cast<uint8_t>(i * 31 + 7);
+  qp::SendWr s;
+  s.context = 10;
+  s.sgl = Sgl(msg.data(), msg.size());
+  ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  ASSERT_TRUE(Run([&] { return b_->sink.Count(Completion::Kind::kRecv) == 1; }));
+  EXPECT_EQ(b_->sink.completions.back().bytes, msg.size());
+  EXPECT_TRUE(std::equal(msg.begin(), msg.end(), rx_b.begin()));
+  // Five segments of at most 1024 bytes: one datagram each, nothing resent.
+  EXPECT_EQ(a_->Qp().stream().stats().data_sent, 5u);
+  EXPECT_EQ(a_->Qp().stream().stats().retransmitted, 0u);
+
+  std::vector<uint8_t> reply = {1, 2, 3};
+  s.context = 11;
+  s.sgl = Sgl(reply.data(), reply.size());
+  ASSERT_EQ(b_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  ASSERT_TRUE(Run([&] { return a_->sink.Count(Completion::Kind::kRecv) == 1; }));
+  EXPECT_EQ(a_->sink.completions.back().bytes, 3u);
+  EXPECT_EQ(rx_a[2], 3);
+  EXPECT_EQ(a_->sink.Count(Completion::Kind::kError), 0u);
+  EXPECT_EQ(b_->sink.Count(Completion::Kind::kError), 0u);
+}
+
+// The heart of the RD service: a long stream of mixed-size messages through
+// every kind of fault arrives exactly once, in order, bit-exact.
+void RunManyMessages(RdQpTest* t, Host& a, Host& b, size_t count,
+                     const std::function<bool(const std::function<bool()>&)>& run) {
+  constexpr size_t kSlots = 64;
+  constexpr size_t kMax = 9000;
+  std::vector<std::vector<uint8_t>> rx(kSlots, std::vector<uint8_t>(kMax));
+  auto size_of = [](size_t i) { return 1 + (i * 2654435761u) % (i % 10 == 0 ? kMax : 600); };
+  auto byte_of = [](size_t i, size_t k) { return static_cast<uint8_t>((i * 131) ^ (k * 7)); };
+  for (size_t k = 0; k < kSlots; ++k) {
+    qp::RecvWr r{k, {}};
+    r.sgl.sge[0] = {rx[k].data(), kMax};
+    r.sgl.count = 1;
+    ASSERT_EQ(b.Qp().qp().PostRecv(r), qp::QpStatus::kOk);
+  }
+  std::vector<std::vector<uint8_t>> tx(count);
+  size_t posted = 0;
+  size_t received = 0;
+  size_t seen_completions = 0;
+  bool bad = false;
+  auto pump = [&] {
+    // Post sends while the SQ takes them; check and repost receives.
+    while (posted < count) {
+      tx[posted].resize(size_of(posted));
+      for (size_t k = 0; k < tx[posted].size(); ++k) tx[posted][k] = byte_of(posted, k);
+      qp::SendWr s;
+      s.context = posted;
+      s.sgl.sge[0] = {tx[posted].data(), tx[posted].size()};
+      s.sgl.count = 1;
+      if (a.Qp().qp().PostSend(s) != qp::QpStatus::kOk) break;
+      ++posted;
+    }
+    auto& cs = b.sink.completions;
+    for (; seen_completions < cs.size(); ++seen_completions) {
+      const Completion& c = cs[seen_completions];
+      if (c.kind != Completion::Kind::kRecv) {
+        bad = true;
+        continue;
+      }
+      const size_t i = received++;
+      const size_t slot = c.context;
+      if (c.bytes != size_of(i)) bad = true;
+      for (size_t k = 0; k < c.bytes && !bad; ++k) {
+        if (rx[slot][k] != byte_of(i, k)) bad = true;
+      }
+      qp::RecvWr r{slot, {}};
+      r.sgl.sge[0] = {rx[slot].data(), kMax};
+      r.sgl.count = 1;
+      if (b.Qp().qp().PostRecv(r) != qp::QpStatus::kOk) bad = true;
+    }
+    return received == count || bad;
+  };
+  (void)t;
+  ASSERT_TRUE(run(pump));
+  EXPECT_FALSE(bad) << "message " << received << " arrived damaged, out of order or as an error";
+  EXPECT_EQ(received, count);
+  EXPECT_EQ(a.sink.Count(Completion::Kind::kError), 0u);
+  EXPECT_EQ(a.sink.Count(Completion::Kind::kSend), count);
+}
+
+TEST_F(RdQpTest, ManyMessagesArriveExactlyOnceInOrderThroughFaults) {
+  const std::string faults = "drop=50,dup=30,reorder=50,corrupt=10,gap=5,seed=";
+  Build(faults + "3", faults + "4", SmallSegments());
+  RunManyMessages(this, *a_, *b_, 20000,
+                  [&](const std::function<bool()>& pump) { return Run(pump, 600'000 * kMs); });
+  const RdStreamStats& st = a_->Qp().stream().stats();
+  EXPECT_GT(st.retransmitted, 0u);
+  EXPECT_GT(b_->Qp().stream().stats().duplicates, 0u);
+  EXPECT_GT(b_->counters().bad_crc, 0u);  // corrupted datagrams were dropped, never delivered
+  // Efficiency: resends stay near the loss rate (5 % each way plus spurious ones).
+  EXPECT_LT(st.retransmitted * 100, st.data_sent * 30)
+      << st.retransmitted << " of " << st.data_sent;
+  std::printf("data %llu, resent %llu, duplicates %llu, bad CRC %llu, held %llu\n",
+              static_cast<unsigned long long>(st.data_sent),
+              static_cast<unsigned long long>(st.retransmitted),
+              static_cast<unsigned long long>(b_->Qp().stream().stats().duplicates),
+              static_cast<unsigned long long>(b_->counters().bad_crc),
+              static_cast<unsigned long long>(b_->Qp().stream().stats().held));
+}
+
+TEST_F(RdQpTest, ManyMessagesWithoutFaultsNeedNoResend) {
+  RunManyMessages(this, *a_, *b_, 5000,
+                  [&](const std::function<bool()>& pump) { return Run(pump); });
+  EXPECT_EQ(a_->Qp().stream().stats().retransmitted, 0u);
+  EXPECT_EQ(b_->Qp().stream().stats().duplicates, 0u);
+}
+
+TEST_F(RdQpTest, RdmaWriteReadAndAtomicsThroughFaults) {
+  const std::string faults = "drop=50,dup=30,reorder=50,corrupt=10,seed=";
+  Build(faults + "8", faults + "9", SmallSegments());
+  constexpr size_t kLen = 256 * 1024;
+  constexpr size_t kGuard = 64;
+  std::vector<uint8_t> target(kLen + 2 * kGuard, 0xEE);
+  std::vector<uint8_t> src(kLen), back(kLen, 0), result(8);
+  for (size_t i = 0; i < kLen; ++i) src[i] = static_cast<uint8_t>(i * 13 + (i >> 9));
+  const uint32_t t_stag =
+      b_->Register(target, mem::kRemoteWrite | mem::kRemoteRead | mem::kRemoteAtomic);
+  const uint32_t back_stag = a_->Register(back, mem::kLocalWrite);
+  qp::WriteWr w;
+  w.context = 1;
+  w.sgl = Sgl(src.data(), src.size());
+  w.remote_stag = t_stag;
+  w.remote_to = kGuard;
+  ASSERT_EQ(a_->Qp().qp().PostWrite(w), qp::QpStatus::kOk);
+  qp::ReadWr r;
+  r.context = 2;
+  r.local_stag = back_stag;
+  r.local_to = 0;
+  r.length = kLen;
+  r.remote_stag = t_stag;
+  r.remote_to = kGuard;
+  ASSERT_EQ(a_->Qp().qp().PostRead(r), qp::QpStatus::kOk);
+  // 100 fetch-adds on the 8 bytes just after the written range's start.
+  uint64_t counter = 0;
+  std::memcpy(&target[kGuard + kLen], &counter, 0);  // (the guard stays 0xEE)
+  size_t atomics_done = 0;
+  std::vector<uint64_t> fetched(100);
+  for (size_t i = 0; i < 100; ++i) {
+    qp::AtomicWr a;
+    a.context = 100 + i;
+    a.op = wire::AtomicOp::kFetchAdd;
+    a.remote_stag = t_stag;
+    a.remote_to = kGuard;  // the first 8 bytes of the written data
+    a.operand = 1;
+    a.result = &fetched[i];
+    ASSERT_EQ(a_->Qp().qp().PostAtomic(a), qp::QpStatus::kOk);
+  }
+  ASSERT_TRUE(Run([&] {
+    atomics_done = a_->sink.Count(Completion::Kind::kRdma);
+    return atomics_done == 102 || a_->sink.Count(Completion::Kind::kError) > 0;
+  }));
+  ASSERT_EQ(a_->sink.Count(Completion::Kind::kError), 0u);
+  EXPECT_GT(a_->Qp().stream().stats().retransmitted + b_->Qp().stream().stats().retransmitted, 0u);
+  // The Read ran after the Write (same stream, in order): it saw the data.
+  EXPECT_TRUE(std::equal(src.begin(), src.end(), back.begin()));
+  uint64_t first = 0;
+  std::memcpy(&first, src.data(), 8);
+  for (size_t i = 0; i < 100; ++i) EXPECT_EQ(fetched[i], first + i) << i;
+  uint64_t now_value = 0;
+  std::memcpy(&now_value, &target[kGuard], 8);
+  EXPECT_EQ(now_value, first + 100);
+  EXPECT_TRUE(std::equal(src.begin() + 8, src.end(), target.begin() + kGuard + 8));
+  for (size_t i = 0; i < kGuard; ++i) {
+    ASSERT_EQ(target[i], 0xEE) << i;
+    ASSERT_EQ(target[kGuard + kLen + i], 0xEE) << i;
+  }
+}
+
+TEST_F(RdQpTest, ProtectionErrorEndsInTerminateAndErrorCompletions) {
+  std::vector<uint8_t> target(4096, 0x11);
+  const uint32_t ro_stag = b_->Register(target, mem::kRemoteRead);  // no remote write
+  std::vector<uint8_t> src(100, 0x22);
+  qp::WriteWr w;
+  w.context = 7;
+  w.sgl = Sgl(src.data(), src.size());
+  w.remote_stag = ro_stag;
+  w.remote_to = 0;
+  ASSERT_EQ(a_->Qp().qp().PostWrite(w), qp::QpStatus::kOk);
+  std::vector<uint8_t> rx(64);
+  ASSERT_EQ(a_->Qp().qp().PostRecv({8, Sgl(rx.data(), rx.size())}), qp::QpStatus::kOk);
+  ASSERT_TRUE(Run([&] { return a_->sink.terminated == 1 && b_->sink.terminated == 1; }));
+  EXPECT_EQ(b_->sink.term_origin, qp::TermOrigin::kSent);
+  EXPECT_EQ(a_->sink.term_origin, qp::TermOrigin::kReceived);
+  EXPECT_EQ(a_->sink.Count(Completion::Kind::kError), 1u);  // the receive, flushed
+  EXPECT_TRUE(std::all_of(target.begin(), target.end(), [](uint8_t v) { return v == 0x11; }));
+}
+
+TEST_F(RdQpTest, ReceiverWithoutReceivesClosesTheWindowWithoutLossOrDeath) {
+  RdQpConfig c = SmallSegments();
+  c.stream.recv.window = 16;
+  Build("", "", c);
+  constexpr size_t kCount = 200;
+  std::vector<std::vector<uint8_t>> msgs(kCount);
+  size_t posted = 0;
+  auto post = [&] {
+    while (posted < kCount) {
+      msgs[posted].assign(700, static_cast<uint8_t>(posted));
+      qp::SendWr s;
+      s.context = posted;
+      s.sgl = Sgl(msgs[posted].data(), msgs[posted].size());
+      if (a_->Qp().qp().PostSend(s) != qp::QpStatus::kOk) break;
+      ++posted;
+    }
+    return false;
+  };
+  b_->Qp();
+  // Five RD timeouts pass with nobody receiving.
+  Run(post, 10'000 * kMs);
+  EXPECT_FALSE(a_->Qp().stream().failed());
+  EXPECT_FALSE(b_->Qp().stream().failed());
+  EXPECT_EQ(b_->Qp().stream().recv_window().backlog(), 16u);  // the window is full, not lost
+  EXPECT_GT(a_->Qp().stream().stats().probes_sent, 0u);
+  EXPECT_EQ(b_->sink.completions.size(), 0u);
+  // Receives appear: everything arrives, in order.
+  std::vector<std::vector<uint8_t>> rx(kCount, std::vector<uint8_t>(1024));
+  for (size_t k = 0; k < 64; ++k) {
+    ASSERT_EQ(b_->Qp().qp().PostRecv({k, Sgl(rx[k].data(), rx[k].size())}), qp::QpStatus::kOk);
+  }
+  size_t next_rx = 64;
+  ASSERT_TRUE(Run([&] {
+    post();
+    while (next_rx < kCount && next_rx - 64 < b_->sink.completions.size()) {
+      (void)b_->Qp().qp().PostRecv({next_rx, Sgl(rx[next_rx].data(), rx[next_rx].size())});
+      ++next_rx;
+    }
+    return b_->sink.completions.size() == kCount;
+  }));
+  for (size_t i = 0; i < kCount; ++i) {
+    const Completion& c2 = b_->sink.completions[i];
+    ASSERT_EQ(c2.kind, Completion::Kind::kRecv);
+    ASSERT_EQ(c2.context, i);
+    ASSERT_EQ(c2.bytes, 700u);
+    ASSERT_EQ(rx[i][699], static_cast<uint8_t>(i));
+  }
+}
+
+TEST_F(RdQpTest, SilentPeerFailsOutstandingWorkWithinTheTimeout) {
+  std::vector<uint8_t> rx(64);
+  ASSERT_EQ(b_->Qp().qp().PostRecv({1, Sgl(rx.data(), rx.size())}), qp::QpStatus::kOk);
+  std::vector<uint8_t> msg(10, 1);
+  qp::SendWr s;
+  s.context = 1;
+  s.sgl = Sgl(msg.data(), msg.size());
+  ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  ASSERT_TRUE(Run([&] { return b_->sink.Count(Completion::Kind::kRecv) == 1; }));
+  // B goes silent; A reads from it.
+  b_->sim().set_cut(true);
+  std::vector<uint8_t> sink_buf(64);
+  const uint32_t stag = a_->Register(sink_buf, mem::kLocalWrite);
+  qp::ReadWr r;
+  r.context = 2;
+  r.local_stag = stag;
+  r.length = 64;
+  r.remote_stag = 0x1234;
+  ASSERT_EQ(a_->Qp().qp().PostRead(r), qp::QpStatus::kOk);
+  const uint64_t start = clock_.NowNs();
+  ASSERT_TRUE(Run([&] { return a_->sink.Count(Completion::Kind::kError) == 1; }));
+  const uint64_t took = clock_.NowNs() - start;
+  const uint64_t dead = SmallSegments().stream.send.dead_after_ns;
+  EXPECT_GE(took, dead);
+  EXPECT_LE(took, dead + SmallSegments().stream.send.rto.max_ns);
+  EXPECT_EQ(a_->sink.completions.back().op, qp::WcOp::kRead);
+  EXPECT_EQ(a_->sink.term_origin, qp::TermOrigin::kConnectionLost);
+  EXPECT_EQ(a_->Qp().stream().error(), ETIMEDOUT);
+}
+
+TEST_F(RdQpTest, RestartedPeerIsDetectedAndTheNewSessionWorks) {
+  std::vector<uint8_t> rx_a(64), rx_b(64);
+  ASSERT_EQ(b_->Qp().qp().PostRecv({1, Sgl(rx_b.data(), rx_b.size())}), qp::QpStatus::kOk);
+  ASSERT_EQ(a_->Qp().qp().PostRecv({2, Sgl(rx_a.data(), rx_a.size())}), qp::QpStatus::kOk);
+  std::vector<uint8_t> msg(10, 1);
+  qp::SendWr s;
+  s.context = 1;
+  s.sgl = Sgl(msg.data(), msg.size());
+  ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  ASSERT_TRUE(Run([&] { return b_->sink.Count(Completion::Kind::kRecv) == 1; }));
+  // B restarts (new QP, new session) and sends to A.
+  b_->Restart();
+  s.context = 2;
+  ASSERT_EQ(b_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  // A notices the new session: its old QP fails (the posted receive is
+  // flushed with an error) and a new one takes the message.
+  ASSERT_TRUE(Run([&] { return a_->restarts == 1; }));
+  EXPECT_EQ(a_->sink.Count(Completion::Kind::kError), 1u);
+  ASSERT_EQ(a_->Qp().qp().PostRecv({3, Sgl(rx_a.data(), rx_a.size())}), qp::QpStatus::kOk);
+  ASSERT_TRUE(Run([&] { return a_->sink.Count(Completion::Kind::kRecv) == 1; }));
+  EXPECT_EQ(a_->sink.completions.back().context, 3u);
+}
+
+TEST_F(RdQpTest, PeerThatLostItsStateAnswersResetAndTheSenderFails) {
+  std::vector<uint8_t> rx_b(64);
+  ASSERT_EQ(b_->Qp().qp().PostRecv({1, Sgl(rx_b.data(), rx_b.size())}), qp::QpStatus::kOk);
+  std::vector<uint8_t> msg(10, 1);
+  qp::SendWr s;
+  s.context = 1;
+  s.sgl = Sgl(msg.data(), msg.size());
+  ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  ASSERT_TRUE(Run([&] {
+    return b_->sink.Count(Completion::Kind::kRecv) == 1 &&
+           !a_->Qp().stream().wants_socket_write() &&
+           a_->Qp().stream().send_window().outstanding() == 0;
+  }));
+  b_->Restart();  // B forgets A's session; A's next datagram carries no Y
+  std::vector<uint8_t> rx_a(64);
+  ASSERT_EQ(a_->Qp().qp().PostRecv({2, Sgl(rx_a.data(), rx_a.size())}), qp::QpStatus::kOk);
+  s.context = 2;
+  ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  ASSERT_TRUE(Run([&] { return a_->Qp().stream().failed(); }));
+  EXPECT_EQ(a_->Qp().stream().error(), ECONNRESET);
+  EXPECT_GE(b_->Qp().stream().stats().resets_sent, 1u);
+  EXPECT_EQ(a_->sink.term_origin, qp::TermOrigin::kConnectionLost);
+  EXPECT_EQ(a_->sink.Count(Completion::Kind::kError), 1u);  // the receive
+}
+
+TEST_F(RdQpTest, SocketThatRefusesSendsDelaysButLosesNothing) {
+  std::vector<uint8_t> rx(4096);
+  ASSERT_EQ(b_->Qp().qp().PostRecv({1, Sgl(rx.data(), rx.size())}), qp::QpStatus::kOk);
+  a_->sim().set_refuse_sends(true);
+  std::vector<uint8_t> msg(3000, 9);
+  qp::SendWr s;
+  s.context = 1;
+  s.sgl = Sgl(msg.data(), msg.size());
+  ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  EXPECT_TRUE(a_->Qp().wants_socket_write());
+  EXPECT_GT(a_->Qp().stream().stats().send_blocked, 0u);
+  a_->sim().set_refuse_sends(false);
+  ASSERT_TRUE(Run([&] { return b_->sink.Count(Completion::Kind::kRecv) == 1; }));
+  EXPECT_EQ(b_->sink.completions.back().bytes, 3000u);
+  EXPECT_EQ(a_->Qp().stream().stats().retransmitted, 0u);
+}
+
+}  // namespace
+}  // namespace iwarpx::rd

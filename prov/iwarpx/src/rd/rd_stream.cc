@@ -1,0 +1,467 @@
+#include "rd/rd_stream.h"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "wire/ddp.h"
+#include "wire/fpdu.h"
+
+namespace iwarpx::rd {
+
+namespace {
+
+// Copies `n` bytes at stream position `pos` of the gather list `iov` to `out`.
+void CopyFromIov(std::span<const iovec> iov, size_t pos, uint8_t* out, size_t n) {
+  for (const iovec& v : iov) {
+    if (n == 0) return;
+    if (pos >= v.iov_len) {
+      pos -= v.iov_len;
+      continue;
+    }
+    const size_t take = std::min(v.iov_len - pos, n);
+    std::memcpy(out, static_cast<const uint8_t*>(v.iov_base) + pos, take);
+    out += take;
+    n -= take;
+    pos = 0;
+  }
+}
+
+// Writes `src` into the scatter list at byte `*at`; returns bytes written.
+size_t CopyToIov(std::span<const iovec> iov, size_t* at, ByteSpan src) {
+  size_t pos = *at;
+  size_t done = 0;
+  for (const iovec& v : iov) {
+    if (done == src.size()) break;
+    if (pos >= v.iov_len) {
+      pos -= v.iov_len;
+      continue;
+    }
+    const size_t take = std::min(v.iov_len - pos, src.size() - done);
+    std::memcpy(static_cast<uint8_t*>(v.iov_base) + pos, src.data() + done, take);
+    done += take;
+    pos = 0;
+  }
+  *at += done;
+  return done;
+}
+
+}  // namespace
+
+RdStream::RdStream(DgramPort& port, const transport::SockAddr& peer, uint32_t local_qpn,
+                   uint32_t peer_qpn, const RdStreamConfig& config, Random& random,
+                   const Clock& clock, RdStreamOwner& owner, const InboundSessions& sessions)
+    : port_(port),
+      peer_(peer),
+      local_qpn_(local_qpn),
+      peer_qpn_(peer_qpn),
+      config_(config),
+      clock_(clock),
+      owner_(owner),
+      out_session_(random),
+      in_sessions_(sessions),
+      send_(config.send, *this),
+      recv_(config.recv),
+      had_inbound_(sessions.current() != 0),
+      buf_(std::make_unique_for_overwrite<uint8_t[]>(
+          std::max(config.send_buffer_bytes, config.max_segment))),
+      buf_size_(std::max(config.send_buffer_bytes, config.max_segment)),
+      tx_(config.send.capacity),
+      pending_(config.send.capacity),
+      last_heard_(clock.NowNs()),
+      hold_(config.recv.window) {}
+
+RdStream::~RdStream() = default;
+
+transport::SockAddr RdStream::local_address() const {
+  return port_.socket().local_address();
+}
+
+transport::Status RdStream::ShutdownWrite() {
+  write_shut_ = true;
+  return {};
+}
+
+// --- Send side -------------------------------------------------------------
+
+bool RdStream::ReserveTx(size_t len, size_t* offset) const {
+  if (tx_tail_ - tx_head_ >= tx_.size()) return false;
+  if (buf_used_ == 0) {
+    *offset = 0;
+    return len <= buf_size_;
+  }
+  if (buf_tail_ > buf_head_) {
+    if (len <= buf_size_ - buf_tail_) {
+      *offset = buf_tail_;
+      return true;
+    }
+    if (len <= buf_head_) {
+      *offset = 0;  // wrap: the end of the buffer is left unused
+      return true;
+    }
+    return false;
+  }
+  // buf_tail_ <= buf_head_ and not empty: the free bytes are [tail, head).
+  if (buf_head_ - buf_tail_ >= len) {
+    *offset = buf_tail_;
+    return true;
+  }
+  return false;
+}
+
+bool RdStream::writable() const {
+  size_t offset = 0;
+  return !failed() && !write_shut_ && send_.CanSend() && ReserveTx(config_.max_segment, &offset);
+}
+
+transport::IoResult RdStream::SendV(std::span<const iovec> iov) {
+  if (failed()) return transport::IoResult::Error(err_);
+  if (write_shut_) return transport::IoResult::Error(EPIPE);
+  const uint64_t now = clock_.NowNs();
+  const size_t total = transport::TotalLength(iov);
+  const uint64_t first_new = tx_tail_;
+  size_t pos = 0;
+  tx_blocked_ = false;
+  while (total - pos >= wire::kFpduLengthSize) {
+    std::array<uint8_t, wire::kFpduLengthSize> len_bytes{};
+    CopyFromIov(iov, pos, len_bytes.data(), len_bytes.size());
+    const size_t len = (size_t{len_bytes[0]} << 8) | len_bytes[1];
+    const size_t fpdu = wire::FpduWireLength(len);
+    if (total - pos < fpdu) break;
+    if (len > config_.max_segment || len < wire::kDgramMinDdpSegment) {
+      return pos > 0 ? transport::IoResult::Ok(pos) : transport::IoResult::Error(EMSGSIZE);
+    }
+    size_t offset = 0;
+    if (!send_.CanSend() || !ReserveTx(len, &offset)) {
+      tx_blocked_ = true;
+      break;
+    }
+    CopyFromIov(iov, pos + wire::kFpduLengthSize, buf_.get() + offset, len);
+    if (offset == 0 && buf_used_ != 0 && buf_tail_ > buf_head_) {
+      buf_used_ += buf_size_ - buf_tail_;  // the unused end counts until released
+    }
+    if (buf_used_ == 0) buf_head_ = offset;
+    buf_tail_ = offset + len;
+    buf_used_ += len;
+    TxRecord& r = tx_[tx_tail_ % tx_.size()];
+    r.offset = offset;
+    r.len = len;
+    r.acked = false;
+    r.seq = send_.OnSent(tx_tail_, now);
+    ++tx_tail_;
+    ++stats_.data_sent;
+    pos += fpdu;
+  }
+  if (pos == 0 && total != 0 && !tx_blocked_) {
+    // Not even one whole FPDU was offered: the QP broke the contract.
+    return transport::IoResult::Error(EPROTO);
+  }
+  // Transmit what this call accepted; R on the last one and when half the
+  // credit window is in flight, so the acks come back without delay.
+  for (uint64_t c = first_new; c < tx_tail_; ++c) {
+    const uint32_t window = send_.right_edge() - send_.snd_una();
+    const bool request = c + 1 == tx_tail_ || send_.outstanding() * 2 >= window;
+    if (pending_count_ > 0 || !Transmit(c, request)) QueuePending(c);
+  }
+  if (tx_blocked_ && send_.outstanding() == 0 && probe_at_ == UINT64_MAX) {
+    probe_at_ = now + send_.rto();  // no credit and nothing in flight: probe (CheckProbe)
+  }
+  if (pos == 0) return transport::IoResult::WouldBlock();
+  return transport::IoResult::Ok(pos);
+}
+
+void RdStream::FillAck(wire::DgramHeader& h) {
+  if (in_sessions_.current() == 0) return;
+  const AckFields a = recv_.Ack();
+  h.has_ack = true;
+  h.echo_session = in_sessions_.current();
+  h.ack = a.ack;
+  h.has_sack = a.has_sack;
+  h.sack = a.sack;
+  h.credits = a.credits;
+}
+
+bool RdStream::Transmit(uint64_t cookie, bool ack_request) {
+  const TxRecord& r = tx_[cookie % tx_.size()];
+  wire::DgramHeader h;
+  h.type = wire::DgramType::kRdData;
+  h.dst_qpn = peer_qpn_;
+  h.src_qpn = local_qpn_;
+  h.session = out_session_.id();
+  h.syn = out_session_.syn();
+  h.seq = r.seq;
+  h.ack_request = ack_request;
+  FillAck(h);
+  const ByteSpan part(buf_.get() + r.offset, r.len);
+  const transport::IoStatus s = port_.Send(peer_, h, std::span<const ByteSpan>(&part, 1));
+  if (s == transport::IoStatus::kWouldBlock) {
+    ++stats_.send_blocked;
+    return false;
+  }
+  // kError counts as a loss: the window resends it.
+  if (s == transport::IoStatus::kOk && h.has_ack) recv_.OnAckSent();
+  return true;
+}
+
+void RdStream::QueuePending(uint64_t cookie) {
+  pending_[(pending_first_ + pending_count_) % pending_.size()] = cookie;
+  ++pending_count_;
+}
+
+void RdStream::FlushPending() {
+  while (pending_count_ > 0) {
+    const uint64_t cookie = pending_[pending_first_];
+    const bool stale = cookie < tx_head_ || tx_[cookie % tx_.size()].acked;
+    if (!stale && !Transmit(cookie, pending_count_ == 1)) return;  // still full: keep it first
+    pending_first_ = (pending_first_ + 1) % pending_.size();
+    --pending_count_;
+  }
+}
+
+void RdStream::OnSocketWritable() {
+  if (failed()) return;
+  FlushPending();
+}
+
+void RdStream::Acked(uint32_t /*seq*/, uint64_t cookie) {
+  tx_[cookie % tx_.size()].acked = true;
+}
+
+void RdStream::Resend(uint32_t /*seq*/, uint64_t cookie) {
+  ++stats_.retransmitted;
+  for (size_t i = 0; i < pending_count_; ++i) {
+    if (pending_[(pending_first_ + i) % pending_.size()] == cookie) return;  // queued already
+  }
+  if (pending_count_ > 0 || !Transmit(cookie, false)) QueuePending(cookie);
+}
+
+void RdStream::ReleaseAcked() {
+  while (tx_head_ < tx_tail_ && tx_[tx_head_ % tx_.size()].acked) {
+    const TxRecord& r = tx_[tx_head_ % tx_.size()];
+    if (r.offset != buf_head_) {
+      buf_used_ -= buf_size_ - buf_head_;  // the unused end before a wrap
+    }
+    buf_used_ -= r.len;
+    buf_head_ = r.offset + r.len;
+    ++tx_head_;
+  }
+  if (buf_used_ == 0) buf_head_ = buf_tail_ = 0;
+}
+
+bool RdStream::SendControl(const wire::DgramHeader& h) {
+  return port_.Send(peer_, h, {}) == transport::IoStatus::kOk;
+}
+
+void RdStream::SendAck() {
+  if (in_sessions_.current() == 0) return;
+  wire::DgramHeader h;
+  h.type = wire::DgramType::kRdAck;
+  h.dst_qpn = peer_qpn_;
+  h.src_qpn = local_qpn_;
+  h.session = out_session_.id();
+  h.syn = out_session_.syn();
+  h.seq = send_.snd_nxt();
+  FillAck(h);
+  if (SendControl(h)) {
+    recv_.OnAckSent();
+    ++stats_.acks_sent;
+  }
+}
+
+void RdStream::SendProbe() {
+  wire::DgramHeader h;
+  h.type = wire::DgramType::kRdControl;
+  h.ctrl_op = wire::DgramControlOp::kProbe;
+  h.dst_qpn = peer_qpn_;
+  h.src_qpn = local_qpn_;
+  h.session = out_session_.id();
+  h.syn = out_session_.syn();
+  h.seq = send_.snd_nxt();
+  FillAck(h);
+  if (SendControl(h)) {
+    if (h.has_ack) recv_.OnAckSent();
+    ++stats_.probes_sent;
+  }
+}
+
+void RdStream::SendReset(uint32_t session) {
+  wire::DgramHeader h;
+  h.type = wire::DgramType::kRdControl;
+  h.ctrl_op = wire::DgramControlOp::kReset;
+  h.dst_qpn = peer_qpn_;
+  h.src_qpn = local_qpn_;
+  h.session = out_session_.id();
+  h.echo_session = session;
+  if (SendControl(h)) ++stats_.resets_sent;
+}
+
+// Zero window with nothing in flight: probe at the RTO so a window update
+// that was lost cannot stall the stream, and give up on a silent peer.
+void RdStream::CheckProbe(uint64_t now) {
+  if (!tx_blocked_ || send_.outstanding() != 0 || send_.CanSend()) {
+    probe_at_ = UINT64_MAX;
+    return;
+  }
+  if (probe_at_ == UINT64_MAX) {
+    probe_at_ = now + send_.rto();
+    return;
+  }
+  if (now < probe_at_) return;
+  if (now - last_heard_ >= config_.send.dead_after_ns) {
+    Fail(ETIMEDOUT);
+    return;
+  }
+  SendProbe();
+  probe_at_ = now + send_.rto();
+}
+
+void RdStream::Fail(int err) {
+  if (failed()) return;
+  err_ = err;
+  probe_at_ = UINT64_MAX;
+  owner_.OnStreamEvent();
+}
+
+// --- Receive side ----------------------------------------------------------
+
+RdStream::Input RdStream::OnDatagram(const wire::DecodedDgram& d) {
+  if (failed()) return Input::kOk;
+  const wire::DgramHeader& h = d.header;
+  const uint64_t now = clock_.NowNs();
+  if (h.type == wire::DgramType::kUdData) return Input::kOk;  // not RD: the owner's mistake
+  if (h.type == wire::DgramType::kRdControl && h.ctrl_op == wire::DgramControlOp::kReset) {
+    if (out_session_.OnReset(h.echo_session)) Fail(ECONNRESET);  // rule 5
+    return Input::kOk;
+  }
+  switch (in_sessions_.Classify(h.session, h.syn)) {
+    case SessionVerdict::kRetired: return Input::kOk;
+    case SessionVerdict::kReset: SendReset(h.session); return Input::kOk;
+    case SessionVerdict::kAdopted:
+      if (had_inbound_) return Input::kPeerRestarted;
+      had_inbound_ = true;
+      break;
+    case SessionVerdict::kCurrent: break;
+  }
+  last_heard_ = now;
+  const bool was_writable = writable();
+  if (h.has_ack && out_session_.OnAckEcho(h.echo_session)) {
+    (void)send_.OnAck(AckFields{h.ack, h.has_sack, h.sack, h.credits}, now);
+    ReleaseAcked();
+  }
+  switch (h.type) {
+    case wire::DgramType::kRdData: AcceptData(d, now); break;
+    case wire::DgramType::kRdAck: recv_.OnPeerSndNxt(h.seq); break;
+    case wire::DgramType::kRdControl:  // PROBE (RESET was handled above)
+      recv_.OnProbe();
+      recv_.OnPeerSndNxt(h.seq);
+      break;
+    case wire::DgramType::kUdData: break;
+  }
+  if (readable() || (!was_writable && writable())) owner_.OnStreamEvent();
+  SettleInflight();
+  if (failed()) return Input::kOk;
+  if (recv_.AckDue(now)) SendAck();
+  CheckProbe(now);
+  return Input::kOk;
+}
+
+void RdStream::HoldCopy(uint32_t seq, ByteSpan ulpdu) {
+  HoldSlot& slot = hold_[seq & (hold_.size() - 1)];
+  if (slot.bytes.size() < ulpdu.size()) slot.bytes.resize(ulpdu.size());
+  std::memcpy(slot.bytes.data(), ulpdu.data(), ulpdu.size());
+  slot.len = ulpdu.size();
+  ++stats_.held;
+}
+
+void RdStream::AcceptData(const wire::DecodedDgram& d, uint64_t now) {
+  ++stats_.data_received;
+  const uint32_t seq = d.header.seq;
+  switch (recv_.OnData(seq, d.header.ack_request, now)) {
+    case Arrival::kInOrder:
+      if (recv_.backlog() == 0 && !inflight_active_) {
+        inflight_ = d.ulpdu;  // offered from the caller's buffer
+        inflight_seq_ = seq;
+        inflight_active_ = true;
+      } else {
+        HoldCopy(seq, d.ulpdu);
+      }
+      recv_.Receive(now);
+      while (recv_.HeadHeld()) recv_.Receive(now);  // early ones now in order
+      break;
+    case Arrival::kEarly: HoldCopy(seq, d.ulpdu); break;
+    case Arrival::kDuplicate: ++stats_.duplicates; break;
+    case Arrival::kOutsideWindow: break;
+  }
+}
+
+void RdStream::SettleInflight() {
+  if (!inflight_active_) return;
+  inflight_active_ = false;
+  HoldCopy(inflight_seq_, inflight_);  // the QP did not take all of it now
+}
+
+ByteSpan RdStream::HeadUlpdu() const {
+  if (recv_.backlog() == 0) return {};
+  if (inflight_active_ && inflight_seq_ == consume_seq_) return inflight_;
+  const HoldSlot& slot = hold_[consume_seq_ & (hold_.size() - 1)];
+  return ByteSpan(slot.bytes.data(), slot.len);
+}
+
+bool RdStream::readable() const {
+  return failed() || recv_.backlog() > 0;
+}
+
+transport::IoResult RdStream::RecvV(std::span<const iovec> iov) {
+  if (failed()) return transport::IoResult::Error(err_);
+  const size_t room = transport::TotalLength(iov);
+  size_t at = 0;
+  while (at < room && recv_.backlog() > 0) {
+    const ByteSpan ulpdu = HeadUlpdu();
+    const size_t len = ulpdu.size();
+    const std::array<uint8_t, wire::kFpduLengthSize> prefix{static_cast<uint8_t>(len >> 8),
+                                                            static_cast<uint8_t>(len & 0xFF)};
+    static constexpr std::array<uint8_t, wire::kFpduMaxTrailerSize> kZeros{};
+    const size_t image = wire::FpduWireLength(len);
+    // The FPDU image: prefix | ULPDU | pad + CRC field (zeros), from head_off_.
+    while (head_off_ < image && at < room) {
+      ByteSpan piece;
+      if (head_off_ < wire::kFpduLengthSize) {
+        piece = ByteSpan(prefix.data() + head_off_, wire::kFpduLengthSize - head_off_);
+      } else if (head_off_ < wire::kFpduLengthSize + len) {
+        piece = ulpdu.subspan(head_off_ - wire::kFpduLengthSize);
+      } else {
+        piece = ByteSpan(kZeros.data(), image - head_off_);
+      }
+      head_off_ += CopyToIov(iov, &at, piece);
+    }
+    if (head_off_ < image) break;
+    head_off_ = 0;
+    if (inflight_active_ && inflight_seq_ == consume_seq_) inflight_active_ = false;
+    ++consume_seq_;
+    recv_.Consume();
+  }
+  if (at == 0) return transport::IoResult::WouldBlock();
+  return transport::IoResult::Ok(at);
+}
+
+// --- Timers ----------------------------------------------------------------
+
+void RdStream::OnTimer() {
+  if (failed()) return;
+  const uint64_t now = clock_.NowNs();
+  send_.OnTimer(now);
+  if (send_.Dead(now)) {
+    Fail(ETIMEDOUT);
+    return;
+  }
+  if (recv_.AckDue(now)) SendAck();
+  CheckProbe(now);
+}
+
+uint64_t RdStream::Deadline() const {
+  if (failed()) return UINT64_MAX;
+  return std::min({send_.Deadline(), recv_.AckDeadline(), probe_at_});
+}
+
+}  // namespace iwarpx::rd

@@ -1,0 +1,242 @@
+// RdStream: both directions of the reliable-datagram (RD) service between one
+// local QP and one peer QP (docs/wire.md §3.6-3.7), presented to a
+// qp::QueuePair as the byte-stream transport::Connection it already drives.
+//
+// Why a stream: the QueuePair (RDMAP over DDP, every check, Terminate,
+// ORD/IRD, atomics, immediate data) is the engine DESIGN.md wants shared by
+// the connected and the datagram modes. It speaks MPA FPDUs on a byte stream.
+// The RD stream is reliable and in order once its windows have done their
+// work, so the QP runs on it unchanged, with CRC and markers off: every FPDU
+// the QP writes (2-byte ULPDU_Length | ULPDU | PAD | CRC field) becomes one RD
+// data datagram carrying exactly its ULPDU (one standard DDP segment, §3.7),
+// and every in-order datagram is handed back to the QP as the FPDU image of
+// its ULPDU (length, ULPDU, zero pad, zero CRC field). Nothing but the ULPDU
+// goes on the wire; the datagram's own CRC32c (port policy) protects it.
+//
+// Send side: SendV takes whole FPDUs only (a short count ends at an FPDU
+// boundary, so the QP never has part of an FPDU outstanding), as many as the
+// peer's credit window, the outstanding-datagram capacity and the copy
+// buffer allow. Each ULPDU is copied into the copy buffer (send_buffer_bytes)
+// and kept until the peer acknowledges it, so the QP may complete the work
+// request at once, as over TCP once the socket took the bytes: the caller's
+// buffer is free, delivery follows. SendWindow decides resends (RACK-style
+// early loss detection, RTO with backoff); a datagram the socket refused
+// (kWouldBlock) waits for OnSocketWritable(). The ack request R is set on the
+// last datagram of each SendV call (the sender has nothing more queued right
+// now) and when the window is half used (rule 9). A stream with nothing
+// outstanding that cannot send for lack of credit sends PROBEs at the RTO.
+//
+// Receive side: InboundSessions classifies each datagram's session, RecvWindow
+// its sequence number. An in-order datagram is acknowledged at once and joins
+// the backlog the QP consumes (RecvWindow::Receive); the first one is offered
+// to the QP straight from the caller's receive buffer (RdStreamOwner::
+// OnStreamEvent runs while it is valid), and only what the QP does not
+// consume then, and early datagrams, are copied into per-slot hold buffers.
+// Backlogged datagrams shrink the credits advertised, so a QP that stops for
+// lack of a posted receive closes the window without losing anything and
+// without the sender taking the silence for a dead peer. Acks piggyback on
+// outgoing data; standalone acks follow RecvWindow's policy (immediate on R,
+// holes, duplicates, PROBEs and window updates; else every `ack_every`
+// datagrams or after `ack_delay_ns`).
+//
+// Failure: the stream fails (RecvV and SendV return kError with `error()`)
+// when the peer stops acknowledging for dead_after_ns (FI_IWARPX_RD_TIMEOUT;
+// also while probing a closed window), when the peer RESETs our session
+// (rule 5), or by Fail(). The QP then reports a lost link and flushes its
+// work requests with errors; the owner discards QP and stream and makes a new
+// pair (a new session) for later traffic. A datagram that opens a new session
+// of a peer that already had one (the peer restarted, rule 3) returns
+// kPeerRestarted from OnDatagram: the owner fails this pair and hands the
+// same datagram to a fresh stream made with `sessions()` of this one.
+//
+// Contract
+// * Single-threaded (the engine lock). Callbacks to the owner happen from
+//   OnDatagram, OnTimer and OnSocketWritable only, never from SendV/RecvV.
+// * Memory: the copy buffer, the record rings and the hold slots are sized at
+//   construction; hold slots grow to the largest datagram they held.
+// * fd() is -1: readiness comes from the owner (OnStreamEvent).
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/random.h"
+#include "rd/dgram_port.h"
+#include "rd/recv_window.h"
+#include "rd/send_window.h"
+#include "rd/session.h"
+#include "transport/sock_addr.h"
+#include "transport/transport.h"
+#include "wire/dgram.h"
+
+namespace iwarpx::rd {
+
+struct RdStreamConfig {
+  SendConfig send;  // capacity: outstanding datagrams; dead_after_ns: FI_IWARPX_RD_TIMEOUT
+  RecvConfig recv;  // window: datagrams held and credits advertised
+  // Largest ULPDU per datagram; the QP's max_fpdu_payload must not exceed it.
+  size_t max_segment = wire::kDgramMaxUlpdu;
+  // Bytes of unacknowledged ULPDUs kept for resending; at least max_segment.
+  size_t send_buffer_bytes = size_t{1} << 20;
+};
+
+struct RdStreamStats {
+  uint64_t data_sent = 0;  // data datagrams, first transmissions
+  uint64_t retransmitted = 0;
+  uint64_t acks_sent = 0;  // standalone RD acks
+  uint64_t probes_sent = 0;
+  uint64_t resets_sent = 0;
+  uint64_t send_blocked = 0;  // datagrams the socket refused for now
+  uint64_t data_received = 0;
+  uint64_t duplicates = 0;
+  uint64_t held = 0;  // datagrams copied into hold slots
+};
+
+// The owner drives the QP when the stream has news.
+class RdStreamOwner {
+ public:
+  virtual ~RdStreamOwner() = default;
+  // In-order bytes arrived, the send window opened, or the stream failed:
+  // let the QP read (while readable()) and write (while writable()).
+  virtual void OnStreamEvent() = 0;
+};
+
+class RdStream final : public transport::Connection, private SendWindowSink {
+ public:
+  enum class Input : uint8_t { kOk, kPeerRestarted };
+
+  RdStream(DgramPort& port, const transport::SockAddr& peer, uint32_t local_qpn, uint32_t peer_qpn,
+           const RdStreamConfig& config, Random& random, const Clock& clock, RdStreamOwner& owner,
+           const InboundSessions& sessions = {});
+  ~RdStream() override;
+
+  // A decoded RD datagram (data, ack or control) from this peer QP. `d`
+  // views the caller's buffer, valid during the call only.
+  Input OnDatagram(const wire::DecodedDgram& d);
+  // Resends, acks, probes and the dead-peer check due at clock.NowNs().
+  void OnTimer();
+  // When OnTimer has work next (UINT64_MAX: none).
+  [[nodiscard]] uint64_t Deadline() const;
+  // The socket became writable: send what it refused before.
+  void OnSocketWritable();
+  [[nodiscard]] bool wants_socket_write() const { return pending_count_ > 0; }
+  // Fails the stream with `err` (errno-style, e.g. ECONNRESET); the owner is told.
+  void Fail(int err);
+
+  [[nodiscard]] bool failed() const { return err_ != 0; }
+  [[nodiscard]] int error() const { return err_; }
+  // RecvV would return bytes (or the failure).
+  [[nodiscard]] bool readable() const;
+  // SendV would take at least one FPDU of the largest size.
+  [[nodiscard]] bool writable() const;
+  [[nodiscard]] const InboundSessions& sessions() const { return in_sessions_; }
+  [[nodiscard]] const RdStreamStats& stats() const { return stats_; }
+  [[nodiscard]] const SendWindow& send_window() const { return send_; }
+  [[nodiscard]] const RecvWindow& recv_window() const { return recv_; }
+  [[nodiscard]] uint32_t peer_qpn() const { return peer_qpn_; }
+  [[nodiscard]] uint32_t local_qpn() const { return local_qpn_; }
+
+  // transport::Connection (a byte stream of FPDUs without CRC or markers).
+  transport::IoResult SendV(std::span<const iovec> iov) override;
+  transport::IoResult RecvV(std::span<const iovec> iov) override;
+  [[nodiscard]] bool preserves_message_boundaries() const override { return false; }
+  [[nodiscard]] bool connected() const override { return true; }
+  transport::IoResult FinishConnect() override { return transport::IoResult::Ok(0); }
+  transport::Status ShutdownWrite() override;
+  [[nodiscard]] int fd() const override { return -1; }
+  [[nodiscard]] transport::SockAddr local_address() const override;
+  [[nodiscard]] transport::SockAddr peer_address() const override { return peer_; }
+
+ private:
+  // One unacknowledged data datagram: its ULPDU at buf_[offset, offset + len).
+  struct TxRecord {
+    uint32_t seq = 0;
+    size_t offset = 0;
+    size_t len = 0;
+    bool acked = false;
+  };
+  // A datagram of the receive window kept for later delivery.
+  struct HoldSlot {
+    std::vector<uint8_t> bytes;  // the ULPDU
+    size_t len = 0;
+  };
+
+  // SendWindowSink.
+  void Acked(uint32_t seq, uint64_t cookie) override;
+  void Resend(uint32_t seq, uint64_t cookie) override;
+
+  // SendV helpers.
+  bool ReserveTx(size_t len, size_t* offset) const;
+  // Sends record `cookie`; false if the socket refused it for now.
+  bool Transmit(uint64_t cookie, bool ack_request);
+  void QueuePending(uint64_t cookie);
+  void FlushPending();
+  void ReleaseAcked();
+  void FillAck(wire::DgramHeader& h);
+  void SendAck();
+  void SendProbe();
+  void SendReset(uint32_t session);
+  bool SendControl(const wire::DgramHeader& h);
+  void CheckProbe(uint64_t now);
+
+  // Receive helpers.
+  void AcceptData(const wire::DecodedDgram& d, uint64_t now);
+  void HoldCopy(uint32_t seq, ByteSpan ulpdu);
+  void SettleInflight();
+  // The head datagram's ULPDU (in flight or held), or empty if none is ready.
+  [[nodiscard]] ByteSpan HeadUlpdu() const;
+  void Notify();
+
+  DgramPort& port_;
+  transport::SockAddr peer_;
+  uint32_t local_qpn_;
+  uint32_t peer_qpn_;
+  RdStreamConfig config_;
+  const Clock& clock_;
+  RdStreamOwner& owner_;
+  OutboundSession out_session_;
+  InboundSessions in_sessions_;
+  SendWindow send_;
+  RecvWindow recv_;
+  int err_ = 0;
+  bool write_shut_ = false;
+  bool had_inbound_ = false;  // a peer session was adopted once
+  RdStreamStats stats_;
+
+  // Copy buffer and records: records [tx_head_, tx_tail_) are unreleased, in
+  // send order; their bytes occupy buf_ from buf_head_ up to buf_tail_
+  // (wrapping; a record that would straddle the end starts at 0).
+  std::unique_ptr<uint8_t[]> buf_;
+  size_t buf_size_;
+  size_t buf_head_ = 0;
+  size_t buf_tail_ = 0;
+  size_t buf_used_ = 0;  // bytes between head and tail, wasted ends included
+  std::vector<TxRecord> tx_;
+  uint64_t tx_head_ = 0;
+  uint64_t tx_tail_ = 0;
+  // Records waiting for the socket (cookies), oldest first.
+  std::vector<uint64_t> pending_;
+  size_t pending_first_ = 0;
+  size_t pending_count_ = 0;
+  bool tx_blocked_ = false;  // the last SendV stopped for lack of credit or room
+  uint64_t probe_at_ = UINT64_MAX;
+  uint64_t last_heard_ = 0;  // last datagram from the peer (dead check while probing)
+
+  // Receive: the backlog is [consume_seq_, rcv_nxt); the datagram
+  // inflight_seq_ may still be in the caller's buffer (inflight_), every
+  // other one is in its hold slot (seq & (window - 1)), as are early ones.
+  uint32_t consume_seq_ = wire::kDgramInitialSeq;
+  ByteSpan inflight_;
+  uint32_t inflight_seq_ = 0;
+  bool inflight_active_ = false;
+  std::vector<HoldSlot> hold_;
+  size_t head_off_ = 0;  // bytes of the oldest backlogged FPDU image already delivered
+};
+
+}  // namespace iwarpx::rd
