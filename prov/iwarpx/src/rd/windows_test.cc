@@ -230,5 +230,41 @@ TEST(RecvWindowTest, HoldKeepsAnUndeliverableHeadWithoutAckingIt) {
   EXPECT_FALSE(r.HeadHeld());
 }
 
+TEST(RecvWindowTest, BacklogShrinksTheCreditsAndConsumingSendsAWindowUpdate) {
+  RecvWindow w({.window = 8, .ack_every = 100, .ack_delay_ns = 100 * kMs});
+  for (uint32_t s = 0; s < 3; ++s) {
+    ASSERT_EQ(w.OnData(s, false, 0), Arrival::kInOrder);
+    w.Receive(0);
+  }
+  EXPECT_EQ(w.rcv_nxt(), 3u);
+  EXPECT_EQ(w.backlog(), 3u);
+  AckFields a = w.Ack();
+  EXPECT_EQ(a.ack, 3u);      // received is acknowledged ...
+  EXPECT_EQ(a.credits, 5u);  // ... but the right edge stays at 8
+  w.OnAckSent();
+  // The window now ends at 8: seq 8 is outside, 7 inside.
+  EXPECT_EQ(w.OnData(8, false, 0), Arrival::kOutsideWindow);
+  EXPECT_EQ(w.OnData(7, false, 0), Arrival::kEarly);
+  // Fill the window completely: credits 0.
+  for (uint32_t s = 3; s < 7; ++s) {
+    ASSERT_EQ(w.OnData(s, false, 0), Arrival::kInOrder);
+    w.Receive(0);
+  }
+  ASSERT_TRUE(w.HeadHeld());
+  w.Receive(0);  // seq 7, held early, now in order
+  EXPECT_EQ(w.backlog(), 8u);
+  EXPECT_EQ(w.Ack().credits, 0u);
+  w.OnAckSent();
+  EXPECT_FALSE(w.AckDue(1));
+  // Consuming opens the edge; at half a window beyond the last advertised
+  // edge an ack is due at once (a window update), not before.
+  for (int i = 0; i < 3; ++i) w.Consume();
+  EXPECT_FALSE(w.AckDue(1));
+  w.Consume();
+  EXPECT_TRUE(w.AckDue(1));
+  EXPECT_EQ(w.Ack().credits, 4u);
+  EXPECT_EQ(w.Ack().ack + w.Ack().credits, 12u);
+}
+
 }  // namespace
 }  // namespace iwarpx::rd
