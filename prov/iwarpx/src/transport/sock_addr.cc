@@ -212,4 +212,27 @@ bool operator==(const SockAddr& a, const SockAddr& b) {
   return true;  // both empty
 }
 
+size_t SockAddrHash::operator()(const SockAddr& a) const {
+  // FNV-1a over the fields operator== compares (flowinfo aside: a hash may
+  // ignore a field that equality checks).
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  const int family = a.family();
+  mix(&family, sizeof(family));
+  const uint16_t port = a.port();
+  mix(&port, sizeof(port));
+  if (family == AF_INET) {
+    const auto* s4 = reinterpret_cast<const sockaddr_in*>(a.sa());
+    mix(&s4->sin_addr, sizeof(s4->sin_addr));
+  } else if (family == AF_INET6) {
+    const auto* s6 = reinterpret_cast<const sockaddr_in6*>(a.sa());
+    mix(&s6->sin6_addr, sizeof(s6->sin6_addr));
+    mix(&s6->sin6_scope_id, sizeof(s6->sin6_scope_id));
+  }
+  return static_cast<size_t>(h);
+}
+
 }  // namespace iwarpx::transport

@@ -87,4 +87,10 @@ class SockAddr {
   socklen_t length_ = 0;
 };
 
+// Hash consistent with operator== (family, port, address and IPv6 scope;
+// equal addresses hash alike), for unordered containers keyed by address.
+struct SockAddrHash {
+  size_t operator()(const SockAddr& a) const;
+};
+
 }  // namespace iwarpx::transport

@@ -1,0 +1,175 @@
+#include "progress/rd_channel.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <utility>
+
+#include "transport/poller.h"
+#include "transport/udp.h"
+
+namespace iwarpx::progress {
+
+RdChannel::RdChannel(Engine& engine, const RdChannelConfig& config, mem::StagTable& stags,
+                     RdChannelClient& client)
+    : engine_(engine),
+      config_(config),
+      stags_(stags),
+      client_(client),
+      random_(config.seed != 0 ? config.seed : engine.clock().NowNs() ^ 0x6977726478ull) {}
+
+Result<std::unique_ptr<RdChannel>, transport::IoError> RdChannel::Open(
+    Engine& engine, const transport::SockAddr& local, const RdChannelConfig& config,
+    mem::StagTable& stags, RdChannelClient& client, const transport::FaultSpec& faults) {
+  auto socket = transport::UdpSocket::Bind(local);
+  if (!socket.ok()) return Err{socket.error()};
+  std::unique_ptr<RdChannel> ch(new RdChannel(engine, config, stags, client));
+  if (faults.any()) {
+    ch->socket_ = std::make_unique<transport::FaultInjector>(std::move(socket).value(), faults);
+  } else {
+    ch->socket_ = std::move(socket).value();
+  }
+  ch->port_ = std::make_unique<rd::DgramPort>(*ch->socket_, config.port);
+  if (!ch->port_->Attach(config.qpn, ch.get())) {
+    return Err{transport::IoError{transport::IoStatus::kError, EADDRINUSE}};
+  }
+  if (const transport::Status s = engine.Add(*ch); !s.ok()) {
+    return Err{transport::IoError{transport::IoStatus::kError, s.err}};
+  }
+  return ch;
+}
+
+RdChannel::~RdChannel() {
+  engine_.Remove(*this);
+  port_->Detach(config_.qpn);
+  peers_.clear();  // QPs go before the port they send through
+  retired_.clear();
+}
+
+rd::RdQp* RdChannel::Make(const RdPeerKey& key, const rd::InboundSessions& sessions) {
+  auto q = rd::RdQp::Create(*port_, key.addr, config_.qpn, key.qpn, config_.qp, stags_, config_.pd,
+                            client_.PeerSink(key), random_, engine_.clock(), sessions);
+  if (!q.ok()) return nullptr;
+  rd::RdQp* p = q.value().get();
+  peers_[key].qp = std::move(q).value();
+  return p;
+}
+
+rd::RdQp* RdChannel::Find(const RdPeerKey& key) {
+  auto it = peers_.find(key);
+  return it == peers_.end() ? nullptr : it->second.qp.get();
+}
+
+rd::RdQp* RdChannel::Peer(const RdPeerKey& key) {
+  if (rd::RdQp* q = Find(key); q != nullptr) return q;
+  return Make(key, {});
+}
+
+void RdChannel::Retire(const RdPeerKey& key) {
+  auto it = peers_.find(key);
+  if (it == peers_.end()) return;
+  retired_.push_back(std::move(it->second.qp));
+  peers_.erase(it);
+  client_.PeerFailed(key);
+}
+
+void RdChannel::Reap(bool destroy) {
+  std::vector<RdPeerKey> failed;
+  for (const auto& [key, e] : peers_) {
+    if (e.qp->failed()) failed.push_back(key);
+  }
+  for (const RdPeerKey& k : failed) Retire(k);
+  if (destroy && !in_callback_) retired_.clear();
+}
+
+void RdChannel::OnDatagram(const wire::DecodedDgram& d, const transport::SockAddr& from) {
+  if (d.header.type == wire::DgramType::kUdData) return;  // UD traffic has no place here
+  const RdPeerKey key{from, d.header.src_qpn};
+  rd::RdQp* q = Find(key);
+  if (q == nullptr) {
+    // A RESET or late datagram for a QP we no longer have needs no new QP;
+    // everything else from a new peer opens one (its session decides).
+    if (d.header.type == wire::DgramType::kRdControl &&
+        d.header.ctrl_op == wire::DgramControlOp::kReset) {
+      return;
+    }
+    q = Make(key, {});
+    if (q == nullptr) return;
+  }
+  if (q->OnDatagram(d) == rd::RdStream::Input::kPeerRestarted) {
+    const rd::InboundSessions sessions = q->stream().sessions();
+    q->Fail(ECONNRESET);
+    Retire(key);
+    q = Make(key, sessions);
+    if (q == nullptr) return;
+    (void)q->OnDatagram(d);
+  }
+  if (q->failed()) Retire(key);
+}
+
+uint32_t RdChannel::interest() const {
+  uint32_t want = transport::Poller::kReadable;
+  for (const auto& [key, e] : peers_) {
+    if (e.qp->wants_socket_write()) {
+      want |= transport::Poller::kWritable;
+      break;
+    }
+  }
+  return want;
+}
+
+std::vector<rd::RdQp*> RdChannel::Snapshot() const {
+  // Callbacks may add peers (a sink posts to a new address): iterate a copy.
+  std::vector<rd::RdQp*> qps;
+  qps.reserve(peers_.size());
+  for (const auto& [key, e] : peers_) qps.push_back(e.qp.get());
+  return qps;
+}
+
+void RdChannel::OnReady(uint32_t events) {
+  in_callback_ = true;
+  if ((events & transport::Poller::kWritable) != 0) {
+    for (rd::RdQp* q : Snapshot()) {
+      if (q->wants_socket_write()) q->OnSocketWritable();
+    }
+  }
+  if ((events & (transport::Poller::kReadable | transport::Poller::kError)) != 0) {
+    port_->OnReadable(kReadBudget);
+  }
+  in_callback_ = false;
+  Reap(true);
+}
+
+bool RdChannel::PollDirect() {
+  in_callback_ = true;
+  const bool got = port_->OnReadable(kReadBudget) > 0;
+  in_callback_ = false;
+  Reap(true);
+  return got;
+}
+
+std::optional<uint64_t> RdChannel::deadline() const {
+  uint64_t next = UINT64_MAX;
+  for (const auto& [key, e] : peers_) next = std::min(next, e.qp->Deadline());
+  if (!retired_.empty()) next = 0;  // destroy them soon
+  if (next == UINT64_MAX) return std::nullopt;
+  return next;
+}
+
+void RdChannel::OnTimer() {
+  const uint64_t now = engine_.clock().NowNs();
+  in_callback_ = true;
+  for (rd::RdQp* q : Snapshot()) {
+    if (q->Deadline() <= now) q->OnTimer();
+  }
+  in_callback_ = false;
+  Reap(true);
+}
+
+void RdChannel::AfterPost() {
+  // Also called from completion callbacks (a sink reposting): then a failed
+  // QP may still be on the stack, so it is only retired, not destroyed.
+  Reap(!in_callback_);
+  engine_.Update(*this);
+}
+
+}  // namespace iwarpx::progress

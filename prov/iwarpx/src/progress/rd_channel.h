@@ -1,0 +1,131 @@
+// RdChannel: one UDP socket carrying the reliable-datagram (RD) service of an
+// endpoint — the socket, its rd::DgramPort and one rd::RdQp per peer QP,
+// keyed by (peer address, peer QP number), made on first use from either
+// side: by Peer() when the owner sends, or when a peer's first datagram
+// arrives. Knows nothing of libfabric: the owner (RdChannelClient) supplies
+// the completion sink of each new QP and learns when one fails.
+//
+// Contract
+// - Every call needs the engine lock; the channel registers itself with the
+//   engine at Open and unregisters when destroyed.
+// - Readiness: readable always; writable while some QP has datagrams the
+//   socket refused. Each readiness callback reads at most kReadBudget
+//   datagrams. Timers: deadline() is the earliest RdQp::Deadline().
+// - After posting to a QP the owner calls AfterPost() (deadlines and interest
+//   may have changed).
+// - A peer whose QP fails (RD timeout, RESET, Terminate) is reported once
+//   through RdChannelClient::PeerFailed — after its QP flushed every work
+//   request with an error through its sink — and destroyed later, outside
+//   any call into it; the next Peer() or datagram for that key makes a fresh
+//   QP (a new session). A peer that restarted (a new session from the same
+//   address and QPN) fails the old QP the same way and hands the datagram to
+//   the new one.
+// - Datagrams for other QP numbers than the channel's are dropped and counted
+//   by the port; a peer address that is not in any AV still gets a QP (RDM
+//   receives from unknown sources, FI_SOURCE reports FI_ADDR_NOTAVAIL).
+// - With a FaultSpec that has any fault (FI_IWARPX_FAULT) the socket is
+//   wrapped in a transport::FaultInjector.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "base/random.h"
+#include "base/result.h"
+#include "mem/stag_table.h"
+#include "progress/engine.h"
+#include "qp/completion_sink.h"
+#include "rd/dgram_port.h"
+#include "rd/rd_qp.h"
+#include "transport/fault.h"
+#include "transport/sock_addr.h"
+
+namespace iwarpx::progress {
+
+struct RdPeerKey {
+  transport::SockAddr addr;
+  uint32_t qpn = 0;
+  friend bool operator==(const RdPeerKey&, const RdPeerKey&) = default;
+};
+
+struct RdPeerKeyHash {
+  size_t operator()(const RdPeerKey& k) const {
+    return transport::SockAddrHash{}(k.addr) ^ (size_t{k.qpn} * 0x9E3779B97F4A7C15ull);
+  }
+};
+
+class RdChannelClient {
+ public:
+  virtual ~RdChannelClient() = default;
+  // A QP to `key` is being made: the sink for its completions (must outlive
+  // the QP; the channel destroys QPs before itself).
+  virtual qp::CompletionSink& PeerSink(const RdPeerKey& key) = 0;
+  // The QP to `key` failed and flushed; it is destroyed after this returns.
+  virtual void PeerFailed(const RdPeerKey& key) = 0;
+};
+
+struct RdChannelConfig {
+  uint32_t qpn = 0;  // our QP number on the socket
+  rd::PortConfig port;
+  rd::RdQpConfig qp;
+  uint32_t pd = 0;
+  uint64_t seed = 0;  // sessions; 0: from the clock and the address
+};
+
+class RdChannel final : public Pollable, private rd::DgramReceiver {
+ public:
+  static constexpr size_t kReadBudget = 64;
+
+  static Result<std::unique_ptr<RdChannel>, transport::IoError> Open(
+      Engine& engine, const transport::SockAddr& local, const RdChannelConfig& config,
+      mem::StagTable& stags, RdChannelClient& client, const transport::FaultSpec& faults = {});
+  ~RdChannel() override;
+
+  // The QP to `key`, made if there is none; nullptr if it cannot be made.
+  rd::RdQp* Peer(const RdPeerKey& key);
+  // The QP to `key` if it exists.
+  rd::RdQp* Find(const RdPeerKey& key);
+  void AfterPost();
+  [[nodiscard]] transport::SockAddr local_address() const { return socket_->local_address(); }
+  [[nodiscard]] size_t peers() const { return peers_.size(); }
+  rd::DgramPort& port() { return *port_; }
+
+  // Pollable.
+  [[nodiscard]] int fd() const override { return socket_->fd(); }
+  [[nodiscard]] uint32_t interest() const override;
+  void OnReady(uint32_t events) override;
+  [[nodiscard]] std::optional<uint64_t> deadline() const override;
+  void OnTimer() override;
+  bool PollDirect() override;
+
+ private:
+  struct Entry {
+    std::unique_ptr<rd::RdQp> qp;
+  };
+
+  RdChannel(Engine& engine, const RdChannelConfig& config, mem::StagTable& stags,
+            RdChannelClient& client);
+  void OnDatagram(const wire::DecodedDgram& d, const transport::SockAddr& from) override;
+  rd::RdQp* Make(const RdPeerKey& key, const rd::InboundSessions& sessions);
+  void Retire(const RdPeerKey& key);
+  // Reports and retires failed QPs; destroys retired ones (never while a
+  // call into them may be on the stack: only at the end of engine callbacks).
+  void Reap(bool destroy);
+  [[nodiscard]] std::vector<rd::RdQp*> Snapshot() const;
+
+  Engine& engine_;
+  RdChannelConfig config_;
+  mem::StagTable& stags_;
+  RdChannelClient& client_;
+  Random random_;
+  std::unique_ptr<transport::DatagramSocket> socket_;
+  std::unique_ptr<rd::DgramPort> port_;
+  std::unordered_map<RdPeerKey, Entry, RdPeerKeyHash> peers_;
+  std::vector<std::unique_ptr<rd::RdQp>> retired_;
+  bool in_callback_ = false;  // inside an engine callback: calls into QPs may be on the stack
+};
+
+}  // namespace iwarpx::progress

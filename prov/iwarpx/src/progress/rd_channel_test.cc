@@ -1,0 +1,243 @@
+// RdChannel on a real engine and real UDP sockets (loopback): QPs are made on
+// first use from either side, messages flow through the engine's passes alone
+// (also through the seeded fault injector, exactly once and in order), and a
+// peer that goes away is reported once, its work failed, and a later Peer()
+// makes a fresh QP.
+#include "progress/rd_channel.h"
+
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "base/clock.h"
+#include "testing/qp_harness.h"
+
+namespace iwarpx::progress {
+namespace {
+
+using qp::test::Completion;
+using qp::test::RecordingSink;
+
+constexpr uint32_t kPd = 4;
+
+class Client final : public RdChannelClient {
+ public:
+  qp::CompletionSink& PeerSink(const RdPeerKey& key) override {
+    made.push_back(key);
+    return sink;
+  }
+  void PeerFailed(const RdPeerKey& key) override { failed.push_back(key); }
+
+  RecordingSink sink;
+  std::vector<RdPeerKey> made;
+  std::vector<RdPeerKey> failed;
+};
+
+class RdChannelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto e = Engine::Create(clock_);
+    ASSERT_TRUE(e.ok());
+    engine_ = std::move(e).value();
+  }
+  void TearDown() override {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    a_.reset();
+    b_.reset();
+  }
+
+  void Open(const transport::FaultSpec& fa = {}, const transport::FaultSpec& fb = {},
+            uint64_t dead_after_ns = 2'000'000'000) {
+    RdChannelConfig c;
+    c.qpn = 9;
+    c.pd = kPd;
+    c.qp.stream.send.dead_after_ns = dead_after_ns;
+    c.qp.stream.max_segment = 8192;
+    c.qp.rq_size = 256;
+    c.qp.sq_size = 256;
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    auto a = RdChannel::Open(*engine_, transport::SockAddr::Loopback4(0), c, stags_a_, ca_, fa);
+    auto b = RdChannel::Open(*engine_, transport::SockAddr::Loopback4(0), c, stags_b_, cb_, fb);
+    ASSERT_TRUE(a.ok() && b.ok());
+    a_ = std::move(a).value();
+    b_ = std::move(b).value();
+  }
+
+  template <class F>
+  bool RunUntil(F done, int seconds = 10) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(engine_->mu());
+        if (done()) return true;
+        engine_->RunOnce(1);
+      }
+      if (std::chrono::steady_clock::now() > end) return false;
+    }
+  }
+
+  RdPeerKey KeyOf(const RdChannel& ch) const { return {ch.local_address(), 9}; }
+
+  MonotonicClock clock_;
+  std::unique_ptr<Engine> engine_;
+  mem::StagTable stags_a_{Random(1), 16};
+  mem::StagTable stags_b_{Random(2), 16};
+  Client ca_;
+  Client cb_;
+  std::unique_ptr<RdChannel> a_;
+  std::unique_ptr<RdChannel> b_;
+};
+
+TEST_F(RdChannelTest, QpsAreMadeOnFirstUseAndCarryMessagesBothWays) {
+  Open();
+  std::vector<uint8_t> msg(20000);
+  for (size_t i = 0; i < msg.size(); ++i) msg[i] = static_cast<uint8_t>(i % 251);
+  std::vector<uint8_t> rb(32768);
+  std::vector<uint8_t> ra(64);
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    rd::RdQp* q = a_->Peer(KeyOf(*b_));
+    ASSERT_NE(q, nullptr);
+    qp::SendWr s;
+    s.context = 1;
+    s.sgl.Add(msg.data(), msg.size());
+    ASSERT_EQ(q->qp().PostSend(s), qp::QpStatus::kOk);
+    a_->AfterPost();
+  }
+  // B makes its QP when the first datagram arrives; the message waits in its
+  // backlog until a receive is posted.
+  ASSERT_TRUE(RunUntil([&] { return b_->peers() == 1; }));
+  ASSERT_EQ(cb_.made.size(), 1u);
+  EXPECT_EQ(cb_.made[0].addr, a_->local_address());
+  EXPECT_EQ(cb_.made[0].qpn, 9u);
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    rd::RdQp* q = b_->Find(cb_.made[0]);
+    ASSERT_NE(q, nullptr);
+    qp::RecvWr r;
+    r.context = 2;
+    r.sgl.Add(rb.data(), rb.size());
+    ASSERT_EQ(q->qp().PostRecv(r), qp::QpStatus::kOk);
+    b_->AfterPost();
+  }
+  ASSERT_TRUE(RunUntil([&] { return cb_.sink.Count(Completion::Kind::kRecv) == 1; }));
+  EXPECT_EQ(cb_.sink.completions.back().bytes, msg.size());
+  EXPECT_TRUE(std::equal(msg.begin(), msg.end(), rb.begin()));
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    rd::RdQp* qa = a_->Find(KeyOf(*b_));
+    ASSERT_NE(qa, nullptr);
+    qp::RecvWr r;
+    r.context = 3;
+    r.sgl.Add(ra.data(), ra.size());
+    ASSERT_EQ(qa->qp().PostRecv(r), qp::QpStatus::kOk);
+    rd::RdQp* qb = b_->Find(cb_.made[0]);
+    qp::SendWr s;
+    s.context = 4;
+    s.sgl.Add(msg.data(), 10);
+    ASSERT_EQ(qb->qp().PostSend(s), qp::QpStatus::kOk);
+    b_->AfterPost();
+  }
+  ASSERT_TRUE(RunUntil([&] { return ca_.sink.Count(Completion::Kind::kRecv) == 1; }));
+  EXPECT_EQ(ca_.sink.completions.back().bytes, 10u);
+  EXPECT_EQ(ca_.made.size(), 1u);  // the reply used the QP A made
+}
+
+TEST_F(RdChannelTest, ThousandsOfMessagesThroughFaultsOnRealSockets) {
+  auto fa = transport::FaultSpec::Parse("drop=50,dup=20,reorder=30,corrupt=5,seed=5");
+  auto fb = transport::FaultSpec::Parse("drop=50,dup=20,reorder=30,corrupt=5,seed=6");
+  ASSERT_TRUE(fa.ok() && fb.ok());
+  Open(*fa, *fb);
+  constexpr size_t kCount = 3000;
+  constexpr size_t kSlots = 128;
+  std::vector<std::vector<uint8_t>> tx(kCount);
+  std::vector<std::vector<uint8_t>> rx(kSlots, std::vector<uint8_t>(20000));
+  auto size_of = [](size_t i) { return 1 + (i * 7919) % (i % 16 == 0 ? 20000 : 900); };
+  size_t posted = 0;
+  size_t seen = 0;
+  bool bad = false;
+  rd::RdQp* qb = nullptr;
+  ASSERT_TRUE(RunUntil(
+      [&] {
+        rd::RdQp* qa = a_->Peer(KeyOf(*b_));
+        while (posted < kCount) {
+          if (tx[posted].empty()) {
+            tx[posted].resize(size_of(posted));
+            for (size_t k = 0; k < tx[posted].size(); ++k) {
+              tx[posted][k] = static_cast<uint8_t>(posted * 3 + k);
+            }
+          }
+          qp::SendWr s;
+          s.context = posted;
+          s.sgl.Add(tx[posted].data(), tx[posted].size());
+          if (qa->qp().PostSend(s) != qp::QpStatus::kOk) break;
+          ++posted;
+        }
+        a_->AfterPost();
+        if (qb == nullptr && !cb_.made.empty()) {
+          qb = b_->Find(cb_.made[0]);
+          for (size_t k = 0; k < kSlots; ++k) {
+            qp::RecvWr r;
+            r.context = k;
+            r.sgl.Add(rx[k].data(), rx[k].size());
+            if (qb->qp().PostRecv(r) != qp::QpStatus::kOk) bad = true;
+          }
+          b_->AfterPost();
+        }
+        const auto& cs = cb_.sink.completions;
+        for (; seen < cs.size(); ++seen) {
+          const Completion& c = cs[seen];
+          if (c.kind != Completion::Kind::kRecv || c.bytes != size_of(seen) ||
+              std::memcmp(rx[c.context].data(), tx[seen].data(), c.bytes) != 0) {
+            bad = true;
+          }
+          qp::RecvWr r;
+          r.context = c.context;
+          r.sgl.Add(rx[c.context].data(), rx[c.context].size());
+          if (qb->qp().PostRecv(r) != qp::QpStatus::kOk) bad = true;
+          b_->AfterPost();
+        }
+        return seen == kCount || bad;
+      },
+      60));
+  EXPECT_FALSE(bad) << "message " << seen;
+  EXPECT_EQ(ca_.failed.size() + cb_.failed.size(), 0u);
+  EXPECT_GT(b_->port().counters().bad_crc, 0u);
+}
+
+TEST_F(RdChannelTest, VanishedPeerIsReportedOnceAndANewQpFollows) {
+  Open({}, {}, 300'000'000);  // 300 ms RD timeout
+  std::vector<uint8_t> msg(100, 7);
+  const RdPeerKey kb = KeyOf(*b_);
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    b_.reset();  // B is gone before A ever sends
+    rd::RdQp* q = a_->Peer(kb);
+    qp::SendWr s;
+    s.context = 1;
+    s.sgl.Add(msg.data(), msg.size());
+    ASSERT_EQ(q->qp().PostSend(s), qp::QpStatus::kOk);
+    qp::RecvWr r;
+    r.context = 2;
+    r.sgl.Add(msg.data(), msg.size());
+    ASSERT_EQ(q->qp().PostRecv(r), qp::QpStatus::kOk);
+    a_->AfterPost();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(RunUntil([&] { return !ca_.failed.empty(); }, 5));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, std::chrono::milliseconds(250));
+  EXPECT_LT(took, std::chrono::milliseconds(3000));
+  EXPECT_EQ(ca_.failed.size(), 1u);
+  EXPECT_EQ(ca_.sink.Count(Completion::Kind::kError), 1u);  // the receive
+  std::lock_guard<std::mutex> lock(engine_->mu());
+  EXPECT_EQ(a_->Find(kb), nullptr);
+  EXPECT_NE(a_->Peer(kb), nullptr);  // a fresh QP, a new session
+  EXPECT_EQ(ca_.made.size(), 2u);
+}
+
+}  // namespace
+}  // namespace iwarpx::progress
