@@ -41,7 +41,11 @@ TermCause TerminateCauseFor(WireError e) {
     case WireError::kDgramBadVersion:
     case WireError::kDgramReservedBits:
     case WireError::kDgramBadLength:
-    case WireError::kDgramBadSegment: return term::kRdmapOpUnspecified;
+    case WireError::kDgramBadSegment:
+    case WireError::kRdmBadVersion:
+    case WireError::kRdmBadOp:
+    case WireError::kRdmReservedBits:
+    case WireError::kRdmBadLength: return term::kRdmapOpUnspecified;
   }
   return term::kRdmapOpUnspecified;
 }
@@ -86,6 +90,10 @@ const char* ToString(WireError e) {
     case WireError::kDgramReservedBits: return "datagram: reserved bits set";
     case WireError::kDgramBadLength: return "datagram: bad length";
     case WireError::kDgramBadSegment: return "datagram: bad segmentation fields";
+    case WireError::kRdmBadVersion: return "RDM message: unknown version";
+    case WireError::kRdmBadOp: return "RDM message: unknown op";
+    case WireError::kRdmReservedBits: return "RDM message: reserved bits or unused fields set";
+    case WireError::kRdmBadLength: return "RDM message: size does not match its bytes";
   }
   return "unknown wire error";
 }

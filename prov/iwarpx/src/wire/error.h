@@ -62,6 +62,12 @@ enum class WireError : uint8_t {
   kDgramReservedBits,
   kDgramBadLength,
   kDgramBadSegment,
+
+  // RDM message protocol inside RDMAP Sends (docs/wire.md §3.10).
+  kRdmBadVersion,
+  kRdmBadOp,
+  kRdmReservedBits,  // reserved flag bits or bytes, or a field the op does not use
+  kRdmBadLength,     // message size inconsistent with the bytes or the descriptors
 };
 
 // A Terminate cause: RFC 5040 Terminate control word fields.

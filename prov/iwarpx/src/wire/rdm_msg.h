@@ -1,0 +1,86 @@
+// The RDM message header: what the RDM endpoint puts at the start of every
+// RDMAP Send it exchanges over an RD queue pair (docs/wire.md §3.10). One
+// libfabric message (fi_send/fi_tsend and their variants) is one Send: an
+// EAGER carries the data after the header; an RTS (rendezvous) carries up to
+// kRdmMaxSegments descriptors of registered source memory that the receiver
+// pulls with RDMA Reads once a receive matches, then answers with a FIN.
+//
+// Wire image (big-endian):
+//   0 version(8)=1 | 1 op(8) | 2 flags(16) | 4 msg_id(32)
+//   8 tag(64)      (flag T; else 0)
+//  16 data(64)     (flag D, remote CQ data; else 0)
+//  24 size(64)     message length in bytes
+//  EAGER: exactly `size` payload bytes follow (the Send is 32 + size bytes).
+//  RTS:   32 count(8) 1..4 | 33 reserved(24)=0 |
+//         count x { stag(32) | reserved(32)=0 | to(64) | len(64) };
+//         the lengths add up to `size`; msg_id names the transfer.
+//  FIN:   header only: msg_id of the RTS answered, size = bytes read,
+//         flags/tag/data 0.
+//
+// Contract: pure functions on caller-owned memory; DecodeRdmMessage reads
+// only inside its input, never allocates, and refuses anything the format
+// does not allow (first failed check: kTruncated, kRdmBadVersion,
+// kRdmBadOp, kRdmReservedBits, kRdmBadLength). An accepted message encodes
+// back to the same bytes (EAGER: header + the payload view).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "base/bytes.h"
+#include "base/result.h"
+#include "wire/error.h"
+
+namespace iwarpx::wire {
+
+inline constexpr uint8_t kRdmVersion = 1;
+inline constexpr size_t kRdmHeaderSize = 32;
+inline constexpr size_t kRdmMaxSegments = 4;
+inline constexpr size_t kRdmSegmentSize = 24;
+inline constexpr size_t kRdmRtsMaxSize = kRdmHeaderSize + 4 + kRdmMaxSegments * kRdmSegmentSize;
+
+inline constexpr uint16_t kRdmFlagTagged = 0x8000;  // T
+inline constexpr uint16_t kRdmFlagData = 0x4000;    // D
+inline constexpr uint16_t kRdmFlagsReserved = 0x3FFF;
+
+enum class RdmOp : uint8_t { kEager = 1, kRts = 2, kFin = 3 };
+
+struct RdmSegment {
+  uint32_t stag = 0;
+  uint64_t to = 0;
+  uint64_t len = 0;
+  friend bool operator==(const RdmSegment&, const RdmSegment&) = default;
+};
+
+struct RdmHeader {
+  RdmOp op = RdmOp::kEager;
+  bool tagged = false;
+  bool has_data = false;
+  uint32_t msg_id = 0;
+  uint64_t tag = 0;
+  uint64_t data = 0;
+  uint64_t size = 0;
+  // RTS only.
+  uint8_t segment_count = 0;
+  std::array<RdmSegment, kRdmMaxSegments> segments{};
+};
+
+struct RdmMessage {
+  RdmHeader header;
+  ByteSpan payload;  // EAGER: the `size` bytes after the header (a view)
+};
+
+// Bytes the header of `h` takes (32, or 36 + 24 per segment for an RTS).
+size_t RdmHeaderLength(const RdmHeader& h);
+
+// Writes the header of `h` (not the EAGER payload) to `out`; returns its
+// length. kInvalidArgument for what the format cannot carry (RTS without
+// 1..4 segments or whose lengths do not add up to size, FIN with T/D, tag
+// without T, data without D), kNoSpace if `out` is too small.
+Result<size_t, WireError> EncodeRdmHeader(const RdmHeader& h, MutableByteSpan out);
+
+// Decodes one whole received Send.
+Result<RdmMessage, WireError> DecodeRdmMessage(ByteSpan bytes);
+
+}  // namespace iwarpx::wire

@@ -1,0 +1,155 @@
+// The RDM message header codec (wire/rdm_msg.h, docs/wire.md §3.10): known
+// bytes, round trips, and every refusal of the decoder.
+#include "wire/rdm_msg.h"
+
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace iwarpx::wire {
+namespace {
+
+std::vector<uint8_t> Encode(const RdmHeader& h, ByteSpan payload = {}) {
+  std::vector<uint8_t> out(kRdmRtsMaxSize);
+  auto n = EncodeRdmHeader(h, out);
+  EXPECT_TRUE(n.ok());
+  out.resize(n.ok() ? *n : 0);
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+TEST(RdmMsgTest, EagerKnownBytesAndRoundTrip) {
+  RdmHeader h;
+  h.op = RdmOp::kEager;
+  h.tagged = true;
+  h.has_data = true;
+  h.tag = 0x0102030405060708;
+  h.data = 0xAABB;
+  h.size = 3;
+  const std::vector<uint8_t> payload = {7, 8, 9};
+  const std::vector<uint8_t> bytes = Encode(h, payload);
+  const std::vector<uint8_t> want = {1, 1, 0xC0, 0, 0, 0, 0, 0,  // version, op, T|D, msg_id
+                                     1, 2, 3, 4, 5, 6, 7, 8,     // tag
+                                     0, 0, 0, 0, 0, 0, 0xAA, 0xBB,  // data
+                                     0, 0, 0, 0, 0, 0, 0, 3,        // size
+                                     7, 8, 9};
+  EXPECT_EQ(bytes, want);
+  auto m = DecodeRdmMessage(bytes);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->header.op, RdmOp::kEager);
+  EXPECT_TRUE(m->header.tagged && m->header.has_data);
+  EXPECT_EQ(m->header.tag, h.tag);
+  EXPECT_EQ(m->header.data, h.data);
+  ASSERT_EQ(m->payload.size(), 3u);
+  EXPECT_EQ(m->payload[2], 9);
+}
+
+TEST(RdmMsgTest, RtsAndFinRoundTrip) {
+  RdmHeader h;
+  h.op = RdmOp::kRts;
+  h.msg_id = 77;
+  h.size = 300;
+  h.segment_count = 2;
+  h.segments[0] = {0x11223344, 0x1000, 100};
+  h.segments[1] = {0x55667788, 0x9000, 200};
+  const std::vector<uint8_t> bytes = Encode(h);
+  EXPECT_EQ(bytes.size(), 32u + 4 + 48);
+  auto m = DecodeRdmMessage(bytes);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->header.segment_count, 2);
+  EXPECT_EQ(m->header.segments[1], h.segments[1]);
+  EXPECT_EQ(m->header.msg_id, 77u);
+  EXPECT_TRUE(m->payload.empty());
+
+  RdmHeader f;
+  f.op = RdmOp::kFin;
+  f.msg_id = 77;
+  f.size = 300;
+  auto mf = DecodeRdmMessage(Encode(f));
+  ASSERT_TRUE(mf.ok());
+  EXPECT_EQ(mf->header.op, RdmOp::kFin);
+  EXPECT_EQ(mf->header.size, 300u);
+}
+
+TEST(RdmMsgTest, EncoderRefusesWhatTheFormatCannotCarry) {
+  std::vector<uint8_t> out(kRdmRtsMaxSize);
+  RdmHeader h;
+  h.tag = 5;  // tag without T
+  EXPECT_EQ(EncodeRdmHeader(h, out).error(), WireError::kInvalidArgument);
+  h = {};
+  h.op = RdmOp::kRts;
+  h.size = 10;  // no segments
+  EXPECT_EQ(EncodeRdmHeader(h, out).error(), WireError::kInvalidArgument);
+  h.segment_count = 1;
+  h.segments[0].len = 9;  // does not add up
+  EXPECT_EQ(EncodeRdmHeader(h, out).error(), WireError::kInvalidArgument);
+  h.segments[0].len = 10;
+  EXPECT_EQ(EncodeRdmHeader(h, MutableByteSpan(out.data(), 40)).error(), WireError::kNoSpace);
+  h = {};
+  h.op = RdmOp::kFin;
+  h.tagged = true;
+  EXPECT_EQ(EncodeRdmHeader(h, out).error(), WireError::kInvalidArgument);
+}
+
+TEST(RdmMsgTest, DecoderRefusesBadInputInOrder) {
+  RdmHeader h;
+  h.size = 4;
+  std::vector<uint8_t> good = Encode(h, std::vector<uint8_t>{1, 2, 3, 4});
+  ASSERT_TRUE(DecodeRdmMessage(good).ok());
+  EXPECT_EQ(DecodeRdmMessage(ByteSpan(good.data(), 1)).error(), WireError::kTruncated);
+  auto bad = good;
+  bad[0] = 2;
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadVersion);
+  bad = good;
+  bad[1] = 4;
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadOp);
+  bad[1] = 0;
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadOp);
+  EXPECT_EQ(DecodeRdmMessage(ByteSpan(good.data(), 31)).error(), WireError::kTruncated);
+  bad = good;
+  bad[3] = 1;  // reserved flag bit
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmReservedBits);
+  bad = good;
+  bad[15] = 1;  // tag without T
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmReservedBits);
+  bad = good;
+  bad[23] = 1;  // data without D
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmReservedBits);
+  bad = good;
+  bad[7] = 1;  // msg_id on an EAGER
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmReservedBits);
+  bad = good;
+  bad.push_back(0);  // one byte more than size
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadLength);
+  bad = good;
+  bad[31] = 0xFF;  // size far beyond the bytes
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadLength);
+
+  RdmHeader r;
+  r.op = RdmOp::kRts;
+  r.size = 8;
+  r.segment_count = 1;
+  r.segments[0] = {1, 0, 8};
+  const std::vector<uint8_t> rts = Encode(r);
+  ASSERT_TRUE(DecodeRdmMessage(rts).ok());
+  bad = rts;
+  bad[32] = 5;  // too many segments
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadLength);
+  bad = rts;
+  bad[33] = 1;
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmReservedBits);
+  bad = rts;
+  bad[40] = 1;  // segment reserved word
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmReservedBits);
+  bad = rts;
+  bad[59] = 9;  // lengths no longer add up to size
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadLength);
+  EXPECT_EQ(DecodeRdmMessage(ByteSpan(rts.data(), rts.size() - 1)).error(),
+            WireError::kTruncated);
+  bad = rts;
+  bad.push_back(0);
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadLength);
+}
+
+}  // namespace
+}  // namespace iwarpx::wire
