@@ -51,6 +51,7 @@ rd::RdQp* RdChannel::Make(const RdPeerKey& key, const rd::InboundSessions& sessi
   if (!q.ok()) return nullptr;
   rd::RdQp* p = q.value().get();
   peers_[key].qp = std::move(q).value();
+  client_.PeerCreated(key, *p);
   return p;
 }
 

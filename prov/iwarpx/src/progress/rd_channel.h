@@ -63,6 +63,9 @@ class RdChannelClient {
   // A QP to `key` is being made: the sink for its completions (must outlive
   // the QP; the channel destroys QPs before itself).
   virtual qp::CompletionSink& PeerSink(const RdPeerKey& key) = 0;
+  // The QP to `key` was made (before any datagram reaches it): post its
+  // receives here.
+  virtual void PeerCreated(const RdPeerKey& /*key*/, rd::RdQp& /*qp*/) {}
   // The QP to `key` failed and flushed; it is destroyed after this returns.
   virtual void PeerFailed(const RdPeerKey& key) = 0;
 };
