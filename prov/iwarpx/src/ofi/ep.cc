@@ -22,6 +22,7 @@
 #include "ofi/mr.h"
 #include "ofi/pep.h"
 #include "ofi/prov.h"
+#include "ofi/qp_post.h"
 
 namespace iwarpx::ofi {
 namespace {
@@ -50,26 +51,6 @@ int CopyName(const transport::SockAddr& a, void* addr, size_t* addrlen) {
   if (addr == nullptr || have < need) return -FI_ETOOSMALL;
   std::memcpy(addr, a.sa(), need);
   return 0;
-}
-
-int ErrFor(const qp::WcError& e) {
-  switch (e.origin) {
-    case qp::TermOrigin::kLocalClose: return FI_ECANCELED;
-    case qp::TermOrigin::kConnectionLost: return FI_ECONNABORTED;
-    default: break;
-  }
-  // RDMAP remote protection (layer 0, etype 1) and DDP tagged buffer errors
-  // (layer 1, etype 1) are access violations.
-  if ((e.cause.layer == 0 || e.cause.layer == 1) && e.cause.etype == 1) return FI_EACCES;
-  return FI_EIO;
-}
-
-// The CQ error entry for an engine error: err and the Terminate cause.
-struct fi_cq_err_entry ErrEntry(const qp::WcError& error) {
-  struct fi_cq_err_entry e = {};
-  e.err = ErrFor(error);
-  e.prov_errno = qp::ProvErrno(error.cause);
-  return e;
 }
 
 }  // namespace
@@ -188,7 +169,7 @@ int Endpoint::Close() {
     qp_ = nullptr;
     channel_.reset();  // unregisters from the engine and closes the socket
     // The engine lock is also the memory table's (Domain::table_mu).
-    for (uint32_t i = 0; i < reporter_.tx_size(); ++i) ReleaseTempStag(reporter_.tx(i));
+    for (uint32_t i = 0; i < reporter_.tx_size(); ++i) ReleaseTempStag(domain_, reporter_.tx(i));
   }
   if (eq_ != nullptr) eq_->Unref();
   Domain* d = domain_;
@@ -494,27 +475,12 @@ void Endpoint::OnTerminated(wire::TermCause cause, qp::TermOrigin origin) {
   }
 }
 
-void Endpoint::ReleaseTempStag(Slot& s) {
-  if (s.temp_stag == 0) return;
-  (void)domain_->table().Deregister(s.temp_stag);
-  s.temp_stag = 0;
-}
-
-void Endpoint::ReportTx(uint32_t index, bool success, const qp::WcError* error) {
-  ReleaseTempStag(reporter_.tx(index));
-  if (success) {
-    reporter_.CompleteTx(index);
-  } else {
-    reporter_.FailTx(index, ErrEntry(*error));
-  }
-}
-
 void Endpoint::OnSendComplete(uint64_t context) {
-  ReportTx(static_cast<uint32_t>(context), true, nullptr);
+  ReportQpTx(reporter_, domain_, static_cast<uint32_t>(context), nullptr);
 }
 
 void Endpoint::OnRdmaComplete(uint64_t context, qp::WcOp /*op*/) {
-  ReportTx(static_cast<uint32_t>(context), true, nullptr);
+  ReportQpTx(reporter_, domain_, static_cast<uint32_t>(context), nullptr);
 }
 
 void Endpoint::OnRecvComplete(uint64_t context, size_t bytes, const qp::RecvInfo& info) {
@@ -539,10 +505,10 @@ void Endpoint::OnRecvComplete(uint64_t context, size_t bytes, const qp::RecvInfo
 
 void Endpoint::OnError(uint64_t context, qp::WcOp op, const qp::WcError& error) {
   if (op == qp::WcOp::kRecv) {
-    reporter_.FailRx(static_cast<uint32_t>(context & ~kRxContextBit), ErrEntry(error));
+    reporter_.FailRx(static_cast<uint32_t>(context & ~kRxContextBit), QpErrEntry(error));
     return;
   }
-  ReportTx(static_cast<uint32_t>(context), false, &error);
+  ReportQpTx(reporter_, domain_, static_cast<uint32_t>(context), &error);
 }
 
 int EndpointOpen(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep,

@@ -115,13 +115,14 @@ class Endpoint final : public progress::ChannelSink {
   // (fi_senddata; -FI_EOPNOTSUPP unless the connection negotiated it).
   ssize_t PostSend(const struct iovec* iov, size_t count, fi_addr_t dest, void* context,
                    uint64_t flags, uint64_t data);
-  ssize_t PostWrite(const struct iovec* iov, size_t count, uint64_t addr, uint64_t key,
-                    void* context, uint64_t flags, uint64_t data);
-  ssize_t PostRead(const struct iovec* iov, void** desc, size_t count, uint64_t addr, uint64_t key,
-                   void* context, uint64_t flags);
+  // The RmaOps/AtomicOps calls (rma_ops.h); the shared body is qp_post.h.
+  ssize_t PostWrite(const struct iovec* iov, size_t count, fi_addr_t dest, uint64_t addr,
+                    uint64_t key, void* context, uint64_t flags, uint64_t data);
+  ssize_t PostRead(const struct iovec* iov, void** desc, size_t count, fi_addr_t src, uint64_t addr,
+                   uint64_t key, void* context, uint64_t flags);
   ssize_t PostAtomic(const void* buf, size_t count, enum fi_datatype datatype, enum fi_op op,
-                     uint64_t addr, uint64_t key, const void* compare, void* result, void* context,
-                     uint64_t flags, bool fetch, bool cmp);
+                     fi_addr_t dest, uint64_t addr, uint64_t key, const void* compare, void* result,
+                     void* context, uint64_t flags, bool fetch, bool cmp);
   [[nodiscard]] uint64_t tx_op_flags() const { return tx_op_flags_; }
   [[nodiscard]] uint64_t rx_op_flags() const { return rx_op_flags_; }
 
@@ -145,11 +146,6 @@ class Endpoint final : public progress::ChannelSink {
   int AdoptHandle(struct fid* handle);
   // The QP when data may flow, else nullptr with the -FI_E* in *err (logged).
   qp::QueuePair* ReadyQp(const char* call, ssize_t* err);
-  // FI_DELIVERY_COMPLETE: posts the zero-length Read in `fence_index` that
-  // reports for the (silent) write slot `write_index`. False (fence slot
-  // freed) when the send queue is full.
-  bool PostDeliveryFence(qp::QueuePair* qp, uint32_t write_index, uint32_t fence_index,
-                         uint64_t addr, uint32_t key);
   // After a post: the QP may have started transmitting or blocked.
   void AfterPost();
   qp::QpConfig MakeQpConfig() const;
@@ -158,8 +154,6 @@ class Endpoint final : public progress::ChannelSink {
   // only then is the iwarpx Send with Immediate Data extension offered in
   // the MPA exchange (docs/wire.md), so default connections never carry it.
   bool WantsCqData() const;
-  void ReportTx(uint32_t index, bool success, const qp::WcError* error);
-  void ReleaseTempStag(Slot& s);
 
   FidHandle<struct fid_ep, Endpoint> handle_;
   Domain* domain_;
