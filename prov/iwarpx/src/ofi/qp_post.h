@@ -31,7 +31,7 @@ class Domain;
 
 struct QpTarget {
   EpReporter& reporter;
-  Domain* domain;
+  Domain* domain = nullptr;
   qp::QueuePair& qp;
   uint64_t ctx_bits = 0;
 };
