@@ -30,40 +30,28 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_endpoint.h>
 
-#include "ofi/common.h"
-#include "ofi/ep_reporter.h"
+#include "ofi/cl_ep.h"
 #include "progress/dgram_channel.h"
 #include "rd/ud_qp.h"
 
 namespace iwarpx::ofi {
 
-class Av;
-class Domain;
-class Fabric;
-
-class DgramEndpoint final : public rd::UdSink {
+class DgramEndpoint final : public ClEndpoint, public rd::UdSink {
  public:
   static int Open(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep,
                   void* context);
-  static DgramEndpoint* From(struct fid* fid);
-  struct fid_ep* fid() {
-    return &handle_.fid;
+  static DgramEndpoint* FromEp(struct fid_ep* ep) {
+    return static_cast<DgramEndpoint*>(ClEndpoint::FromEp(ep));
   }
-  ~DgramEndpoint() override;
 
-  int Close();
-  int Bind(struct fid* bfid, uint64_t flags);
-  int Control(int command, void* arg);
-  int GetName(void* addr, size_t* addrlen);
-  ssize_t Cancel(void* context);
+  int Close() override;
+  ssize_t Cancel(void* context) override;
   // The fi_ops_msg calls (MsgOps). `src` is ignored (no FI_DIRECTED_RECV);
   // FI_REMOTE_CQ_DATA is -FI_ENOSYS.
   ssize_t PostRecv(const struct iovec* iov, size_t count, fi_addr_t src, void* context,
                    uint64_t flags);
   ssize_t PostSend(const struct iovec* iov, size_t count, fi_addr_t dest, void* context,
                    uint64_t flags, uint64_t data);
-  [[nodiscard]] uint64_t tx_op_flags() const { return tx_op_flags_; }
-  [[nodiscard]] uint64_t rx_op_flags() const { return rx_op_flags_; }
 
   // rd::UdSink, engine lock held.
   void OnSendComplete(uint64_t context) override;
@@ -71,16 +59,11 @@ class DgramEndpoint final : public rd::UdSink {
   void OnError(uint64_t context, qp::WcOp op, rd::UdError error, int err) override;
 
  private:
-  DgramEndpoint(Domain* domain, size_t tx_size, size_t rx_size);
+  explicit DgramEndpoint(const OpenArgs& args) : ClEndpoint(args, "a DGRAM endpoint") {}
+  [[nodiscard]] transport::SockAddr LocalAddress() const override {
+    return channel_->local_address();
+  }
 
-  FidHandle<struct fid_ep, DgramEndpoint> handle_;
-  Domain* domain_;
-  Fabric* fabric_;
-  EpReporter reporter_;
-  Av* av_ = nullptr;
-  uint64_t tx_op_flags_ = 0;
-  uint64_t rx_op_flags_ = 0;
-  bool enabled_ = false;
   std::unique_ptr<progress::DgramChannel> channel_;
 };
 

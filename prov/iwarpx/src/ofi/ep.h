@@ -94,6 +94,7 @@ class Endpoint final : public progress::ChannelSink {
   int Close();
   int Bind(struct fid* bfid, uint64_t flags);
   int Control(int command, void* arg);
+  static Endpoint* FromEp(struct fid_ep* ep) { return OwnerOf<Endpoint>(ep); }
   // fi_ops_cm (ep.cc).
   int GetName(void* addr, size_t* addrlen);
   int SetName(const void* addr, size_t addrlen);

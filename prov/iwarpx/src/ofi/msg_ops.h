@@ -5,10 +5,10 @@
 //   ssize_t PostSend(const iovec*, size_t count, fi_addr_t dest, void* context,
 //                    uint64_t flags, uint64_t data);
 //   uint64_t rx_op_flags() const; uint64_t tx_op_flags() const;
-// and is the owner of its fid_ep (FidHandle). The flags each call passes are
-// those of fi_msg(3): the endpoint's op_flags for the calls that take none
-// (without FI_REMOTE_CQ_DATA, which only the *data calls and fi_sendmsg
-// carry), FI_INJECT for fi_inject*, the caller's flags for fi_*msg.
+// and `static Ep* FromEp(struct fid_ep*)`, the object behind its fid_ep. The flags each call passes
+// are those of fi_msg(3): the endpoint's op_flags for the calls that take none (without
+// FI_REMOTE_CQ_DATA, which only the *data calls and fi_sendmsg carry), FI_INJECT for fi_inject*,
+// the caller's flags for fi_*msg.
 #pragma once
 
 #include <sys/uio.h>
@@ -21,7 +21,7 @@ namespace iwarpx::ofi {
 
 template <class Ep>
 struct MsgOps {
-  static Ep* Self(struct fid_ep* ep) { return OwnerOf<Ep>(ep); }
+  static Ep* Self(struct fid_ep* ep) { return Ep::FromEp(ep); }
 
   static ssize_t Recv(struct fid_ep* ep, void* buf, size_t len, void* /*desc*/, fi_addr_t src,
                       void* context) {

@@ -10,10 +10,10 @@
 //                      const void* compare, void* result, void* context,
 //                      uint64_t flags, bool fetch, bool cmp);
 //   uint64_t tx_op_flags() const;
-// and owns its fid_ep (FidHandle). Flags as in MsgOps: the endpoint's
-// op_flags for calls that take none, FI_INJECT for fi_inject*, FI_REMOTE_CQ_DATA
-// for the *data calls, the caller's flags for fi_*msg. One remote iovec
-// (rma_iov_limit 1) and one local ioc per atomic.
+// and `static Ep* FromEp(struct fid_ep*)`, the object behind its fid_ep. Flags as in MsgOps: the
+// endpoint's op_flags for calls that take none, FI_INJECT for fi_inject*, FI_REMOTE_CQ_DATA for the
+// *data calls, the caller's flags for fi_*msg. One remote iovec (rma_iov_limit 1) and one local ioc
+// per atomic.
 #pragma once
 
 #include <sys/uio.h>
@@ -31,7 +31,7 @@ namespace iwarpx::ofi {
 
 template <class Ep>
 struct RmaOps {
-  static Ep* Self(struct fid_ep* ep) { return OwnerOf<Ep>(ep); }
+  static Ep* Self(struct fid_ep* ep) { return Ep::FromEp(ep); }
 
   static ssize_t Read(struct fid_ep* ep, void* buf, size_t len, void* desc, fi_addr_t src,
                       uint64_t addr, uint64_t key, void* context) {
@@ -107,7 +107,7 @@ struct RmaOps {
 
 template <class Ep>
 struct AtomicOps {
-  static Ep* Self(struct fid_ep* ep) { return OwnerOf<Ep>(ep); }
+  static Ep* Self(struct fid_ep* ep) { return Ep::FromEp(ep); }
 
   static ssize_t Write(struct fid_ep* ep, const void* buf, size_t count, void* /*desc*/,
                        fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype datatype,
