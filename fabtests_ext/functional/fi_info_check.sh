@@ -17,12 +17,13 @@ fail() { echo "FAIL: $*"; rc=1; }
 out=$(timeout 30 "$fi_info" -p iwarpx 2>&1) || fail "fi_info -p iwarpx exited non-zero: $out"
 grep -q 'type: FI_EP_MSG' <<<"$out" || fail "no FI_EP_MSG entry"
 grep -q 'type: FI_EP_DGRAM' <<<"$out" || fail "no FI_EP_DGRAM entry"
+grep -q 'type: FI_EP_RDM' <<<"$out" || fail "no FI_EP_RDM entry"
 grep -q 'protocol: FI_PROTO_IWARP' <<<"$out" || fail "no FI_PROTO_IWARP entry"
 grep -q 'ofi_rxm' <<<"$out" && fail "ofi_rxm layered over iwarpx (declined on purpose)"
 echo "$out" | grep -E 'provider:|type:|protocol:' | sort | uniq -c
 
 params=$(timeout 30 "$fi_info" -e 2>&1 | tr -d '\0')
-for p in MPA_CRC MPA_REV MPA_MARKERS IRD ORD PROGRESS_THREAD MAX_MR MULPDU DGRAM_CRC FAULT BUSY_POLL; do
+for p in MPA_CRC MPA_REV MPA_MARKERS IRD ORD PROGRESS_THREAD MAX_MR MULPDU DGRAM_CRC FAULT BUSY_POLL RD_TIMEOUT RDM_EAGER RD_SEGMENT; do
   grep -A1 "^# FI_IWARPX_$p:" <<<"$params" | grep -q '^# iwarpx: ..........' ||
     fail "fi_info -e: FI_IWARPX_$p missing or without help text"
 done

@@ -3,7 +3,7 @@
 # Debian's own fi_pingpong (libfabric-bin, a client nobody here wrote) over an iwarpx
 # endpoint on loopback: the server and the client run with -c (every payload checked) for
 # all of fi_pingpong's default sizes. IWARPX_PP_EP selects the endpoint type (msg, the
-# default, or dgram). The server is started here, its PID recorded, and only that PID is
+# default, dgram or rdm). The server is started here, its PID recorded, and only that PID is
 # stopped. Both sides are bounded by timeout.
 set -uo pipefail
 pingpong=$1
@@ -13,8 +13,8 @@ unset FI_PROVIDER
 
 ep=${IWARPX_PP_EP:-msg}
 case $ep in
-  msg | dgram) ;;
-  *) echo "FAIL: IWARPX_PP_EP=$ep (msg or dgram)"; exit 1 ;;
+  msg | dgram | rdm) ;;
+  *) echo "FAIL: IWARPX_PP_EP=$ep (msg, dgram or rdm)"; exit 1 ;;
 esac
 # A port nobody uses (TCP and UDP): the kernel's choice for a throw-away bind.
 port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
@@ -24,7 +24,7 @@ trap 'rm -f "$log"; [ -n "${srv:-}" ] && kill "$srv" 2>/dev/null' EXIT
 timeout 120 "$pingpong" -p iwarpx -e "$ep" -c -B "$port" "$@" >"$log" 2>&1 &
 srv=$!
 # Wait until the server listens (at most 10 s): the MSG endpoint's own TCP
-# listener, or for dgram fi_pingpong's out-of-band TCP socket on the same port.
+# listener, or for dgram/rdm fi_pingpong's out-of-band TCP socket on the same port.
 for _ in $(seq 100); do
   ss -H -ltn "sport = :$port" | grep -q LISTEN && break
   sleep 0.1

@@ -64,28 +64,40 @@ class ObjectsTest : public ::testing::Test {
   fid_domain* domain_ = nullptr;
 };
 
-TEST(GetInfo, NoHintsListsMsgThenDgram) {
+TEST(GetInfo, NoHintsListsMsgThenDgramThenRdm) {
   fi_info* info = nullptr;
   ASSERT_EQ(fi_getinfo(kVersion, nullptr, nullptr, 0, nullptr, &info), 0);
   int msg = 0;
   int dgram = 0;
+  int rdm = 0;
   for (fi_info* i = info; i != nullptr; i = i->next) {
     ASSERT_STREQ(i->fabric_attr->prov_name, "iwarpx");
     EXPECT_EQ(i->ep_attr->protocol, static_cast<uint32_t>(FI_PROTO_IWARP));
     EXPECT_TRUE(i->addr_format == FI_SOCKADDR_IN || i->addr_format == FI_SOCKADDR_IN6);
     EXPECT_EQ(i->domain_attr->data_progress, FI_PROGRESS_MANUAL);
     if (i->ep_attr->type == FI_EP_MSG) {
-      EXPECT_EQ(dgram, 0) << "MSG entries come first";
+      EXPECT_EQ(dgram + rdm, 0) << "MSG entries come first";
       EXPECT_EQ(i->caps & (FI_MSG | FI_RMA | FI_ATOMIC), FI_MSG | FI_RMA | FI_ATOMIC);
       ++msg;
-    } else {
-      EXPECT_EQ(i->ep_attr->type, FI_EP_DGRAM);
+    } else if (i->ep_attr->type == FI_EP_DGRAM) {
+      EXPECT_EQ(rdm, 0) << "DGRAM entries before RDM";
       EXPECT_EQ(i->caps & (FI_MSG | FI_SOURCE | FI_RMA), FI_MSG | FI_SOURCE);
       ++dgram;
+    } else {
+      EXPECT_EQ(i->ep_attr->type, FI_EP_RDM);
+      constexpr uint64_t kRdm =
+          FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SOURCE | FI_DIRECTED_RECV;
+      EXPECT_EQ(i->caps & kRdm, kRdm);
+      EXPECT_EQ(i->tx_attr->iov_limit, 3u);  // the RDM header takes one SGE
+      EXPECT_EQ(i->domain_attr->cq_data_size, 8u);
+      EXPECT_EQ(i->mode & FI_RX_CQ_DATA, 0u);  // CQ data travels in the RDM header
+      EXPECT_NE(i->ep_attr->mem_tag_format, 0u);
+      ++rdm;
     }
   }
   EXPECT_GE(msg, 1);
   EXPECT_EQ(dgram, msg);  // one per address family each
+  EXPECT_EQ(rdm, msg);
   fi_freeinfo(info);
 }
 
@@ -97,7 +109,12 @@ TEST(GetInfo, CapsSubsetMatchesSupersetDoesNot) {
   EXPECT_EQ(info->caps & (FI_SEND | FI_RECV), FI_SEND | FI_RECV);
   EXPECT_EQ(info->caps & FI_RMA, 0u);
   fi_freeinfo(info);
-  hints->caps = FI_MSG | FI_TAGGED;
+  hints->caps = FI_MSG | FI_TAGGED;  // only the RDM endpoint tags
+  info = nullptr;
+  ASSERT_EQ(GetInfo(hints, &info), 0);
+  for (fi_info* i = info; i != nullptr; i = i->next) EXPECT_EQ(i->ep_attr->type, FI_EP_RDM);
+  fi_freeinfo(info);
+  hints->caps = FI_MSG | FI_MULTICAST;  // nobody
   info = nullptr;
   EXPECT_EQ(GetInfo(hints, &info), -FI_ENODATA);
   EXPECT_EQ(info, nullptr);
@@ -107,7 +124,7 @@ TEST(GetInfo, CapsSubsetMatchesSupersetDoesNot) {
 TEST(GetInfo, EpTypeAndAttrsAreHonoured) {
   fi_info* hints = Hints();
   fi_info* info = nullptr;
-  hints->ep_attr->type = FI_EP_RDM;  // not yet (issue 4)
+  hints->ep_attr->type = FI_EP_SOCK_STREAM;  // not offered
   EXPECT_EQ(GetInfo(hints, &info), -FI_ENODATA);
   hints->ep_attr->type = FI_EP_MSG;
   hints->tx_attr->iov_limit = 1000;
@@ -320,12 +337,12 @@ TEST_P(CqFormatTest, WaitFdTimeoutAndEmptyRead) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, CqFormatTest,
                          ::testing::Values(FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG,
-                                           FI_CQ_FORMAT_DATA));
+                                           FI_CQ_FORMAT_DATA, FI_CQ_FORMAT_TAGGED));
 
 TEST_F(ObjectsTest, CqWaitObjectsAndFormats) {
   fi_cq_attr attr{};
   fid_cq* cq = nullptr;
-  attr.format = FI_CQ_FORMAT_TAGGED;
+  attr.format = static_cast<fi_cq_format>(FI_CQ_FORMAT_TAGGED + 1);  // no such format
   EXPECT_EQ(fi_cq_open(domain_, &attr, &cq, nullptr), -FI_ENOSYS);
   attr.format = FI_CQ_FORMAT_CONTEXT;
   attr.wait_obj = FI_WAIT_SET;

@@ -268,7 +268,15 @@ std::optional<transport::SockAddr> Av::Get(fi_addr_t fi_addr) {
 
 fi_addr_t Av::Find(const transport::SockAddr& addr) {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto it = index_.find(KeyOf(addr));
+  auto it = index_.find(KeyOf(addr));
+  if (it == index_.end() && addr.is_loopback()) {
+    // A peer on this host bound to the wildcard address names itself 0.0.0.0
+    // (or ::) with fi_getname, but its datagrams come from the loopback
+    // address: the wildcard entry with the same port is that peer.
+    transport::SockAddr any = addr.is_ipv6() ? transport::SockAddr::Any6(addr.port())
+                                             : transport::SockAddr::Any4(addr.port());
+    it = index_.find(KeyOf(any));
+  }
   return it == index_.end() ? FI_ADDR_NOTAVAIL : it->second;
 }
 

@@ -48,7 +48,9 @@ class Av {
 
   // The address of a valid entry.
   std::optional<transport::SockAddr> Get(fi_addr_t addr);
-  // The entry holding `addr`, or FI_ADDR_NOTAVAIL.
+  // The entry holding `addr`, or FI_ADDR_NOTAVAIL. A loopback source also
+  // finds an entry inserted as the wildcard address with its port (a peer on
+  // this host bound to "any address" names itself that way).
   fi_addr_t Find(const transport::SockAddr& addr);
 
   // The fi_ops_av entries.

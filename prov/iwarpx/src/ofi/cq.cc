@@ -90,9 +90,10 @@ int Cq::Open(struct fid_domain* domain, struct fi_cq_attr* attr, struct fid_cq**
     case FI_CQ_FORMAT_UNSPEC: format = FI_CQ_FORMAT_CONTEXT; break;
     case FI_CQ_FORMAT_CONTEXT:
     case FI_CQ_FORMAT_MSG:
-    case FI_CQ_FORMAT_DATA: break;
+    case FI_CQ_FORMAT_DATA:
+    case FI_CQ_FORMAT_TAGGED: break;
     default:
-      IWX_WARN(cq, "fi_cq_open: format %d is not supported (CONTEXT, MSG or DATA; no FI_TAGGED)\n",
+      IWX_WARN(cq, "fi_cq_open: format %d is not supported (CONTEXT, MSG, DATA or TAGGED)\n",
                static_cast<int>(format));
       return -FI_ENOSYS;
   }
@@ -134,6 +135,16 @@ Cq* Cq::From(struct fid* fid) {
 }
 
 bool Cq::Post(const struct fi_cq_data_entry& c, fi_addr_t src) {
+  struct fi_cq_tagged_entry t = {};
+  t.op_context = c.op_context;
+  t.flags = c.flags;
+  t.len = c.len;
+  t.buf = c.buf;
+  t.data = c.data;
+  return Post(t, src);
+}
+
+bool Cq::Post(const struct fi_cq_tagged_entry& c, fi_addr_t src) {
   std::lock_guard<std::mutex> lock(waiter_.mu);
   Slot* s = ring_.Push();
   if (s == nullptr) return false;
@@ -143,6 +154,7 @@ bool Cq::Post(const struct fi_cq_data_entry& c, fi_addr_t src) {
   s->entry.len = c.len;
   s->entry.buf = c.buf;
   s->entry.data = c.data;
+  s->entry.tag = c.tag;
   s->src = src;
   s->error = false;
   waiter_.Signal();
@@ -166,6 +178,7 @@ size_t Cq::EntrySize() const {
   switch (format_) {
     case FI_CQ_FORMAT_MSG: return sizeof(struct fi_cq_msg_entry);
     case FI_CQ_FORMAT_DATA: return sizeof(struct fi_cq_data_entry);
+    case FI_CQ_FORMAT_TAGGED: return sizeof(struct fi_cq_tagged_entry);
     default: return sizeof(struct fi_cq_entry);
   }
 }
@@ -178,13 +191,14 @@ ssize_t Cq::ReadLocked(void* buf, size_t count, fi_addr_t* src_addr) {
   const size_t size = EntrySize();
   while (n < count && !ring_.empty() && !ring_.front().error) {
     const struct fi_cq_err_entry& e = ring_.front().entry;
-    struct fi_cq_data_entry d = {};
+    struct fi_cq_tagged_entry d = {};
     d.op_context = e.op_context;
     d.flags = e.flags;
     d.len = e.len;
     d.buf = e.buf;
     d.data = e.data;
-    // The three formats are prefixes of fi_cq_data_entry.
+    d.tag = e.tag;
+    // The four formats are prefixes of fi_cq_tagged_entry.
     std::memcpy(out + n * size, &d, size);
     if (src_addr != nullptr) src_addr[n] = ring_.front().src;
     ring_.Pop();

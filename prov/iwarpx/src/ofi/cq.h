@@ -1,6 +1,6 @@
 // Completion queues (fi_cq_open): a bounded ring of completions that the
 // engine fills and the application drains, in the format chosen at open
-// (FI_CQ_FORMAT_CONTEXT, _MSG or _DATA; UNSPEC means CONTEXT).
+// (FI_CQ_FORMAT_CONTEXT, _MSG, _DATA or _TAGGED; UNSPEC means CONTEXT).
 //
 // Contract
 // - Completions and error completions share one ring, so they are read in the
@@ -49,6 +49,7 @@ class Cq {
 
   // Engine side.
   // `src`: the sender's fi_addr for fi_cq_readfrom (FI_ADDR_NOTAVAIL: none).
+  bool Post(const struct fi_cq_tagged_entry& c, fi_addr_t src = FI_ADDR_NOTAVAIL);
   bool Post(const struct fi_cq_data_entry& c, fi_addr_t src = FI_ADDR_NOTAVAIL);
   bool PostError(const struct fi_cq_err_entry& e);
 

@@ -20,6 +20,7 @@
 #include "ofi/mr.h"
 #include "ofi/poll.h"
 #include "ofi/prov.h"
+#include "ofi/rdm_ep.h"
 
 namespace iwarpx::ofi {
 namespace {
@@ -31,6 +32,9 @@ int DomainClose(struct fid* fid) {
 }
 
 int OpenByType(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep, void* context) {
+  if (info != nullptr && info->ep_attr != nullptr && info->ep_attr->type == FI_EP_RDM) {
+    return RdmEndpoint::Open(domain, info, ep, context);
+  }
   if (info != nullptr && info->ep_attr != nullptr && info->ep_attr->type == FI_EP_DGRAM) {
     return DgramEndpoint::Open(domain, info, ep, context);
   }

@@ -197,7 +197,16 @@ void EpReporter::FailTx(uint32_t index, struct fi_cq_err_entry err) {
   FreeTx(index);
 }
 
-void EpReporter::CompleteRx(uint32_t index, struct fi_cq_data_entry c, fi_addr_t src) {
+void EpReporter::CompleteRx(uint32_t index, const struct fi_cq_data_entry& c, fi_addr_t src) {
+  struct fi_cq_tagged_entry t = {};
+  t.flags = c.flags;
+  t.len = c.len;
+  t.buf = c.buf;
+  t.data = c.data;
+  CompleteRx(index, t, src);
+}
+
+void EpReporter::CompleteRx(uint32_t index, struct fi_cq_tagged_entry c, fi_addr_t src) {
   Slot& s = rx_slots_[index];
   if (rx_cq_ != nullptr && s.report) {
     c.op_context = s.context;

@@ -85,7 +85,8 @@ class EpReporter {
   void FailTx(uint32_t index, struct fi_cq_err_entry err);
   // A receive finished: `c` gets the slot's context (and buf unless set);
   // frees the slot.
-  void CompleteRx(uint32_t index, struct fi_cq_data_entry c, fi_addr_t src);
+  void CompleteRx(uint32_t index, struct fi_cq_tagged_entry c, fi_addr_t src);
+  void CompleteRx(uint32_t index, const struct fi_cq_data_entry& c, fi_addr_t src);
   void FailRx(uint32_t index, struct fi_cq_err_entry err);
 
   Cq* tx_cq() { return tx_cq_; }

@@ -33,6 +33,9 @@ constexpr uint64_t kMsgOrder = FI_ORDER_SAS | FI_ORDER_SAW | FI_ORDER_WAW | FI_O
 // the MSG endpoint exists such a layering would list "iwarpx;ofi_rxm" RDM
 // entries whose endpoints cannot open, so those queries are declined.
 constexpr uint64_t kCoreProvOnly = 1ULL << 59;
+// mem_tag_format of a provider whose tags are 64 opaque bits, all matched
+// with the ignore mask (libfabric's internal FI_TAG_GENERIC).
+constexpr uint64_t kTagGeneric = 0xAAAAAAAAAAAAAAAAull;
 constexpr uint64_t kRmaDirections = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 
 // What one endpoint type offers; getinfo matches hints against each type the
@@ -47,12 +50,15 @@ struct EpTemplate {
   size_t max_order_size;  // RAW and WAW (0: none)
   bool cq_data;           // remote CQ data (RFC 7306 Immediate Data, FI_RX_CQ_DATA)
   size_t rma_iov_limit;
+  size_t iov_limit;
+  bool rx_cq_data_mode;  // remote CQ data consumes a posted receive (FI_RX_CQ_DATA)
   uint64_t all_caps() const { return tx_caps | rx_caps | kExtraCaps; }
 };
 
 // FI_EP_MSG: connected iWARP over TCP (RFC 5040/5041/5044/6581/7306).
-constexpr EpTemplate kMsgEp = {FI_EP_MSG,   "FI_EP_MSG", kTxCaps, kRxCaps,     kMsgOrder,
-                               kMaxMsgSize, kMaxMsgSize, true,    kRmaIovLimit};
+constexpr EpTemplate kMsgEp = {FI_EP_MSG,    "FI_EP_MSG", kTxCaps,     kRxCaps,
+                               kMsgOrder,    kMaxMsgSize, kMaxMsgSize, true,
+                               kRmaIovLimit, kIovLimit,   true};
 // FI_EP_DGRAM: datagram iWARP's UD service over UDP (docs/wire.md §3.5): one
 // Send per datagram, no order, the sender's address with each receive.
 constexpr EpTemplate kDgramEp = {FI_EP_DGRAM,
@@ -63,8 +69,24 @@ constexpr EpTemplate kDgramEp = {FI_EP_DGRAM,
                                  rd::kUdMaxMessage,
                                  0,
                                  false,
-                                 0};
-constexpr const EpTemplate* kTemplates[] = {&kMsgEp, &kDgramEp};
+                                 0,
+                                 kIovLimit,
+                                 false};
+// FI_EP_RDM: datagram iWARP's RD service (docs/wire.md §3.6-3.10): one RD
+// queue pair per peer, so between a pair the same order as on MSG; tagged
+// messages; remote CQ data in the message header (no receive consumed).
+constexpr EpTemplate kRdmEp = {FI_EP_RDM,
+                               "FI_EP_RDM",
+                               kTxCaps | FI_TAGGED,
+                               kRxCaps | FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV,
+                               kMsgOrder,
+                               kMaxMsgSize,
+                               kMaxMsgSize,
+                               true,
+                               kRmaIovLimit,
+                               kRdmIovLimit,
+                               false};
+constexpr const EpTemplate* kTemplates[] = {&kMsgEp, &kDgramEp, &kRdmEp};
 
 int NoMatch(const char* why) {
   IWX_INFO(core, "fi_getinfo: hints not met: %s\n", why);
@@ -339,10 +361,10 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   // posted receive at the target: that is libfabric's FI_RX_CQ_DATA mode. An
   // application that does not accept the mode gets no remote CQ data.
   const bool rx_cq_data_ok =
-      t.cq_data &&
-      (hints == nullptr || ((hints->mode | (hints->rx_attr != nullptr ? hints->rx_attr->mode : 0)) &
-                            FI_RX_CQ_DATA) != 0);
-  if (rx_cq_data_ok) i->mode |= FI_RX_CQ_DATA;
+      t.cq_data && (!t.rx_cq_data_mode || hints == nullptr ||
+                    ((hints->mode | (hints->rx_attr != nullptr ? hints->rx_attr->mode : 0)) &
+                     FI_RX_CQ_DATA) != 0);
+  if (rx_cq_data_ok && t.rx_cq_data_mode) i->mode |= FI_RX_CQ_DATA;
   i->addr_format = c.family == AF_INET ? FI_SOCKADDR_IN : FI_SOCKADDR_IN6;
   if (c.src_len != 0) {
     i->src_addr = CopyAddr(c.src, c.src_len);
@@ -370,7 +392,7 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   tx.size = hints != nullptr && hints->tx_attr != nullptr && hints->tx_attr->size != 0
                 ? hints->tx_attr->size
                 : kTxSize;
-  tx.iov_limit = kIovLimit;
+  tx.iov_limit = t.iov_limit;
   tx.rma_iov_limit = t.rma_iov_limit;
 
   struct fi_rx_attr& rx = *i->rx_attr;
@@ -381,7 +403,7 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   rx.size = hints != nullptr && hints->rx_attr != nullptr && hints->rx_attr->size != 0
                 ? hints->rx_attr->size
                 : kRxSize;
-  rx.iov_limit = kIovLimit;
+  rx.iov_limit = t.iov_limit;
 
   struct fi_ep_attr& ep = *i->ep_attr;
   ep.type = t.type;
@@ -394,6 +416,7 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   ep.max_order_war_size = 0;
   ep.tx_ctx_cnt = 1;
   ep.rx_ctx_cnt = 1;
+  if ((i->caps & FI_TAGGED) != 0) ep.mem_tag_format = kTagGeneric;
 
   struct fi_domain_attr& d = *i->domain_attr;
   d.name = strdup(kDomainName);
@@ -462,8 +485,11 @@ uint64_t EffectiveMrMode(const struct fi_info* info, uint32_t version) {
 
 int CheckDomainInfo(const struct fi_info* info) {
   if (info->ep_attr != nullptr && info->ep_attr->type != FI_EP_UNSPEC &&
-      info->ep_attr->type != FI_EP_MSG && info->ep_attr->type != FI_EP_DGRAM) {
-    IWX_WARN(domain, "fi_domain: ep_type %d is not provided by iwarpx (FI_EP_MSG, FI_EP_DGRAM)\n",
+      info->ep_attr->type != FI_EP_MSG && info->ep_attr->type != FI_EP_DGRAM &&
+      info->ep_attr->type != FI_EP_RDM) {
+    IWX_WARN(domain,
+             "fi_domain: ep_type %d is not provided by iwarpx (FI_EP_MSG, FI_EP_DGRAM, "
+             "FI_EP_RDM)\n",
              static_cast<int>(info->ep_attr->type));
     return -FI_EINVAL;
   }

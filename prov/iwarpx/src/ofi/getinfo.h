@@ -52,6 +52,7 @@ inline constexpr size_t kDefaultRxSize = 256;
 // RFC 6581 IRD/ORD block (FI_OPT_CM_DATA_SIZE).
 inline constexpr size_t kMaxCmData = 508;
 inline constexpr size_t kIovLimit = 4;
+inline constexpr size_t kRdmIovLimit = 3;  // the RDM header takes one SGE
 inline constexpr size_t kRmaIovLimit = 1;
 inline constexpr size_t kInjectSize = 64;
 inline constexpr size_t kMrKeySize = 4;   // an STag

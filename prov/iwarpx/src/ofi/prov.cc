@@ -67,6 +67,20 @@ void DefineParams() {
                   "\"drop=50,dup=10,reorder=20,seed=7\". Applied to every datagram sent; the "
                   "sequence of faults depends only on the seed. A spec that does not parse "
                   "makes datagram endpoints refuse to open. (default: none)");
+  fi_param_define(&g_provider, "rd_timeout", FI_PARAM_INT,
+                  "Milliseconds a reliable-datagram (FI_EP_RDM) peer may leave sent data "
+                  "unacknowledged, or leave probes of a closed window unanswered, before its "
+                  "pending operations complete with errors (FI_ECONNRESET/FI_ECONNABORTED), "
+                  "100..3600000. (default: 10000)");
+  fi_param_define(&g_provider, "rdm_eager", FI_PARAM_INT,
+                  "Bytes of the bounce receives of RDM endpoints, 256..1048576: messages up to "
+                  "this minus the 32-byte RDM header are sent eagerly (copied); larger ones by "
+                  "rendezvous (the receiver pulls them with RDMA Read). (default: 16384)");
+  fi_param_define(&g_provider, "rd_segment", FI_PARAM_INT,
+                  "Largest DDP segment per datagram on RDM endpoints, 128..65460; 0 chooses by "
+                  "path: 65460 to loopback addresses, 1428 (a 1500-byte MTU) otherwise. A "
+                  "datagram larger than the path MTU is fragmented by IP, and losing one "
+                  "fragment loses it (docs/wire.md section 3.7). (default: 0)");
   fi_param_define(&g_provider, "max_mr", FI_PARAM_INT,
                   "Maximum number of live memory registrations per domain (domain_attr "
                   "mr_cnt), 1..16777216. (default: 65536)");
@@ -112,6 +126,15 @@ void ReadParams() {
   ReadInt("max_mr", 1, 1 << 24, &max_mr);
   g_params.max_mr = static_cast<size_t>(max_mr);
   ReadInt("mulpdu", 128, 65532, &g_params.mulpdu);
+  ReadInt("rd_timeout", 100, 3600000, &g_params.rd_timeout_ms);
+  ReadInt("rdm_eager", 256, 1 << 20, &g_params.rdm_eager);
+  int seg = g_params.rd_segment;
+  ReadInt("rd_segment", 0, 65460, &seg);
+  if (seg != 0 && seg < 128) {
+    IWX_WARN(core, "FI_IWARPX_RD_SEGMENT=%d is below 128; choosing by path\n", seg);
+    seg = 0;
+  }
+  g_params.rd_segment = seg;
 }
 
 void Cleanup() {}

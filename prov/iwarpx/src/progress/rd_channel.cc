@@ -46,7 +46,11 @@ RdChannel::~RdChannel() {
 }
 
 rd::RdQp* RdChannel::Make(const RdPeerKey& key, const rd::InboundSessions& sessions) {
-  auto q = rd::RdQp::Create(*port_, key.addr, config_.qpn, key.qpn, config_.qp, stags_, config_.pd,
+  rd::RdQpConfig qc = config_.qp;
+  if (qc.stream.max_segment == 0) {
+    qc.stream.max_segment = key.addr.is_loopback() ? kLoopbackSegment : kPathSegment;
+  }
+  auto q = rd::RdQp::Create(*port_, key.addr, config_.qpn, key.qpn, qc, stags_, config_.pd,
                             client_.PeerSink(key), random_, engine_.clock(), sessions);
   if (!q.ok()) return nullptr;
   rd::RdQp* p = q.value().get();

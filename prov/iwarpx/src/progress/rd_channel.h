@@ -73,10 +73,15 @@ class RdChannelClient {
 struct RdChannelConfig {
   uint32_t qpn = 0;  // our QP number on the socket
   rd::PortConfig port;
+  // qp.stream.max_segment 0 chooses per peer: kLoopbackSegment to loopback
+  // addresses, kPathSegment (a 1500-byte MTU) to others (docs/wire.md §3.7).
   rd::RdQpConfig qp;
   uint32_t pd = 0;
   uint64_t seed = 0;  // sessions; 0: from the clock and the address
 };
+
+inline constexpr size_t kLoopbackSegment = wire::kDgramMaxUlpdu;
+inline constexpr size_t kPathSegment = wire::DgramMaxUlpduLength(1500 - 28);
 
 class RdChannel final : public Pollable, private rd::DgramReceiver {
  public:

@@ -75,7 +75,10 @@ RdmCore::~RdmCore() {
 
 // --- Peers ---------------------------------------------------------------
 
-RdmCore::Peer& RdmCore::PeerFor(const transport::SockAddr& addr) {
+RdmCore::Peer& RdmCore::PeerFor(const transport::SockAddr& name) {
+  // Datagrams from a peer on this host bound to the wildcard address come
+  // from the loopback address: one peer, one key.
+  const transport::SockAddr addr = name.HostLocal();
   auto it = peers_.find(addr);
   if (it != peers_.end()) return *it->second;
   auto p = std::make_unique<Peer>();
@@ -131,8 +134,7 @@ void RdmCore::PeerFailed(const progress::RdPeerKey& key) {
 }
 
 rd::RdQp* RdmCore::Qp(const transport::SockAddr& to) {
-  (void)PeerFor(to);
-  return channel_->Peer({to, kRdmQpn});
+  return channel_->Peer({PeerFor(to).addr, kRdmQpn});
 }
 
 uint32_t RdmCore::AllocBounce() {
@@ -174,7 +176,7 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
                         uint64_t tag, bool has_data, uint64_t data, uint64_t context) {
   if (count > kMaxIov || (count > 0 && iov == nullptr)) return RdmStatus::kInvalid;
   Peer& p = PeerFor(to);
-  rd::RdQp* q = channel_->Peer({to, kRdmQpn});
+  rd::RdQp* q = channel_->Peer({p.addr, kRdmQpn});
   if (q == nullptr) return RdmStatus::kNoPeer;
   const std::optional<uint32_t> index = Alloc(tx_, tx_free_, kMaxTxOps);
   if (!index) return RdmStatus::kAgain;

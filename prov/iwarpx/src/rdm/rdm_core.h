@@ -243,7 +243,8 @@ class RdmCore final : private progress::RdChannelClient {
   void PeerCreated(const progress::RdPeerKey& key, rd::RdQp& qp) override;
   void PeerFailed(const progress::RdPeerKey& key) override;
 
-  Peer& PeerFor(const transport::SockAddr& addr);
+  // The peer named `name` (a wildcard address means this host: HostLocal).
+  Peer& PeerFor(const transport::SockAddr& name);
   Peer* PeerById(PeerId id);
   void PostBounces(Peer& p, rd::RdQp& qp);
   bool PostBounce(Peer& p, rd::RdQp& qp, uint32_t bounce);

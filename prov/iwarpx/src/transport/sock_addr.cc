@@ -212,6 +212,34 @@ bool operator==(const SockAddr& a, const SockAddr& b) {
   return true;  // both empty
 }
 
+bool SockAddr::is_loopback() const {
+  if (family() == AF_INET) {
+    const auto* s4 = reinterpret_cast<const sockaddr_in*>(&storage_);
+    return (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (family() == AF_INET6) {
+    const auto* s6 = reinterpret_cast<const sockaddr_in6*>(&storage_);
+    if (IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) && s6->sin6_addr.s6_addr[12] == 127;
+  }
+  return false;
+}
+
+bool SockAddr::is_any() const {
+  if (family() == AF_INET) {
+    return reinterpret_cast<const sockaddr_in*>(&storage_)->sin_addr.s_addr == htonl(INADDR_ANY);
+  }
+  if (family() == AF_INET6) {
+    return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_addr);
+  }
+  return false;
+}
+
+SockAddr SockAddr::HostLocal() const {
+  if (!is_any()) return *this;
+  return is_ipv6() ? Loopback6(port()) : Loopback4(port());
+}
+
 size_t SockAddrHash::operator()(const SockAddr& a) const {
   // FNV-1a over the fields operator== compares (flowinfo aside: a hash may
   // ignore a field that equality checks).

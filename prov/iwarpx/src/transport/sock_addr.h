@@ -63,6 +63,14 @@ class SockAddr {
   [[nodiscard]] bool valid() const { return length_ != 0; }
   [[nodiscard]] int family() const { return storage_.ss_family; }
   [[nodiscard]] bool is_ipv6() const { return storage_.ss_family == AF_INET6; }
+  // 127.0.0.0/8, ::1 or an IPv4-mapped 127/8 address.
+  [[nodiscard]] bool is_loopback() const;
+  // 0.0.0.0 or :: (a socket bound to "any address" reports it as its name).
+  [[nodiscard]] bool is_any() const;
+  // The address a datagram sent to this one comes from when both ends are on
+  // this host: a wildcard address (is_any) becomes the loopback address of
+  // its family, same port; others are returned unchanged.
+  [[nodiscard]] SockAddr HostLocal() const;
   [[nodiscard]] uint16_t port() const;  // host byte order; 0 when empty
   void set_port(uint16_t port);         // no effect when empty
 

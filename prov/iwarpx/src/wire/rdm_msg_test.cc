@@ -28,10 +28,10 @@ TEST(RdmMsgTest, EagerKnownBytesAndRoundTrip) {
   h.size = 3;
   const std::vector<uint8_t> payload = {7, 8, 9};
   const std::vector<uint8_t> bytes = Encode(h, payload);
-  const std::vector<uint8_t> want = {1, 1, 0xC0, 0, 0, 0, 0, 0,  // version, op, T|D, msg_id
-                                     1, 2, 3, 4, 5, 6, 7, 8,     // tag
-                                     0, 0, 0, 0, 0, 0, 0xAA, 0xBB,  // data
-                                     0, 0, 0, 0, 0, 0, 0, 3,        // size
+  const std::vector<uint8_t> want = {1, 1, 0xC0, 0, 0, 0, 0,    0,     // version, op, T|D, msg_id
+                                     1, 2, 3,    4, 5, 6, 7,    8,     // tag
+                                     0, 0, 0,    0, 0, 0, 0xAA, 0xBB,  // data
+                                     0, 0, 0,    0, 0, 0, 0,    3,     // size
                                      7, 8, 9};
   EXPECT_EQ(bytes, want);
   auto m = DecodeRdmMessage(bytes);
@@ -144,8 +144,7 @@ TEST(RdmMsgTest, DecoderRefusesBadInputInOrder) {
   bad = rts;
   bad[59] = 9;  // lengths no longer add up to size
   EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadLength);
-  EXPECT_EQ(DecodeRdmMessage(ByteSpan(rts.data(), rts.size() - 1)).error(),
-            WireError::kTruncated);
+  EXPECT_EQ(DecodeRdmMessage(ByteSpan(rts.data(), rts.size() - 1)).error(), WireError::kTruncated);
   bad = rts;
   bad.push_back(0);
   EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadLength);

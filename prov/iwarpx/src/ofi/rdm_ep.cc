@@ -1,0 +1,400 @@
+#include "ofi/rdm_ep.h"
+
+#include <cstring>
+#include <mutex>
+#include <new>
+
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "ofi/av.h"
+#include "ofi/cntr.h"
+#include "ofi/cq.h"
+#include "ofi/domain.h"
+#include "ofi/fabric.h"
+#include "ofi/getinfo.h"
+#include "ofi/log.h"
+#include "ofi/msg_ops.h"
+#include "ofi/prov.h"
+#include "ofi/qp_post.h"
+#include "ofi/rma_ops.h"
+#include "ofi/tagged_ops.h"
+
+namespace iwarpx::ofi {
+namespace {
+
+constexpr uint64_t kRxFlags =
+    FI_COMPLETION | FI_MORE | FI_MSG | FI_TAGGED | FI_RECV | FI_PEEK | FI_CLAIM | FI_DISCARD;
+constexpr uint64_t kPerPeerSq = 256;
+constexpr uint32_t kBouncesPerPeer = 8;
+
+uint64_t RecvFlags(bool tagged, bool has_data) {
+  return FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (has_data ? FI_REMOTE_CQ_DATA : 0);
+}
+
+}  // namespace
+
+int RdmEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep,
+                      void* context) {
+  OpenArgs args;
+  if (const int r = ParseOpen(domain, info, ep, &args); r != 0) return r;
+  auto* e = new (std::nothrow) RdmEndpoint(args, info->caps);
+  if (e == nullptr) return -FI_ENOMEM;
+  const Params& p = GetParams();
+  rdm::RdmConfig c;
+  c.channel.pd = args.domain->pd();
+  c.channel.port.crc = p.dgram_crc;
+  c.channel.qp.stream.send.dead_after_ns = uint64_t(p.rd_timeout_ms) * 1'000'000;
+  c.channel.qp.stream.max_segment = static_cast<size_t>(p.rd_segment);  // 0: by path
+  c.channel.qp.sq_size = kPerPeerSq;
+  c.channel.qp.rq_size = 2 * kBouncesPerPeer;
+  c.bounce_size = static_cast<size_t>(p.rdm_eager);
+  c.bounces_per_peer = kBouncesPerPeer;
+  {
+    std::lock_guard<std::mutex> lock(e->fabric_->engine().mu());
+    auto core =
+        rdm::RdmCore::Open(e->fabric_->engine(), args.local, c, args.domain->table(), *e, p.fault);
+    if (!core.ok()) {
+      IWX_WARN(ep_ctrl, "fi_endpoint: cannot bind a UDP socket to %s: %s\n",
+               args.local.ToString().c_str(), strerror(core.error().err));
+      delete e;
+      return core.error().err == EADDRINUSE ? -FI_EADDRINUSE : -FI_EINVAL;
+    }
+    e->core_ = std::move(core).value();
+  }
+  e->Install(context, &MsgOps<RdmEndpoint>::kTable, &TaggedOps<RdmEndpoint>::kTable,
+             &RmaOps<RdmEndpoint>::kTable, &AtomicOps<RdmEndpoint>::kTable, ep);
+  IWX_INFO(ep_ctrl, "rdm ep %p opened on %s (tx %zu, rx %zu, eager %zu, RD timeout %d ms)\n",
+           static_cast<void*>(e), e->core_->local_address().ToString().c_str(), args.tx_size,
+           args.rx_size, e->core_->eager_limit(), p.rd_timeout_ms);
+  return 0;
+}
+
+int RdmEndpoint::Close() {
+  {
+    std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+    core_.reset();  // closes every peer QP and the socket; nothing reports after this
+  }
+  IWX_INFO(ep_ctrl, "rdm ep %p closed\n", static_cast<void*>(this));
+  Destroy();
+  return 0;
+}
+
+ssize_t RdmEndpoint::StatusToFi(rdm::RdmStatus s, const char* call) {
+  switch (s) {
+    case rdm::RdmStatus::kOk: return 0;
+    case rdm::RdmStatus::kAgain: return -FI_EAGAIN;
+    case rdm::RdmStatus::kNoPeer:
+      IWX_WARN(ep_data, "%s: no queue pair to the peer could be made\n", call);
+      return -FI_EAGAIN;
+    case rdm::RdmStatus::kInvalid:
+      IWX_WARN(ep_data, "%s: refused (more than %zu iovecs, or the buffer cannot be registered)\n",
+               call, rdm::RdmCore::kMaxIov);
+      return -FI_EINVAL;
+    case rdm::RdmStatus::kNoMessage: return -FI_ENOMSG;
+  }
+  return -FI_EINVAL;
+}
+
+std::optional<transport::SockAddr> RdmEndpoint::PeerAddress(fi_addr_t addr, const char* call) {
+  std::optional<transport::SockAddr> a = av_ != nullptr ? av_->Get(addr) : std::nullopt;
+  if (!a) {
+    IWX_WARN(ep_data, "%s: fi_addr %lu is not in the bound address vector\n", call,
+             static_cast<unsigned long>(addr));
+  }
+  return a;
+}
+
+fi_addr_t RdmEndpoint::SourceOf(rdm::PeerId id) {
+  const std::optional<transport::SockAddr> a = core_->AddressOf(id);
+  return a && av_ != nullptr ? av_->Find(*a) : FI_ADDR_NOTAVAIL;
+}
+
+// --- Sends -------------------------------------------------------------------
+
+ssize_t RdmEndpoint::Send(bool tagged, const struct iovec* iov, size_t count, fi_addr_t dest,
+                          uint64_t tag, void* context, uint64_t flags, uint64_t data) {
+  const bool with_data = (flags & FI_REMOTE_CQ_DATA) != 0;
+  const char* call =
+      tagged ? (with_data ? "fi_tsenddata" : "fi_tsend") : (with_data ? "fi_senddata" : "fi_send");
+  if (const ssize_t r = CheckTxFlags(flags & ~uint64_t{FI_TAGGED}, call); r != 0) return r;
+  if (count > rdm::RdmCore::kMaxIov || (count > 0 && iov == nullptr)) {
+    IWX_WARN(ep_data, "%s: %zu iovecs (iov_limit %zu)\n", call, count, rdm::RdmCore::kMaxIov);
+    return -FI_EINVAL;
+  }
+  size_t len = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (iov[i].iov_base == nullptr && iov[i].iov_len != 0) {
+      IWX_WARN(ep_data, "%s: iovec %zu has a NULL base and %zu bytes\n", call, i, iov[i].iov_len);
+      return -FI_EINVAL;
+    }
+    len += iov[i].iov_len;
+  }
+  if (len > kMaxMsgSize) {
+    IWX_WARN(ep_data, "%s: %zu bytes exceed max_msg_size %zu\n", call, len, kMaxMsgSize);
+    return -FI_EMSGSIZE;
+  }
+  if (const ssize_t r = CheckInject(flags, len, call); r != 0) return r;
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  if (!enabled_) {
+    IWX_WARN(ep_data, "%s: the endpoint is not enabled\n", call);
+    return -FI_EOPBADSTATE;
+  }
+  const std::optional<transport::SockAddr> to = PeerAddress(dest, call);
+  if (!to) return -FI_EINVAL;
+  uint32_t index = 0;
+  EpReporter::Slot* s = reporter_.AllocTx(&index);
+  if (s == nullptr) return -FI_EAGAIN;
+  reporter_.FillTxSlot(*s, context, FI_SEND | (tagged ? FI_TAGGED : FI_MSG), reporter_.send_cntr(),
+                       flags);
+  struct iovec copy = {};
+  if ((flags & FI_INJECT) != 0) {
+    // Copied now: the caller may reuse its buffer when the call returns.
+    size_t at = 0;
+    for (size_t i = 0; i < count; ++i) {
+      if (iov[i].iov_len != 0) std::memcpy(s->inject.data() + at, iov[i].iov_base, iov[i].iov_len);
+      at += iov[i].iov_len;
+    }
+    copy = {s->inject.data(), len};
+    iov = &copy;
+    count = 1;
+  }
+  const rdm::RdmStatus st = core_->Send(*to, iov, count, tagged, tag, with_data, data, index);
+  if (st != rdm::RdmStatus::kOk) {
+    reporter_.FreeTx(index);
+    return StatusToFi(st, call);
+  }
+  core_->AfterPost();
+  return 0;
+}
+
+ssize_t RdmEndpoint::PostSend(const struct iovec* iov, size_t count, fi_addr_t dest, void* context,
+                              uint64_t flags, uint64_t data) {
+  return Send(false, iov, count, dest, 0, context, flags, data);
+}
+
+ssize_t RdmEndpoint::PostTSend(const struct iovec* iov, size_t count, fi_addr_t dest, uint64_t tag,
+                               void* context, uint64_t flags, uint64_t data) {
+  return Send(true, iov, count, dest, tag, context, flags, data);
+}
+
+void RdmEndpoint::SendDone(uint64_t context) {
+  reporter_.CompleteTx(static_cast<uint32_t>(context));
+}
+
+void RdmEndpoint::SendFailed(uint64_t context, int err) {
+  struct fi_cq_err_entry e = {};
+  e.err = err;
+  reporter_.FailTx(static_cast<uint32_t>(context), e);
+}
+
+// --- Receives ----------------------------------------------------------------
+
+ssize_t RdmEndpoint::Recv(bool tagged, const struct iovec* iov, size_t count, fi_addr_t src,
+                          uint64_t tag, uint64_t ignore, void* context, uint64_t flags) {
+  const char* call = tagged ? "fi_trecv" : "fi_recv";
+  if ((flags & ~kRxFlags) != 0 || (!tagged && (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) != 0)) {
+    IWX_WARN(ep_data, "%s: flags %#lx are not supported\n", call,
+             static_cast<unsigned long>(flags));
+    return -FI_EBADFLAGS;
+  }
+  const bool peek = (flags & FI_PEEK) != 0;
+  const bool claim = (flags & FI_CLAIM) != 0;
+  const bool discard = (flags & FI_DISCARD) != 0;
+  if (count > rdm::RdmCore::kMaxIov || (count > 0 && iov == nullptr)) {
+    IWX_WARN(ep_data, "%s: %zu iovecs (iov_limit %zu)\n", call, count, rdm::RdmCore::kMaxIov);
+    return -FI_EINVAL;
+  }
+  if ((claim || (peek && discard)) && context == nullptr) {
+    IWX_WARN(ep_data, "%s: FI_CLAIM needs the context of the claiming FI_PEEK\n", call);
+    return -FI_EINVAL;
+  }
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  if (!enabled_) {
+    IWX_WARN(ep_data, "%s: the endpoint is not enabled\n", call);
+    return -FI_EOPBADSTATE;
+  }
+  rdm::RecvRequest r;
+  r.tagged = tagged;
+  r.tag = tag;
+  r.ignore = ignore;
+  r.iov = iov;
+  r.count = count;
+  if ((caps_ & FI_DIRECTED_RECV) != 0 && src != FI_ADDR_UNSPEC) {
+    const std::optional<transport::SockAddr> from = PeerAddress(src, call);
+    if (!from) return -FI_EINVAL;
+    r.src = core_->PeerIdOf(*from);
+  }
+  uint32_t index = 0;
+  EpReporter::Slot* s = reporter_.AllocRx(&index);
+  if (s == nullptr) return -FI_EAGAIN;
+  s->context = context;
+  s->buf = count > 0 ? iov[0].iov_base : nullptr;
+  s->flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
+  s->report = !reporter_.rx_selective() || (flags & FI_COMPLETION) != 0;
+  r.context = index;
+  const auto claim_key = reinterpret_cast<uint64_t>(context);
+  rdm::RdmStatus st = rdm::RdmStatus::kOk;
+  if (peek) {
+    // A completion for the peek itself: what was found (or FI_ENOMSG).
+    rdm::RecvResult found;
+    if (discard) {
+      st = core_->DiscardUnexpected(r, &found);
+    } else {
+      st = core_->Peek(r, claim ? claim_key : 0, &found);
+    }
+    if (st == rdm::RdmStatus::kOk) {
+      struct fi_cq_tagged_entry c = {};
+      c.flags = RecvFlags(true, found.has_data);
+      c.len = found.len;
+      c.tag = found.tag;
+      c.data = found.data;
+      reporter_.CompleteRx(index, c, SourceOf(found.src));
+    } else {
+      struct fi_cq_err_entry e = {};
+      e.err = FI_ENOMSG;
+      e.flags = FI_RECV | FI_TAGGED;
+      reporter_.FailRx(index, e);
+    }
+    return 0;
+  }
+  if (claim) {
+    st = core_->ReceiveClaimed(r, claim_key, discard);
+    if (st == rdm::RdmStatus::kNoMessage) {
+      reporter_.FreeRx(index);
+      IWX_WARN(ep_data, "%s: FI_CLAIM: no message was claimed with context %p\n", call, context);
+      return -FI_EINVAL;
+    }
+  } else {
+    st = core_->PostRecv(r);
+  }
+  if (st != rdm::RdmStatus::kOk) {
+    reporter_.FreeRx(index);
+    return StatusToFi(st, call);
+  }
+  core_->AfterPost();
+  return 0;
+}
+
+ssize_t RdmEndpoint::PostRecv(const struct iovec* iov, size_t count, fi_addr_t src, void* context,
+                              uint64_t flags) {
+  return Recv(false, iov, count, src, 0, 0, context, flags);
+}
+
+ssize_t RdmEndpoint::PostTRecv(const struct iovec* iov, size_t count, fi_addr_t src, uint64_t tag,
+                               uint64_t ignore, void* context, uint64_t flags) {
+  return Recv(true, iov, count, src, tag, ignore, context, flags);
+}
+
+void RdmEndpoint::RecvDone(uint64_t context, const rdm::RecvResult& r) {
+  const auto index = static_cast<uint32_t>(context);
+  if (r.truncated != 0) {
+    struct fi_cq_err_entry e = {};
+    e.err = FI_ETRUNC;
+    e.flags = RecvFlags(r.tagged, r.has_data);
+    e.len = r.len;
+    e.olen = r.truncated;
+    e.tag = r.tag;
+    e.data = r.data;
+    e.buf = reporter_.rx(index).buf;
+    reporter_.FailRx(index, e);
+    return;
+  }
+  struct fi_cq_tagged_entry c = {};
+  c.flags = RecvFlags(r.tagged, r.has_data);
+  c.len = r.len;
+  c.buf = reporter_.rx(index).buf;
+  c.tag = r.tag;
+  c.data = r.data;
+  reporter_.CompleteRx(index, c, SourceOf(r.src));
+}
+
+void RdmEndpoint::RecvFailed(uint64_t context, int err) {
+  const auto index = static_cast<uint32_t>(context);
+  struct fi_cq_err_entry e = {};
+  e.err = err;
+  e.flags = reporter_.rx(index).flags;
+  reporter_.FailRx(index, e);
+}
+
+void RdmEndpoint::RemoteWriteData(uint64_t data, rdm::PeerId src) {
+  if (reporter_.rx_cq() == nullptr) return;
+  struct fi_cq_data_entry c = {};
+  c.flags = FI_REMOTE_CQ_DATA | FI_RMA | FI_REMOTE_WRITE;
+  c.data = data;
+  if (!reporter_.rx_cq()->Post(c, SourceOf(src))) {
+    IWX_WARN(cq, "the CQ is full; a remote write's CQ data was lost\n");
+  }
+}
+
+ssize_t RdmEndpoint::Cancel(void* context) {
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  for (uint32_t i = 0; i < reporter_.rx_size(); ++i) {
+    EpReporter::Slot& s = reporter_.rx(i);
+    if (!s.in_use || s.context != context) continue;
+    if (!core_->CancelRecv((s.flags & FI_TAGGED) != 0, i)) continue;
+    struct fi_cq_err_entry e = {};
+    e.err = FI_ECANCELED;
+    e.flags = s.flags;
+    reporter_.FailRx(i, e);
+    return 0;
+  }
+  return -FI_ENOENT;
+}
+
+// --- RMA and atomics: straight to the peer's RD queue pair ----------------------
+
+ssize_t RdmEndpoint::PostWrite(const struct iovec* iov, size_t count, fi_addr_t dest, uint64_t addr,
+                               uint64_t key, void* context, uint64_t flags, uint64_t data) {
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  if (!enabled_) return -FI_EOPBADSTATE;
+  const std::optional<transport::SockAddr> to = PeerAddress(dest, "fi_write");
+  if (!to) return -FI_EINVAL;
+  rd::RdQp* q = core_->Qp(*to);
+  if (q == nullptr) return -FI_EAGAIN;
+  const ssize_t r = PostRmaWrite({reporter_, domain_, q->qp(), rdm::RdmCore::UserContext(0)}, iov,
+                                 count, addr, key, context, flags, data);
+  if (r == 0) core_->AfterPost();
+  return r;
+}
+
+ssize_t RdmEndpoint::PostRead(const struct iovec* iov, void** desc, size_t count, fi_addr_t src,
+                              uint64_t addr, uint64_t key, void* context, uint64_t flags) {
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  if (!enabled_) return -FI_EOPBADSTATE;
+  const std::optional<transport::SockAddr> from = PeerAddress(src, "fi_read");
+  if (!from) return -FI_EINVAL;
+  rd::RdQp* q = core_->Qp(*from);
+  if (q == nullptr) return -FI_EAGAIN;
+  const ssize_t r = PostRmaRead({reporter_, domain_, q->qp(), rdm::RdmCore::UserContext(0)}, iov,
+                                desc, count, addr, key, context, flags);
+  if (r == 0) core_->AfterPost();
+  return r;
+}
+
+ssize_t RdmEndpoint::PostAtomic(const void* buf, size_t count, enum fi_datatype datatype,
+                                enum fi_op op, fi_addr_t dest, uint64_t addr, uint64_t key,
+                                const void* compare, void* result, void* context, uint64_t flags,
+                                bool fetch, bool cmp) {
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  if (!enabled_) return -FI_EOPBADSTATE;
+  const std::optional<transport::SockAddr> to = PeerAddress(dest, "fi_atomic");
+  if (!to) return -FI_EINVAL;
+  rd::RdQp* q = core_->Qp(*to);
+  if (q == nullptr) return -FI_EAGAIN;
+  const ssize_t r =
+      PostRmaAtomic({reporter_, domain_, q->qp(), rdm::RdmCore::UserContext(0)}, buf, count,
+                    datatype, op, addr, key, compare, result, context, flags, fetch, cmp);
+  if (r == 0) core_->AfterPost();
+  return r;
+}
+
+void RdmEndpoint::RmaDone(uint64_t context) {
+  ReportQpTx(reporter_, domain_, static_cast<uint32_t>(context), nullptr);
+}
+
+void RdmEndpoint::RmaFailed(uint64_t context, const qp::WcError& error) {
+  ReportQpTx(reporter_, domain_, static_cast<uint32_t>(context), &error);
+}
+
+}  // namespace iwarpx::ofi
