@@ -12,9 +12,11 @@
 //   completion, an error, fi_cq_signal or the timeout (-FI_EAGAIN); with
 //   FI_WAIT_NONE they are misuse (-FI_EINVAL). fi_control(FI_GETWAIT) gives the
 //   eventfd; fi_trywait drains it when the CQ is empty.
-// - Post/PostError are the engine's side: any thread, never blocking; they
-//   return false when the ring is full (the engine keeps the completion and
-//   retries; iWARP flow control keeps that rare).
+// - Post/PostError are the engine's side: any thread, never blocking. A
+//   full CQ grows (doubles) rather than drop a completion: libfabric's CQ
+//   size is a hint, and an application that lets more accumulate (Open MPI's
+//   mtl ofi opens 100 entries and posts hundreds of operations) must not lose
+//   any. They return false only when that allocation fails.
 // - fi_cq_readfrom reports the source the endpoint gave with the entry: the
 //   sender's address-vector entry for datagram receives (FI_SOURCE), else
 //   FI_ADDR_NOTAVAIL (MSG endpoints have no address vector). Error entries

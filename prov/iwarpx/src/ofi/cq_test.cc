@@ -137,16 +137,20 @@ TEST_F(CqTest, ErrorsKeepTheirPlaceInOrder) {
   EXPECT_EQ(fi_close(&cq->fid), 0);
 }
 
-TEST_F(CqTest, FullRingRefusesAndTryWaitSeesPending) {
+TEST_F(CqTest, FullRingGrowsKeepsOrderAndTryWaitSeesPending) {
   fid_cq* cq = OpenCq(FI_CQ_FORMAT_CONTEXT, 2);
   Cq* c = Cq::From(&cq->fid);
-  ASSERT_TRUE(c->Post(Completion(1)));
-  ASSERT_TRUE(c->Post(Completion(2)));
-  EXPECT_FALSE(c->Post(Completion(3)));
+  // Nothing is dropped beyond the size asked for: the ring grows, in order.
+  for (int i = 1; i <= 40; ++i) ASSERT_TRUE(c->Post(Completion(i)));
   fid* fids[] = {&cq->fid};
   EXPECT_EQ(fi_trywait(fabric_, fids, 1), -FI_EAGAIN);
-  fi_cq_entry out[2];
-  EXPECT_EQ(fi_cq_read(cq, out, 2), 2);
+  fi_cq_entry out[40];
+  ASSERT_EQ(fi_cq_read(cq, out, 1), 1);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(out[0].op_context), 0x1001u);
+  ASSERT_EQ(fi_cq_read(cq, out, 40), 39);
+  for (uintptr_t i = 0; i < 39; ++i) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(out[i].op_context), 0x1000u + i + 2);
+  }
   EXPECT_EQ(fi_trywait(fabric_, fids, 1), 0);
   int fd = -1;
   ASSERT_EQ(fi_control(&cq->fid, FI_GETWAIT, &fd), 0);

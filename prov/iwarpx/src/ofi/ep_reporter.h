@@ -15,8 +15,8 @@
 //   write one; counters count every success and every failure.
 // - Receive completions carry the source fi_addr (FI_ADDR_NOTAVAIL when not
 //   known) for fi_cq_readfrom.
-// - The caller serialises all calls (the engine lock). A full CQ loses the
-//   entry with a warning in the log (flow control keeps that rare).
+// - The caller serialises all calls (the engine lock). A CQ grows rather than
+//   drop an entry; only a failed allocation loses one (with a warning).
 #pragma once
 
 #include <sys/uio.h>

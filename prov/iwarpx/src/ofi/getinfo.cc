@@ -169,7 +169,8 @@ int CheckRxAttr(const struct fi_rx_attr& a, const EpTemplate& t) {
 int CheckHints(const struct fi_info& h, const EpTemplate& t) {
   if ((h.caps & ~t.all_caps()) != 0) return NoMatch("caps");
   const uint64_t mode = h.mode | (h.rx_attr != nullptr ? h.rx_attr->mode : 0);
-  if (h.domain_attr != nullptr && h.domain_attr->cq_data_size != 0 && (mode & FI_RX_CQ_DATA) == 0) {
+  if (t.rx_cq_data_mode && h.domain_attr != nullptr && h.domain_attr->cq_data_size != 0 &&
+      (mode & FI_RX_CQ_DATA) == 0) {
     return NoMatch("cq_data_size without FI_RX_CQ_DATA mode (Immediate Data takes a receive)");
   }
   if (h.ep_attr != nullptr) {
@@ -393,6 +394,9 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
                 ? hints->tx_attr->size
                 : kTxSize;
   tx.iov_limit = t.iov_limit;
+  // The default flags of data calls are the application's (fi_endpoint(3)):
+  // e.g. FI_COMPLETION with FI_SELECTIVE_COMPLETION binds, as Open MPI's mtl ofi does.
+  if (hints != nullptr && hints->tx_attr != nullptr) tx.op_flags = hints->tx_attr->op_flags;
   tx.rma_iov_limit = t.rma_iov_limit;
 
   struct fi_rx_attr& rx = *i->rx_attr;
@@ -404,6 +408,7 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
                 ? hints->rx_attr->size
                 : kRxSize;
   rx.iov_limit = t.iov_limit;
+  if (hints != nullptr && hints->rx_attr != nullptr) rx.op_flags = hints->rx_attr->op_flags;
 
   struct fi_ep_attr& ep = *i->ep_attr;
   ep.type = t.type;

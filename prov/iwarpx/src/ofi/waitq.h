@@ -15,9 +15,10 @@
 // - Interrupt() (fi_cq_signal) makes blocked waiters return early once.
 // Any thread may call any method.
 //
-// Ring contract: storage is allocated once by Init (no allocation afterwards,
-// no exceptions); Push fails when full. Not thread-safe: the owner's mutex
-// guards it.
+// Ring contract: Init allocates the capacity asked for; a Push into a full
+// ring doubles it (the only allocation afterwards; Push fails only if that
+// allocation does), so queued completions and events are never dropped. No
+// exceptions. Not thread-safe: the owner's mutex guards it.
 #pragma once
 
 #include <chrono>
@@ -113,9 +114,11 @@ class Ring {
   // The i-th oldest entry, i < size().
   T& at(size_t i) { return slots_[(head_ + i) % capacity_]; }
   T& front() { return at(0); }
-  // Returns the slot to fill, or nullptr when full.
+  // Returns the slot to fill. A full ring doubles first (nullptr only when
+  // that allocation fails): completions and events are never dropped; the
+  // capacity asked for at open is where the ring starts.
   T* Push() {
-    if (full()) return nullptr;
+    if (full() && !Grow()) return nullptr;
     T* slot = &slots_[(head_ + size_) % capacity_];
     ++size_;
     return slot;
@@ -126,6 +129,17 @@ class Ring {
   }
 
  private:
+  bool Grow() {
+    const size_t bigger = capacity_ < 8 ? 16 : capacity_ * 2;
+    std::unique_ptr<T[]> s(new (std::nothrow) T[bigger]());
+    if (!s) return false;
+    for (size_t i = 0; i < size_; ++i) s[i] = std::move(at(i));
+    slots_ = std::move(s);
+    capacity_ = bigger;
+    head_ = 0;
+    return true;
+  }
+
   std::unique_ptr<T[]> slots_;
   size_t capacity_ = 0;
   size_t head_ = 0;
