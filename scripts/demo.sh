@@ -13,6 +13,10 @@
 # 4. Debian's fi_pingpong over the FI_EP_DGRAM endpoint (datagram iWARP's UD
 #    service over UDP), every payload checked, every size up to one datagram.
 # 5. Datagram iWARP over UDP, decoded by the project's Lua dissector.
+# 6. Debian's fi_pingpong over the FI_EP_RDM endpoint (reliable datagrams),
+#    every payload checked, eager and rendezvous sizes up to 8 MiB.
+# 7. An MPI job (the project's mpi_smoke, 4 ranks) over Open MPI's own mtl ofi
+#    on the iwarpx RDM endpoint.
 # Needs root for the captures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,3 +40,12 @@ IWARPX_PP_EP=dgram fabtests_ext/functional/fi_pingpong_check.sh "$(command -v fi
 echo
 echo "== iwarpx demo: datagram iWARP (docs/wire.md) decoded by tools/wireshark/iwarpx_dgram.lua =="
 python3 tests/wire_check/tshark_dgram_check.py --sender "$build/tests/wire_check/dgram_sender" --demo
+echo
+echo "== iwarpx demo: Debian's fi_pingpong over FI_PROVIDER=iwarpx, FI_EP_RDM (reliable datagrams), data checked =="
+IWARPX_PP_EP=rdm fabtests_ext/functional/fi_pingpong_check.sh "$(command -v fi_pingpong)" \
+  "$provider_dir" -S all -I 20
+if [[ -x $build/tests/mpi/mpi_smoke ]] && command -v mpirun >/dev/null; then
+  echo
+  echo "== iwarpx demo: MPI over Open MPI's mtl ofi on the iwarpx RDM endpoint, 4 ranks =="
+  tests/mpi/mpi_ofi_smoke.sh "$(command -v mpirun)" "$provider_dir" "$build/tests/mpi/mpi_smoke" mtl 4
+fi

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# scripts/bench_pingpong.sh [options] - connectionless ping-pong in one run on
+# loopback: iwarpx against libfabric anchor providers, all driven by Debian's own
+# fi_pingpong (libfabric-bin). Prints a markdown table of the median latency per
+# size over the repeats, each anchor's, and the ratio iwarpx/anchor, plus the
+# bandwidth fi_pingpong reports (MB/s) for the largest sizes.
+#
+#   --ep TYPE       dgram (default) or rdm
+#   --anchors LIST  comma-separated providers to compare with (default: udp for
+#                   dgram; "tcp;ofi_rxm,udp;ofi_rxd" for rdm)
+#   --build DIR     build tree holding libiwarpx-fi.so (default build; built with
+#                   `cmake --build DIR --target iwarpx-fi` first)
+#   --sizes LIST    comma-separated sizes for fi_pingpong -S (default 8,64,1024,8192,32768)
+#   --iters N       fi_pingpong -I per run (default 20000)
+#   --repeat N      runs per provider, alternating, median reported (default 3)
+#
+# Each server runs in the background under `timeout` with its PID recorded, on a
+# port the kernel chose; only those PIDs are stopped on exit.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+build=build
+sizes=8,64,1024,8192,32768
+iters=20000
+repeat=3
+ep=dgram
+anchors=
+cmdline="${IWARPX_BENCH_NAME:-scripts/bench_pingpong.sh} $*"
+while (($#)); do
+  case $1 in
+    --build) build=$2; shift ;;
+    --sizes) sizes=$2; shift ;;
+    --iters) iters=$2; shift ;;
+    --repeat) repeat=$2; shift ;;
+    --ep) ep=$2; shift ;;
+    --anchors) anchors=$2; shift ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench_pingpong.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+case $ep in
+  dgram) anchors=${anchors:-udp} ;;
+  rdm) anchors=${anchors:-tcp;ofi_rxm,udp;ofi_rxd} ;;
+  *) echo "bench_pingpong.sh: --ep $ep (dgram or rdm)" >&2; exit 2 ;;
+esac
+pingpong=$(command -v fi_pingpong) || { echo "bench_pingpong.sh: fi_pingpong not found (libfabric-bin)" >&2; exit 1; }
+cmake --build "$build" --target iwarpx-fi >/dev/null || exit 1
+export FI_PROVIDER_PATH=$PWD/$build/prov/iwarpx/src/ofi
+unset FI_PROVIDER
+work=$(mktemp -d)
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
+
+free_port() {
+  python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
+}
+
+# run PROV SIZE OUT: one fi_pingpong pair; appends "size usec MB/s" lines to OUT.
+run() {
+  local prov=$1 size=$2 out=$3 port srv
+  port=$(free_port)
+  timeout 120 "$pingpong" -p "$prov" -e "$ep" -I "$iters" -S "$size" -B "$port" >/dev/null 2>&1 &
+  srv=$!
+  pids+=("$srv")
+  for _ in $(seq 100); do
+    ss -H -ltn "sport = :$port" | grep -q LISTEN && break
+    sleep 0.1
+  done
+  timeout 120 "$pingpong" -p "$prov" -e "$ep" -I "$iters" -S "$size" -P "$port" 127.0.0.1 2>&1 |
+    awk -v s="$size" '$1 ~ /^[0-9]/ && $3 ~ /^=/ { print s, $7, $6 }' >>"$out"
+  wait "$srv" 2>/dev/null
+}
+
+IFS=, read -ra size_list <<<"$sizes"
+IFS=, read -ra anchor_list <<<"$anchors"
+file_of() { tr ';' '_' <<<"$1"; }
+for ((r = 0; r < repeat; ++r)); do
+  for s in "${size_list[@]}"; do
+    for a in "${anchor_list[@]}"; do run "$a" "$s" "$work/$(file_of "$a")"; done
+    run iwarpx "$s" "$work/iwarpx"
+  done
+done
+
+median() {  # median of column $3 (2: usec, 3: MB/s) for size $2 in file $1
+  awk -v s="$2" -v c="$3" '$1 == s { print $c }' "$1" | sort -g | awk '{ v[NR] = $1 } END {
+    if (NR == 0) { print "n/a"; exit }
+    print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
+
+echo "# $cmdline"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, fi_pingpong -e $ep -I $iters, median of $repeat"
+echo
+head="| size (B) |"
+rule="|---:|"
+for a in "${anchor_list[@]}"; do head+=" $a (µs) |"; rule+="---:|"; done
+head+=" iwarpx (µs) |"
+rule+="---:|"
+for a in "${anchor_list[@]}"; do head+=" iwarpx/$a |"; rule+="---:|"; done
+head+=" iwarpx MB/s |"
+rule+="---:|"
+echo "$head"
+echo "$rule"
+for s in "${size_list[@]}"; do
+  i=$(median "$work/iwarpx" "$s" 2)
+  line="| $s |"
+  for a in "${anchor_list[@]}"; do line+=" $(median "$work/$(file_of "$a")" "$s" 2) |"; done
+  line+=" $i |"
+  for a in "${anchor_list[@]}"; do line+=" $(ratio "$i" "$(median "$work/$(file_of "$a")" "$s" 2)") |"; done
+  line+=" $(median "$work/iwarpx" "$s" 3) |"
+  echo "$line"
+done
