@@ -431,6 +431,7 @@ TEST_F(RdmTest, PeekClaimAndDiscard) {
   auto d = net_.WaitComp(b_->rx, &discard_ctx);
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->e.tag, 0x88u);
+  EXPECT_EQ(d->e.len, 33u);  // what the peek found: the message's length
   EXPECT_EQ(d->src, b_->To(*a_));
   ASSERT_EQ(TRecvMsg(b_, nullptr, 0, 0x88, 0, &peek_ctx, FI_PEEK), 0);
   miss = net_.WaitErr(b_->rx, &peek_ctx);
@@ -599,6 +600,9 @@ TEST_F(RdmTest, WriteReadWriteDataAndAnUnknownKey) {
   net_.Drive(std::chrono::milliseconds(50));
   EXPECT_EQ(scratch, Bytes(4096, 0));
   EXPECT_TRUE(target == before);
+  // The Terminate ended that RD queue pair at both ends; the next message
+  // opens a new session and gets through.
+  SendOne(100, 99);
 }
 
 // --- 10. Atomics ------------------------------------------------------------------------------

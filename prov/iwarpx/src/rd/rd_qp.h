@@ -72,9 +72,14 @@ class RdQp final : private RdStreamOwner {
   void OnSocketWritable();
   [[nodiscard]] bool wants_socket_write() const { return stream_->wants_socket_write(); }
   void Fail(int err) { stream_->Fail(err); }
-  // The stream failed and the QP has flushed: discard this RdQp.
+  // Discard this RdQp: the QP has flushed (kError) and either the stream
+  // failed or everything it sent — a Terminate last — has been acknowledged
+  // (so a peer that is still there learns why; a lost one would also draw a
+  // RESET from the fresh QP that replaces this one, docs/wire.md §3.6 rule 13).
   [[nodiscard]] bool failed() const {
-    return stream_->failed() && qp_->state() == qp::QpState::kError;
+    if (qp_->state() != qp::QpState::kError) return false;
+    return stream_->failed() ||
+           (stream_->send_window().outstanding() == 0 && !stream_->wants_socket_write());
   }
 
  private:

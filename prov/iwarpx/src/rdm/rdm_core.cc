@@ -665,10 +665,15 @@ RdmStatus RdmCore::ReceiveClaimed(const RecvRequest& r, uint64_t claim, bool dis
 RdmStatus RdmCore::DiscardUnexpected(const RecvRequest& r, RecvResult* out) {
   const std::optional<uint32_t> u = TakeUnexpected(r);
   if (!u) return RdmStatus::kNoMessage;
+  // What FI_PEEK reports about the message it found (fi_tagged(3)).
+  const Unexp& e = unexp_[*u];
   *out = {};
-  out->tagged = unexp_[*u].header.tagged;
-  out->tag = unexp_[*u].header.tag;
-  out->src = unexp_[*u].src;
+  out->len = e.header.size;
+  out->tagged = e.header.tagged;
+  out->tag = e.header.tag;
+  out->has_data = e.header.has_data;
+  out->data = e.header.data;
+  out->src = e.src;
   ReleaseUnexpected(*u);
   return RdmStatus::kOk;
 }
