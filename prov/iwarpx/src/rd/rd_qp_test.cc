@@ -480,7 +480,11 @@ TEST_F(RdQpTest, RestartedPeerIsDetectedAndTheNewSessionWorks) {
   s.context = 1;
   s.sgl = Sgl(msg.data(), msg.size());
   ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
-  ASSERT_TRUE(Run([&] { return b_->sink.Count(Completion::Kind::kRecv) == 1; }));
+  // Until B's (delayed) ack arrived: A then knows B's session.
+  ASSERT_TRUE(Run([&] {
+    return b_->sink.Count(Completion::Kind::kRecv) == 1 &&
+           a_->Qp().stream().send_window().outstanding() == 0;
+  }));
   // B restarts (new QP, new session) and sends to A.
   b_->Restart();
   s.context = 2;

@@ -79,7 +79,10 @@ namespace iwarpx::rd {
 
 struct RdStreamConfig {
   SendConfig send;  // capacity: outstanding datagrams; dead_after_ns: FI_IWARPX_RD_TIMEOUT
-  RecvConfig recv;  // window: datagrams held and credits advertised
+  // window: datagrams held and credits advertised. An ack request waits
+  // 50 µs for a reply to carry it: nothing completes on an ack here (sends
+  // complete when copied), so only the sender's window waits that long.
+  RecvConfig recv{.ack_request_delay_ns = 50'000};
   // Largest ULPDU per datagram; the QP's max_fpdu_payload must not exceed it.
   size_t max_segment = wire::kDgramMaxUlpdu;
   // Bytes of unacknowledged ULPDUs kept for resending; at least max_segment.

@@ -1,5 +1,6 @@
 #include "rd/recv_window.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace iwarpx::rd {
@@ -17,8 +18,14 @@ RecvWindow::RecvWindow(const RecvConfig& config, uint32_t initial_seq)
   assert(config.window != 0 && (config.window & mask_) == 0 && config.window <= 0x8000);
 }
 
-Arrival RecvWindow::OnData(uint32_t seq, bool ack_request, uint64_t /*now*/) {
-  if (ack_request) ack_now_ = true;
+Arrival RecvWindow::OnData(uint32_t seq, bool ack_request, uint64_t now) {
+  if (ack_request) {
+    if (config_.ack_request_delay_ns == 0) {
+      ack_now_ = true;
+    } else if (now + config_.ack_request_delay_ns < ack_soon_) {
+      ack_soon_ = now + config_.ack_request_delay_ns;
+    }
+  }
   if (SeqLt(seq, rcv_nxt_)) {
     ++duplicates_;
     ack_now_ = true;
@@ -88,18 +95,21 @@ AckFields RecvWindow::Ack() const {
 }
 
 bool RecvWindow::AckDue(uint64_t now) const {
-  return ack_now_ || unacked_advances_ >= config_.ack_every ||
+  return ack_now_ || now >= ack_soon_ || unacked_advances_ >= config_.ack_every ||
          (unacked_advances_ != 0 && now - first_unacked_ >= config_.ack_delay_ns);
 }
 
 uint64_t RecvWindow::AckDeadline() const {
   if (ack_now_ || unacked_advances_ >= config_.ack_every) return 0;
-  return unacked_advances_ != 0 ? first_unacked_ + config_.ack_delay_ns : UINT64_MAX;
+  const uint64_t delayed =
+      unacked_advances_ != 0 ? first_unacked_ + config_.ack_delay_ns : UINT64_MAX;
+  return std::min(delayed, ack_soon_);
 }
 
 void RecvWindow::OnAckSent() {
   advertised_edge_ = rcv_nxt_ + (config_.window - backlog_);
   ack_now_ = false;
+  ack_soon_ = UINT64_MAX;
   unacked_advances_ = 0;
 }
 

@@ -22,11 +22,11 @@
 //   data, and the right edge rcv_nxt + credits still never moves back. When
 //   Consume() opens the edge by half a window beyond the last one advertised,
 //   an ack (a window update) is due at once.
-// * Ack policy (rule 8): an ack is due at once after an ack request (R), an
-//   early or duplicate datagram, a PROBE or a peer's snd_nxt beyond rcv_nxt;
-//   otherwise after `ack_every` advances or `ack_delay_ns` after the first
-//   unacknowledged advance. Ack() reports the fields to send; OnAckSent()
-//   (called when they went out, alone or piggybacked) clears what is due.
+// * Ack policy (rule 8): an ack is due at once after an early or duplicate
+//   datagram, a PROBE or a peer's snd_nxt beyond rcv_nxt; `ack_request_delay_ns`
+//   after an ack request (R; 0: at once); otherwise after `ack_every` advances
+//   or `ack_delay_ns` after the first unacknowledged advance. Ack() reports the fields to send;
+//   OnAckSent() (called when they went out, alone or piggybacked) clears what is due.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +40,9 @@ struct RecvConfig {
   uint32_t window = 256;  // power of two, <= 2^15
   uint32_t ack_every = 16;
   uint64_t ack_delay_ns = 1'000'000;
+  // An ack request (R) makes an ack due after this delay instead of at once
+  // (0: at once), so that a reply the application sends meanwhile carries it.
+  uint64_t ack_request_delay_ns = 0;
 };
 
 enum class Arrival : uint8_t {
@@ -89,6 +92,7 @@ class RecvWindow {
   uint32_t mask_;
   uint32_t rcv_nxt_;
   bool ack_now_ = false;
+  uint64_t ack_soon_ = UINT64_MAX;  // an ack request's deadline
   uint32_t unacked_advances_ = 0;
   uint64_t first_unacked_ = 0;  // time of the first advance not yet acked
   uint32_t backlog_ = 0;        // received in order, not consumed

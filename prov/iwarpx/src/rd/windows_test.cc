@@ -218,6 +218,21 @@ TEST(RecvWindowTest, DelayedAckAfterNOrTAndAtOnceWhenAsked) {
   EXPECT_TRUE(r.AckDue(400));
 }
 
+TEST(RecvWindowTest, AckRequestWaitsForItsDelayAndAReplyClearsIt) {
+  RecvWindow r({.window = 64, .ack_every = 16, .ack_delay_ns = kMs, .ack_request_delay_ns = 50});
+  ASSERT_EQ(r.OnData(0, true, 1000), Arrival::kInOrder);  // R set
+  r.Advance(1000);
+  EXPECT_EQ(r.AckDeadline(), 1050u);
+  EXPECT_FALSE(r.AckDue(1049));
+  EXPECT_TRUE(r.AckDue(1050));
+  r.OnAckSent();  // a reply carried it
+  EXPECT_FALSE(r.AckDue(5000));
+  EXPECT_EQ(r.AckDeadline(), UINT64_MAX);
+  // Holes still ask for an ack at once.
+  ASSERT_EQ(r.OnData(2, true, 6000), Arrival::kEarly);
+  EXPECT_TRUE(r.AckDue(6000));
+}
+
 TEST(RecvWindowTest, HoldKeepsAnUndeliverableHeadWithoutAckingIt) {
   RecvWindow r({.window = 8, .ack_every = 1, .ack_delay_ns = kMs});
   ASSERT_EQ(r.OnData(0, false, 0), Arrival::kInOrder);
