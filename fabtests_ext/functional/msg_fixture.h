@@ -32,32 +32,17 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "test_util.h"
+
 namespace msgtest {
 
-using SteadyClock = std::chrono::steady_clock;
-constexpr uint32_t kVersion = FI_VERSION(1, 17);
-constexpr auto kWait = std::chrono::seconds(10);
+using fttest::Bytes;
+using fttest::Ctx;
+using fttest::kVersion;
+using fttest::kWait;
+using fttest::Pattern;
+using fttest::SteadyClock;
 constexpr size_t kCmBuf = 512;  // >= FI_OPT_CM_DATA_SIZE
-
-using Bytes = std::vector<uint8_t>;
-
-inline Bytes Pattern(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL + n);
-  Bytes b(n);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const uint64_t v = rng();
-    std::memcpy(&b[i], &v, 8);
-  }
-  for (; i < n; ++i) b[i] = static_cast<uint8_t>(rng());
-  return b;
-}
-
-// An operation context made of a small integer.
-template <typename T>
-void* Ctx(T v) {
-  return reinterpret_cast<void*>(static_cast<uintptr_t>(v));  // NOLINT(performance-no-int-to-ptr)
-}
 
 struct EqEvent {
   uint32_t event = 0;

@@ -753,4 +753,42 @@ TEST(RdmPeerLoss, SendToAClosedPeerFailsWithinThreeSeconds) {
       << "an eager send to a vanished peer never completed";
 }
 
+// --- FI_MULTI_RECV ------------------------------------------------------------------------
+
+TEST_F(RdmTest, MultiRecvBufferTakesMessagesBackToBackAndIsReleased) {
+  size_t min = 600;
+  ASSERT_EQ(fi_setopt(&b_->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, sizeof(min)), 0);
+  size_t got = 0;
+  size_t len = sizeof(got);
+  ASSERT_EQ(fi_getopt(&b_->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &got, &len), 0);
+  EXPECT_EQ(got, 600u);
+  Bytes buf(4000, 0);
+  iovec iov = {buf.data(), buf.size()};
+  fi_msg msg{};
+  msg.msg_iov = &iov;
+  msg.iov_count = 1;
+  msg.addr = FI_ADDR_UNSPEC;
+  msg.context = Ctx(0x77);
+  ASSERT_EQ(fi_recvmsg(b_->ep, &msg, FI_MULTI_RECV), 0);
+  // 500-byte messages: after the 7th, 500 bytes are left (< 600): released.
+  std::vector<Bytes> m;
+  for (uint64_t i = 0; i < 7; ++i) {
+    m.push_back(Pattern(500, 40 + i));
+    ASSERT_EQ(net_.Post([&] { return fi_send(a_->ep, m[i].data(), 500, nullptr, To(b_), Ctx(i)); }),
+              0);
+  }
+  for (size_t i = 0; i < 7; ++i) {
+    auto c = net_.WaitComp(b_->rx, Ctx(0x77));
+    ASSERT_TRUE(c.has_value()) << i;
+    EXPECT_EQ(c->e.len, 500u);
+    EXPECT_EQ(c->e.buf, buf.data() + i * 500) << i;
+    EXPECT_EQ((c->e.flags & FI_MULTI_RECV) != 0, i == 6) << i;
+    EXPECT_TRUE(
+        std::equal(m[i].begin(), m[i].end(), buf.begin() + static_cast<ptrdiff_t>(i * 500)));
+  }
+  EXPECT_EQ(fi_cancel(&b_->ep->fid, Ctx(0x77)), -FI_ENOENT);  // released, no longer posted
+  // Tagged receives do not take FI_MULTI_RECV.
+  EXPECT_EQ(TRecvMsg(b_, buf.data(), buf.size(), 1, 0, Ctx(0x78), FI_MULTI_RECV), -FI_EBADFLAGS);
+}
+
 }  // namespace

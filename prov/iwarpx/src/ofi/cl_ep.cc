@@ -36,30 +36,11 @@ int EpControl(struct fid* fid, int command, void* arg) {
 ssize_t EpCancel(struct fid* fid, void* context) {
   return Self(fid)->Cancel(context);
 }
-int EpGetOpt(struct fid* /*fid*/, int /*level*/, int optname, void* /*optval*/,
-             size_t* /*optlen*/) {
-  IWX_WARN(ep_ctrl, "fi_getopt: option %d is not supported on a connectionless endpoint\n",
-           optname);
-  return -FI_ENOPROTOOPT;
+int EpGetOpt(struct fid* fid, int level, int optname, void* optval, size_t* optlen) {
+  return Self(fid)->GetOpt(level, optname, optval, optlen);
 }
-int EpSetOpt(struct fid* /*fid*/, int /*level*/, int optname, const void* /*optval*/,
-             size_t /*optlen*/) {
-  IWX_WARN(ep_ctrl, "fi_setopt: option %d is not supported on a connectionless endpoint\n",
-           optname);
-  return -FI_ENOPROTOOPT;
-}
-int EpTxCtx(struct fid_ep* /*sep*/, int /*index*/, struct fi_tx_attr* /*attr*/,
-            struct fid_ep** /*tx_ep*/, void* /*context*/) {
-  IWX_WARN(ep_ctrl, "fi_tx_context: scalable endpoints are not supported\n");
-  return -FI_ENOSYS;
-}
-int EpRxCtx(struct fid_ep* /*sep*/, int /*index*/, struct fi_rx_attr* /*attr*/,
-            struct fid_ep** /*rx_ep*/, void* /*context*/) {
-  IWX_WARN(ep_ctrl, "fi_rx_context: scalable endpoints are not supported\n");
-  return -FI_ENOSYS;
-}
-ssize_t EpSizeLeft(struct fid_ep* /*ep*/) {
-  return -FI_ENOSYS;  // deprecated in libfabric 1.x
+int EpSetOpt(struct fid* fid, int level, int optname, const void* optval, size_t optlen) {
+  return Self(fid)->SetOpt(level, optname, optval, optlen);
 }
 
 // --- fi_ops_cm: only the name ---
@@ -113,10 +94,10 @@ const struct fi_ops_ep kClEpOps = {
     .cancel = EpCancel,
     .getopt = EpGetOpt,
     .setopt = EpSetOpt,
-    .tx_ctx = EpTxCtx,
-    .rx_ctx = EpRxCtx,
-    .rx_size_left = EpSizeLeft,
-    .tx_size_left = EpSizeLeft,
+    .tx_ctx = NoTxContext,
+    .rx_ctx = NoRxContext,
+    .rx_size_left = NoSizeLeft,
+    .tx_size_left = NoSizeLeft,
 };
 
 const struct fi_ops_cm kClCmOps = {
@@ -276,6 +257,16 @@ int ClEndpoint::Control(int command, void* arg) {
       IWX_WARN(ep_ctrl, "fi_control: command %d is not supported on %s\n", command, kind_);
       return -FI_ENOSYS;
   }
+}
+
+int ClEndpoint::GetOpt(int /*level*/, int optname, void* /*optval*/, size_t* /*optlen*/) {
+  IWX_WARN(ep_ctrl, "fi_getopt: option %d is not supported on %s\n", optname, kind_);
+  return -FI_ENOPROTOOPT;
+}
+
+int ClEndpoint::SetOpt(int /*level*/, int optname, const void* /*optval*/, size_t /*optlen*/) {
+  IWX_WARN(ep_ctrl, "fi_setopt: option %d is not supported on %s\n", optname, kind_);
+  return -FI_ENOPROTOOPT;
 }
 
 int ClEndpoint::GetName(void* addr, size_t* addrlen) {

@@ -60,6 +60,9 @@ class ClEndpoint {
   int Bind(struct fid* bfid, uint64_t flags);
   int Control(int command, void* arg);
   int GetName(void* addr, size_t* addrlen);
+  // fi_getopt/fi_setopt: -FI_ENOPROTOOPT (logged) unless a subclass knows the option.
+  virtual int GetOpt(int level, int optname, void* optval, size_t* optlen);
+  virtual int SetOpt(int level, int optname, const void* optval, size_t optlen);
   [[nodiscard]] uint64_t tx_op_flags() const { return tx_op_flags_; }
   [[nodiscard]] uint64_t rx_op_flags() const { return rx_op_flags_; }
 

@@ -236,4 +236,20 @@ const struct fi_ops_atomic kNoAtomicOps = {
     .compwritevalid = AValid,
 };
 
+int NoTxContext(struct fid_ep* /*sep*/, int /*index*/, struct fi_tx_attr* /*attr*/,
+                struct fid_ep** /*tx_ep*/, void* /*context*/) {
+  IWX_WARN(ep_ctrl, "fi_tx_context: scalable endpoints are not supported\n");
+  return -FI_ENOSYS;
+}
+
+int NoRxContext(struct fid_ep* /*sep*/, int /*index*/, struct fi_rx_attr* /*attr*/,
+                struct fid_ep** /*rx_ep*/, void* /*context*/) {
+  IWX_WARN(ep_ctrl, "fi_rx_context: scalable endpoints are not supported\n");
+  return -FI_ENOSYS;
+}
+
+ssize_t NoSizeLeft(struct fid_ep* /*ep*/) {
+  return -FI_ENOSYS;  // deprecated in libfabric 1.x
+}
+
 }  // namespace iwarpx::ofi

@@ -16,4 +16,12 @@ extern const struct fi_ops_collective kNoCollectiveOps;
 extern const struct fi_ops_rma kNoRmaOps;
 extern const struct fi_ops_atomic kNoAtomicOps;
 
+// fi_ops_ep entries no endpoint type offers (scalable endpoints; the
+// deprecated size_left calls).
+int NoTxContext(struct fid_ep* sep, int index, struct fi_tx_attr* attr, struct fid_ep** tx_ep,
+                void* context);
+int NoRxContext(struct fid_ep* sep, int index, struct fi_rx_attr* attr, struct fid_ep** rx_ep,
+                void* context);
+ssize_t NoSizeLeft(struct fid_ep* ep);
+
 }  // namespace iwarpx::ofi

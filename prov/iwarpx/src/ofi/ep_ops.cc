@@ -45,19 +45,6 @@ int EpGetOpt(struct fid* fid, int level, int optname, void* optval, size_t* optl
 int EpSetOpt(struct fid* fid, int level, int optname, const void* optval, size_t optlen) {
   return SelfFid(fid)->SetOpt(level, optname, optval, optlen);
 }
-int EpTxCtx(struct fid_ep* /*sep*/, int /*index*/, struct fi_tx_attr* /*attr*/,
-            struct fid_ep** /*tx_ep*/, void* /*context*/) {
-  IWX_WARN(ep_ctrl, "fi_tx_context: scalable endpoints are not supported\n");
-  return -FI_ENOSYS;
-}
-int EpRxCtx(struct fid_ep* /*sep*/, int /*index*/, struct fi_rx_attr* /*attr*/,
-            struct fid_ep** /*rx_ep*/, void* /*context*/) {
-  IWX_WARN(ep_ctrl, "fi_rx_context: scalable endpoints are not supported\n");
-  return -FI_ENOSYS;
-}
-ssize_t EpSizeLeft(struct fid_ep* /*ep*/) {
-  return -FI_ENOSYS;  // deprecated in libfabric 1.x
-}
 
 // --- fi_ops_cm ---
 int EpSetName(fid_t fid, void* addr, size_t addrlen) {
@@ -108,10 +95,10 @@ const struct fi_ops_ep kEpOps = {
     .cancel = EpCancel,
     .getopt = EpGetOpt,
     .setopt = EpSetOpt,
-    .tx_ctx = EpTxCtx,
-    .rx_ctx = EpRxCtx,
-    .rx_size_left = EpSizeLeft,
-    .tx_size_left = EpSizeLeft,
+    .tx_ctx = NoTxContext,
+    .rx_ctx = NoRxContext,
+    .rx_size_left = NoSizeLeft,
+    .tx_size_left = NoSizeLeft,
 };
 
 const struct fi_ops_cm kEpCmOps = {

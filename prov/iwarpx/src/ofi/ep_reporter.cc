@@ -112,6 +112,7 @@ EpReporter::Slot* EpReporter::AllocRx(uint32_t* index) {
   rx_free_.pop_back();
   Slot* s = &rx_slots_[*index];
   s->in_use = true;
+  s->multi = false;
   return s;
 }
 
@@ -206,21 +207,21 @@ void EpReporter::CompleteRx(uint32_t index, const struct fi_cq_data_entry& c, fi
   CompleteRx(index, t, src);
 }
 
-void EpReporter::CompleteRx(uint32_t index, struct fi_cq_tagged_entry c, fi_addr_t src) {
+void EpReporter::CompleteRx(uint32_t index, struct fi_cq_tagged_entry c, fi_addr_t src, bool keep) {
   Slot& s = rx_slots_[index];
   if (rx_cq_ != nullptr && s.report) {
     c.op_context = s.context;
-    if (!rx_cq_->Post(c, src)) IWX_WARN(cq, "the CQ is full; a receive completion was lost\n");
+    if (!rx_cq_->Post(c, src)) IWX_WARN(cq, "out of memory; a receive completion was lost\n");
   }
   if (recv_cntr_ != nullptr) recv_cntr_->Inc();
-  FreeRx(index);
+  if (!keep) FreeRx(index);
 }
 
-void EpReporter::FailRx(uint32_t index, struct fi_cq_err_entry err) {
+void EpReporter::FailRx(uint32_t index, struct fi_cq_err_entry err, bool keep) {
   const Slot& s = rx_slots_[index];
   PostError(rx_cq_, s, err);
   if (recv_cntr_ != nullptr) recv_cntr_->IncErr();
-  FreeRx(index);
+  if (!keep) FreeRx(index);
 }
 
 }  // namespace iwarpx::ofi

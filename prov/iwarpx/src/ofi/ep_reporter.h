@@ -48,6 +48,7 @@ class EpReporter {
     bool in_use = false;     // posted and not yet reported
     Cntr* cntr = nullptr;    // counter of this operation
     uint32_t temp_stag = 0;  // MSG: Read sink registered for this Read only
+    bool multi = false;      // RDM: a multi-receive buffer (FI_MULTI_RECV)
     std::array<uint8_t, kInjectSize> inject{};
   };
 
@@ -85,9 +86,10 @@ class EpReporter {
   void FailTx(uint32_t index, struct fi_cq_err_entry err);
   // A receive finished: `c` gets the slot's context (and buf unless set);
   // frees the slot.
-  void CompleteRx(uint32_t index, struct fi_cq_tagged_entry c, fi_addr_t src);
+  // `keep`: the slot stays posted (a multi-receive buffer not used up yet).
+  void CompleteRx(uint32_t index, struct fi_cq_tagged_entry c, fi_addr_t src, bool keep = false);
   void CompleteRx(uint32_t index, const struct fi_cq_data_entry& c, fi_addr_t src);
-  void FailRx(uint32_t index, struct fi_cq_err_entry err);
+  void FailRx(uint32_t index, struct fi_cq_err_entry err, bool keep = false);
 
   Cq* tx_cq() { return tx_cq_; }
   Cq* rx_cq() { return rx_cq_; }

@@ -23,8 +23,8 @@
 namespace iwarpx::ofi {
 namespace {
 
-constexpr uint64_t kRxFlags =
-    FI_COMPLETION | FI_MORE | FI_MSG | FI_TAGGED | FI_RECV | FI_PEEK | FI_CLAIM | FI_DISCARD;
+constexpr uint64_t kRxFlags = FI_COMPLETION | FI_MORE | FI_MSG | FI_TAGGED | FI_RECV | FI_PEEK |
+                              FI_CLAIM | FI_DISCARD | FI_MULTI_RECV;
 constexpr uint64_t kPerPeerSq = 256;
 constexpr uint32_t kBouncesPerPeer = 8;
 
@@ -193,7 +193,8 @@ void RdmEndpoint::SendFailed(uint64_t context, int err) {
 ssize_t RdmEndpoint::Recv(bool tagged, const struct iovec* iov, size_t count, fi_addr_t src,
                           uint64_t tag, uint64_t ignore, void* context, uint64_t flags) {
   const char* call = tagged ? "fi_trecv" : "fi_recv";
-  if ((flags & ~kRxFlags) != 0 || (!tagged && (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) != 0)) {
+  if ((flags & ~kRxFlags) != 0 || (!tagged && (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) != 0) ||
+      (tagged && (flags & FI_MULTI_RECV) != 0)) {
     IWX_WARN(ep_data, "%s: flags %#lx are not supported\n", call,
              static_cast<unsigned long>(flags));
     return -FI_EBADFLAGS;
@@ -220,6 +221,12 @@ ssize_t RdmEndpoint::Recv(bool tagged, const struct iovec* iov, size_t count, fi
   r.ignore = ignore;
   r.iov = iov;
   r.count = count;
+  r.multi = (flags & FI_MULTI_RECV) != 0;
+  r.multi_min = min_multi_recv_;
+  if (r.multi && count != 1) {
+    IWX_WARN(ep_data, "%s: FI_MULTI_RECV takes exactly one iovec (%zu given)\n", call, count);
+    return -FI_EINVAL;
+  }
   if ((caps_ & FI_DIRECTED_RECV) != 0 && src != FI_ADDR_UNSPEC) {
     const std::optional<transport::SockAddr> from = PeerAddress(src, call);
     if (!from) return -FI_EINVAL;
@@ -232,6 +239,7 @@ ssize_t RdmEndpoint::Recv(bool tagged, const struct iovec* iov, size_t count, fi
   s->buf = count > 0 ? iov[0].iov_base : nullptr;
   s->flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
   s->report = !reporter_.rx_selective() || (flags & FI_COMPLETION) != 0;
+  s->multi = r.multi;
   r.context = index;
   const auto claim_key = reinterpret_cast<uint64_t>(context);
   rdm::RdmStatus st = rdm::RdmStatus::kOk;
@@ -288,25 +296,54 @@ ssize_t RdmEndpoint::PostTRecv(const struct iovec* iov, size_t count, fi_addr_t 
 
 void RdmEndpoint::RecvDone(uint64_t context, const rdm::RecvResult& r) {
   const auto index = static_cast<uint32_t>(context);
+  const bool multi = reporter_.rx(index).multi;
+  // A multi-receive buffer stays posted until this message used it up.
+  const bool keep = multi && !r.released;
+  const uint64_t flags = RecvFlags(r.tagged, r.has_data) | (r.released ? FI_MULTI_RECV : 0);
+  void* buf = multi ? r.buf : reporter_.rx(index).buf;
   if (r.truncated != 0) {
     struct fi_cq_err_entry e = {};
     e.err = FI_ETRUNC;
-    e.flags = RecvFlags(r.tagged, r.has_data);
+    e.flags = flags;
     e.len = r.len;
     e.olen = r.truncated;
     e.tag = r.tag;
     e.data = r.data;
-    e.buf = reporter_.rx(index).buf;
-    reporter_.FailRx(index, e);
+    e.buf = buf;
+    reporter_.FailRx(index, e, keep);
     return;
   }
   struct fi_cq_tagged_entry c = {};
-  c.flags = RecvFlags(r.tagged, r.has_data);
+  c.flags = flags;
   c.len = r.len;
-  c.buf = reporter_.rx(index).buf;
+  c.buf = buf;
   c.tag = r.tag;
   c.data = r.data;
-  reporter_.CompleteRx(index, c, SourceOf(r.src));
+  reporter_.CompleteRx(index, c, SourceOf(r.src), keep);
+}
+
+int RdmEndpoint::GetOpt(int level, int optname, void* optval, size_t* optlen) {
+  if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV) {
+    return ClEndpoint::GetOpt(level, optname, optval, optlen);
+  }
+  if (optval == nullptr || optlen == nullptr || *optlen < sizeof(size_t)) return -FI_EINVAL;
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  std::memcpy(optval, &min_multi_recv_, sizeof(size_t));
+  *optlen = sizeof(size_t);
+  return 0;
+}
+
+int RdmEndpoint::SetOpt(int level, int optname, const void* optval, size_t optlen) {
+  if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV) {
+    return ClEndpoint::SetOpt(level, optname, optval, optlen);
+  }
+  if (optval == nullptr || optlen != sizeof(size_t)) {
+    IWX_WARN(ep_ctrl, "fi_setopt(FI_OPT_MIN_MULTI_RECV): the value is one size_t\n");
+    return -FI_EINVAL;
+  }
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  std::memcpy(&min_multi_recv_, optval, sizeof(size_t));
+  return 0;
 }
 
 void RdmEndpoint::RecvFailed(uint64_t context, int err) {

@@ -20,6 +20,11 @@
 //   opened with that capability; fi_cq_readfrom reports the source (or
 //   FI_ADDR_NOTAVAIL when it is not in the AV). A message longer than the
 //   buffer completes with an error entry FI_ETRUNC (len placed, olen cut).
+//   FI_MULTI_RECV (untagged receives, one iovec): messages fill the buffer one
+//   after another, each completion's buf says where; the one after which fewer
+//   than FI_OPT_MIN_MULTI_RECV bytes (default 64) are left carries
+//   FI_MULTI_RECV and releases the buffer. Multi-receive buffers take untagged
+//   messages ahead of ordinary untagged receives.
 //   Tagged receives take FI_PEEK (found: a completion with len/tag/data;
 //   none: error FI_ENOMSG), FI_PEEK|FI_CLAIM, FI_CLAIM (the claimed message,
 //   context = the peek's) and FI_DISCARD.
@@ -51,6 +56,9 @@ class RdmEndpoint final : public ClEndpoint, public rdm::RdmSink {
 
   int Close() override;
   ssize_t Cancel(void* context) override;
+  // FI_OPT_MIN_MULTI_RECV (FI_OPT_ENDPOINT level); others -FI_ENOPROTOOPT.
+  int GetOpt(int level, int optname, void* optval, size_t* optlen) override;
+  int SetOpt(int level, int optname, const void* optval, size_t optlen) override;
 
   // MsgOps / TaggedOps.
   ssize_t PostRecv(const struct iovec* iov, size_t count, fi_addr_t src, void* context,
@@ -92,7 +100,10 @@ class RdmEndpoint final : public ClEndpoint, public rdm::RdmSink {
   fi_addr_t SourceOf(rdm::PeerId id);
   ssize_t StatusToFi(rdm::RdmStatus s, const char* call);
 
+  static constexpr size_t kDefaultMinMultiRecv = 64;
+
   uint64_t caps_;
+  size_t min_multi_recv_ = kDefaultMinMultiRecv;
   std::unique_ptr<rdm::RdmCore> core_;
 };
 

@@ -171,6 +171,16 @@ transport::IoResult RdStream::SendV(std::span<const iovec> iov) {
   return transport::IoResult::Ok(pos);
 }
 
+wire::DgramHeader RdStream::NewHeader(wire::DgramType type) const {
+  wire::DgramHeader h;
+  h.type = type;
+  h.dst_qpn = peer_qpn_;
+  h.src_qpn = local_qpn_;
+  h.session = out_session_.id();
+  h.syn = out_session_.syn();
+  return h;
+}
+
 void RdStream::FillAck(wire::DgramHeader& h) {
   if (in_sessions_.current() == 0) return;
   const AckFields a = recv_.Ack();
@@ -184,12 +194,7 @@ void RdStream::FillAck(wire::DgramHeader& h) {
 
 bool RdStream::Transmit(uint64_t cookie, bool ack_request) {
   const TxRecord& r = tx_[cookie % tx_.size()];
-  wire::DgramHeader h;
-  h.type = wire::DgramType::kRdData;
-  h.dst_qpn = peer_qpn_;
-  h.src_qpn = local_qpn_;
-  h.session = out_session_.id();
-  h.syn = out_session_.syn();
+  wire::DgramHeader h = NewHeader(wire::DgramType::kRdData);
   h.seq = r.seq;
   h.ack_request = ack_request;
   FillAck(h);
@@ -255,12 +260,7 @@ bool RdStream::SendControl(const wire::DgramHeader& h) {
 
 void RdStream::SendAck() {
   if (in_sessions_.current() == 0) return;
-  wire::DgramHeader h;
-  h.type = wire::DgramType::kRdAck;
-  h.dst_qpn = peer_qpn_;
-  h.src_qpn = local_qpn_;
-  h.session = out_session_.id();
-  h.syn = out_session_.syn();
+  wire::DgramHeader h = NewHeader(wire::DgramType::kRdAck);
   h.seq = send_.snd_nxt();
   FillAck(h);
   if (SendControl(h)) {
@@ -270,13 +270,8 @@ void RdStream::SendAck() {
 }
 
 void RdStream::SendProbe() {
-  wire::DgramHeader h;
-  h.type = wire::DgramType::kRdControl;
+  wire::DgramHeader h = NewHeader(wire::DgramType::kRdControl);
   h.ctrl_op = wire::DgramControlOp::kProbe;
-  h.dst_qpn = peer_qpn_;
-  h.src_qpn = local_qpn_;
-  h.session = out_session_.id();
-  h.syn = out_session_.syn();
   h.seq = send_.snd_nxt();
   FillAck(h);
   if (SendControl(h)) {
@@ -286,12 +281,9 @@ void RdStream::SendProbe() {
 }
 
 void RdStream::SendReset(uint32_t session) {
-  wire::DgramHeader h;
-  h.type = wire::DgramType::kRdControl;
+  wire::DgramHeader h = NewHeader(wire::DgramType::kRdControl);
   h.ctrl_op = wire::DgramControlOp::kReset;
-  h.dst_qpn = peer_qpn_;
-  h.src_qpn = local_qpn_;
-  h.session = out_session_.id();
+  h.syn = false;  // never on a RESET (docs/wire.md §3.3)
   h.echo_session = session;
   if (SendControl(h)) ++stats_.resets_sent;
 }

@@ -181,6 +181,8 @@ class RdStream final : public transport::Connection, private SendWindowSink {
   void QueuePending(uint64_t cookie);
   void FlushPending();
   void ReleaseAcked();
+  // Addresses, session and Y of every RD datagram this stream sends.
+  [[nodiscard]] wire::DgramHeader NewHeader(wire::DgramType type) const;
   void FillAck(wire::DgramHeader& h);
   void SendAck();
   void SendProbe();

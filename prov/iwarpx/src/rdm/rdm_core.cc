@@ -328,6 +328,15 @@ void RdmCore::Arrived(Peer& p, uint32_t bounce, const wire::RdmMessage& m) {
   const wire::RdmHeader& h = m.header;
   TagMatcher& matcher = MatcherFor(h.tagged);
   rd::RdQp* q = channel_->Find({p.addr, kRdmQpn});
+  if (!h.tagged && !multi_.empty()) {
+    PlaceInMulti(p.id, h, m.payload);
+    if (q != nullptr && p.bounces_posted < config_.bounces_per_peer) {
+      (void)PostBounce(p, *q, bounce);
+    } else {
+      FreeBounce(bounce);
+    }
+    return;
+  }
   if (const std::optional<uint64_t> rx = matcher.TakePosted(h.tagged ? h.tag : 0, p.id)) {
     RxOp& op = rx_[*rx];
     const RecvRequest req = op.req;
@@ -370,8 +379,9 @@ void RdmCore::Arrived(Peer& p, uint32_t bounce, const wire::RdmMessage& m) {
 }
 
 void RdmCore::Deliver(const RecvRequest& r, const iovec* iov, PeerId src, const wire::RdmHeader& h,
-                      ByteSpan payload) {
+                      ByteSpan payload, const RecvResult* multi) {
   RecvResult res;
+  if (multi != nullptr) res = *multi;
   res.tagged = h.tagged;
   res.tag = h.tag;
   res.has_data = h.has_data;
@@ -389,7 +399,7 @@ void RdmCore::Deliver(const RecvRequest& r, const iovec* iov, PeerId src, const 
 }
 
 void RdmCore::StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src,
-                              const wire::RdmHeader& h) {
+                              const wire::RdmHeader& h, const RecvResult* multi) {
   Peer* p = PeerById(src);
   rd::RdQp* q = p != nullptr ? channel_->Find({p->addr, kRdmQpn}) : nullptr;
   const std::optional<uint32_t> index = Alloc(rndv_, rndv_free_, kMaxRndv);
@@ -400,6 +410,7 @@ void RdmCore::StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src
   RndvOp& op = rndv_[*index];
   op.context = r.context;
   op.peer = src;
+  if (multi != nullptr) op.result = *multi;
   op.result.tagged = h.tagged;
   op.result.tag = h.tag;
   op.result.has_data = h.has_data;
@@ -598,7 +609,64 @@ void RdmCore::DeliverUnexpected(const RecvRequest& r, const iovec* iov, uint32_t
   StartRendezvous(r, iov, e.src, e.header);
 }
 
+void RdmCore::PlaceInMulti(PeerId src, const wire::RdmHeader& h, ByteSpan payload) {
+  const uint32_t i = multi_.front();
+  RxOp& op = rx_[i];
+  const RecvRequest req = op.req;
+  auto* base = static_cast<uint8_t*>(op.iov[0].iov_base);
+  const size_t left = op.iov[0].iov_len - op.offset;
+  const size_t take = std::min<uint64_t>(h.size, left);
+  RecvResult where;
+  where.buf = base + op.offset;
+  const iovec piece{base + op.offset, take};
+  op.offset += take;
+  const size_t rest = op.iov[0].iov_len - op.offset;
+  where.released = rest == 0 || rest < req.multi_min;
+  if (where.released) {
+    multi_.pop_front();
+    op.used = false;
+    rx_free_.push_back(i);
+  }
+  if (h.op == wire::RdmOp::kEager) {
+    Deliver(req, &piece, src, h, payload, &where);
+  } else {
+    StartRendezvous(req, &piece, src, h, &where);
+  }
+}
+
+void RdmCore::DrainIntoMulti() {
+  while (!multi_.empty()) {
+    const RecvRequest& front = rx_[multi_.front()].req;
+    const std::optional<Unexpected> u = untagged_.TakeUnexpected(0, 0, front.src);
+    if (!u) return;
+    const auto index = static_cast<uint32_t>(u->handle);
+    const Unexp e = unexp_[index];
+    if (e.dead) {
+      ReleaseUnexpected(index);
+      continue;  // its data is gone; nothing to place
+    }
+    // Placed (eager: copied) before the bounce goes back to the peer.
+    PlaceInMulti(e.src, e.header,
+                 e.header.op == wire::RdmOp::kEager
+                     ? ByteSpan(bounces_[e.bounce].buf.get() + e.payload_offset, e.header.size)
+                     : ByteSpan{});
+    ReleaseUnexpected(index);
+  }
+}
+
 RdmStatus RdmCore::PostRecv(const RecvRequest& r) {
+  if (r.multi) {
+    if (r.tagged || r.count != 1 || r.iov == nullptr) return RdmStatus::kInvalid;
+    const std::optional<uint32_t> index = Alloc(rx_, rx_free_, kMaxRxOps);
+    if (!index) return RdmStatus::kAgain;
+    RxOp& op = rx_[*index];
+    op.req = r;
+    op.iov[0] = r.iov[0];
+    op.req.iov = nullptr;
+    multi_.push_back(*index);
+    DrainIntoMulti();
+    return RdmStatus::kOk;
+  }
   if (r.count > kMaxIov || (r.count > 0 && r.iov == nullptr)) return RdmStatus::kInvalid;
   if (const std::optional<uint32_t> u = TakeUnexpected(r)) {
     DeliverUnexpected(r, r.iov, *u);
@@ -616,9 +684,16 @@ RdmStatus RdmCore::PostRecv(const RecvRequest& r) {
 }
 
 bool RdmCore::CancelRecv(bool tagged, uint64_t context) {
+  for (auto it = multi_.begin(); !tagged && it != multi_.end(); ++it) {
+    if (rx_[*it].req.context != context) continue;
+    rx_[*it].used = false;
+    rx_free_.push_back(*it);
+    multi_.erase(it);
+    return true;
+  }
   for (uint32_t i = 0; i < rx_.size(); ++i) {
     RxOp& op = rx_[i];
-    if (!op.used || op.req.tagged != tagged || op.req.context != context) continue;
+    if (!op.used || op.req.multi || op.req.tagged != tagged || op.req.context != context) continue;
     if (!MatcherFor(tagged).CancelPosted(i)) continue;
     op.used = false;
     rx_free_.push_back(i);

@@ -77,6 +77,10 @@ struct RecvResult {
   bool has_data = false;
   uint64_t data = 0;
   PeerId src = 0;
+  // Multi-receive buffers (RecvRequest::multi): where this message starts,
+  // and whether the buffer is used up with it (libfabric FI_MULTI_RECV).
+  void* buf = nullptr;
+  bool released = false;
 };
 
 class RdmSink {
@@ -110,6 +114,13 @@ struct RecvRequest {
   uint64_t context = 0;
   const iovec* iov = nullptr;
   size_t count = 0;
+  // FI_MULTI_RECV (untagged, one iovec): the buffer takes message after
+  // message, each placed where the previous one ended, until fewer than
+  // `multi_min` bytes are left; that message's result says `released`.
+  // Multi-receive buffers take untagged messages ahead of ordinary untagged
+  // receives, in the order they were posted.
+  bool multi = false;
+  size_t multi_min = 0;
 };
 
 class RdmCore final : private progress::RdChannelClient {
@@ -212,6 +223,7 @@ class RdmCore final : private progress::RdChannelClient {
     bool used = false;
     RecvRequest req;
     std::array<iovec, kMaxIov> iov{};
+    size_t offset = 0;  // multi-receive: bytes of the buffer taken so far
   };
   // An unexpected message, kept in its bounce.
   struct Unexp {
@@ -261,10 +273,16 @@ class RdmCore final : private progress::RdChannelClient {
   // Matching and delivery.
   TagMatcher& MatcherFor(bool tagged) { return tagged ? tagged_ : untagged_; }
   void Arrived(Peer& p, uint32_t bounce, const wire::RdmMessage& m);
+  // `multi`: the placement in a multi-receive buffer (buf, released), or null.
   void Deliver(const RecvRequest& r, const iovec* iov, PeerId src, const wire::RdmHeader& h,
-               ByteSpan payload);
-  void StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src,
-                       const wire::RdmHeader& h);
+               ByteSpan payload, const RecvResult* multi = nullptr);
+  void StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src, const wire::RdmHeader& h,
+                       const RecvResult* multi = nullptr);
+  // An untagged message for the oldest multi-receive buffer: reserves its
+  // room (releasing the buffer when too little is left) and places it.
+  void PlaceInMulti(PeerId src, const wire::RdmHeader& h, ByteSpan payload);
+  // Fills a freshly posted multi-receive buffer from unexpected messages.
+  void DrainIntoMulti();
   void FinishRendezvous(uint32_t index);
   void OnFin(Peer& p, const wire::RdmHeader& h);
   void DeliverUnexpected(const RecvRequest& r, const iovec* iov, uint32_t unexp);
@@ -291,6 +309,7 @@ class RdmCore final : private progress::RdChannelClient {
   std::vector<uint32_t> tx_free_;
   std::deque<RxOp> rx_;
   std::vector<uint32_t> rx_free_;
+  std::deque<uint32_t> multi_;  // posted multi-receive buffers (rx_ indices), oldest first
   std::deque<Unexp> unexp_;
   std::vector<uint32_t> unexp_free_;
   std::deque<RndvOp> rndv_;

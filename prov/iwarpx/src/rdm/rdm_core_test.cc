@@ -343,5 +343,50 @@ TEST_F(RdmCoreTest, VanishedPeerFailsWhatWaitsOnIt) {
   EXPECT_EQ(a_->counters().peers_failed, 1u);
 }
 
+TEST_F(RdmCoreTest, MultiReceiveBufferFillsInOrderAndReleasesBelowTheMinimum) {
+  // Three messages arrive before the buffer is posted (unexpected), the rest after.
+  constexpr size_t kMsg = 900;
+  constexpr size_t kCount = 12;
+  std::vector<std::vector<uint8_t>> msgs;
+  for (size_t i = 0; i < kCount; ++i) msgs.push_back(Pattern(kMsg, static_cast<uint8_t>(i)));
+  for (size_t i = 0; i < 3; ++i) ASSERT_EQ(Send(*a_, *b_, msgs[i], i), RdmStatus::kOk);
+  ASSERT_TRUE(RunUntil([&] { return b_->counters().unexpected == 3; }));
+  std::vector<uint8_t> buf(10000, 0xEE);
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    iovec v{buf.data(), buf.size()};
+    RecvRequest r;
+    r.context = 77;
+    r.iov = &v;
+    r.count = 1;
+    r.multi = true;
+    r.multi_min = 1000;
+    ASSERT_EQ(b_->PostRecv(r), RdmStatus::kOk);
+    b_->AfterPost();
+  }
+  std::vector<uint8_t> plain(kMsg);
+  ASSERT_EQ(Recv(*b_, plain, 78), RdmStatus::kOk);  // ordinary receive, posted later
+  for (size_t i = 3; i < kCount; ++i) ASSERT_EQ(Send(*a_, *b_, msgs[i], i), RdmStatus::kOk);
+  ASSERT_TRUE(RunUntil([&] { return sb_.Count(Event::kRecvDone) == kCount; }));
+  // Messages 0..10 fill the buffer back to back; after the 11th, 100 bytes are
+  // left (< 1000): that completion releases it; the 12th goes to the ordinary receive.
+  size_t multi_seen = 0;
+  for (const Event& e : sb_.ev) {
+    if (e.context == 78) {
+      EXPECT_TRUE(plain == msgs[11]);
+      continue;
+    }
+    ASSERT_EQ(e.context, 77u);
+    ASSERT_EQ(e.r.len, kMsg);
+    EXPECT_EQ(e.r.buf, buf.data() + multi_seen * kMsg);
+    EXPECT_TRUE(std::equal(msgs[multi_seen].begin(), msgs[multi_seen].end(),
+                           buf.begin() + static_cast<std::ptrdiff_t>(multi_seen * kMsg)));
+    EXPECT_EQ(e.r.released, multi_seen == 10) << multi_seen;
+    ++multi_seen;
+  }
+  EXPECT_EQ(multi_seen, 11u);
+  EXPECT_EQ(buf[11 * kMsg], 0xEE);  // nothing written past the last message
+}
+
 }  // namespace
 }  // namespace iwarpx::rdm

@@ -30,6 +30,15 @@ void operator delete(void* p) noexcept {
 void operator delete(void* p, std::size_t /*size*/) noexcept {
   std::free(p);
 }
+// The nothrow forms too: the rest of rdm_test (e.g. new (std::nothrow)
+// QueuePair) must pair with the replaced delete.
+void* operator new(std::size_t size, const std::nothrow_t& /*tag*/) noexcept {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(size == 0 ? 1 : size);
+}
+void operator delete(void* p, const std::nothrow_t& /*tag*/) noexcept {
+  std::free(p);
+}
 
 namespace iwarpx::rdm {
 namespace {
