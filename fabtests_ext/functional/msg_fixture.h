@@ -312,17 +312,11 @@ class Net {
   }
 
   bool WaitUntil(const std::function<bool()>& pred, SteadyClock::duration timeout = kWait) {
-    const auto deadline = SteadyClock::now() + timeout;
-    for (;;) {
-      if (!PollAll()) return false;
-      if (pred()) return true;
-      if (SteadyClock::now() > deadline) return false;
-    }
+    return fttest::PollUntil([this] { return PollAll(); }, pred, timeout);
   }
   // Polls for `d` regardless (to let unwanted entries show up).
   void Drive(SteadyClock::duration d) {
-    const auto deadline = SteadyClock::now() + d;
-    while (SteadyClock::now() < deadline) PollAll();
+    fttest::PollFor([this] { return PollAll(); }, d);
   }
 
   // An enabled endpoint on `side` (from `ep_info`, default `info`), its EQ

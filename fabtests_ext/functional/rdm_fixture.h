@@ -241,17 +241,11 @@ class Net {
     return ok;
   }
   bool WaitUntil(const std::function<bool()>& pred, SteadyClock::duration timeout = kWait) {
-    const auto deadline = SteadyClock::now() + timeout;
-    for (;;) {
-      if (!PollAll()) return false;
-      if (pred()) return true;
-      if (SteadyClock::now() > deadline) return false;
-    }
+    return fttest::PollUntil([this] { return PollAll(); }, pred, timeout);
   }
   // Polls for `d` regardless (lets messages travel and unwanted entries show up).
   void Drive(SteadyClock::duration d) {
-    const auto deadline = SteadyClock::now() + d;
-    while (SteadyClock::now() < deadline) PollAll();
+    fttest::PollFor([this] { return PollAll(); }, d);
   }
 
   // The completion of `ctx` on `cq`; nullopt if it failed or did not come.

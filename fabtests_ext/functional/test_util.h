@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -36,6 +37,24 @@ inline Bytes Pattern(size_t n, uint64_t seed) {
 template <typename T>
 void* Ctx(T v) {
   return reinterpret_cast<void*>(static_cast<uintptr_t>(v));  // NOLINT(performance-no-int-to-ptr)
+}
+
+// Calls `poll` (false: an unexpected error) until `pred` holds or `timeout`
+// passes; true if `pred` held. Never an unbounded wait.
+inline bool PollUntil(const std::function<bool()>& poll, const std::function<bool()>& pred,
+                      SteadyClock::duration timeout = kWait) {
+  const auto deadline = SteadyClock::now() + timeout;
+  for (;;) {
+    if (!poll()) return false;
+    if (pred()) return true;
+    if (SteadyClock::now() > deadline) return false;
+  }
+}
+
+// Calls `poll` for `d` regardless (lets messages travel and unwanted entries show up).
+inline void PollFor(const std::function<bool()>& poll, SteadyClock::duration d) {
+  const auto deadline = SteadyClock::now() + d;
+  while (SteadyClock::now() < deadline) (void)poll();
 }
 
 }  // namespace fttest
