@@ -22,20 +22,16 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "test_util.h"
+
 namespace {
 
-constexpr uint32_t kVersion = FI_VERSION(1, 17);
-using Bytes = std::vector<uint8_t>;
-
-Bytes Pattern(size_t n, uint8_t seed) {
-  Bytes b(n);
-  for (size_t i = 0; i < n; ++i) b[i] = static_cast<uint8_t>(seed + i * 13);
-  return b;
-}
-
-void* Ctx(uintptr_t v) {
-  return reinterpret_cast<void*>(v);
-}
+using fttest::Bytes;
+using fttest::Ctx;
+using fttest::EpStats;
+using fttest::kVersion;
+using fttest::Pattern;
+using fttest::RawUdp;
 
 fi_info* DgramHints() {
   fi_info* h = fi_allocinfo();
@@ -300,44 +296,42 @@ TEST_F(DgramTest, TruncationCancelAndRefusedCalls) {
 TEST_F(DgramTest, BadDatagramsAreDroppedNeverDelivered) {
   Bytes r(64, 0);
   ASSERT_EQ(fi_recv(b_.ep, r.data(), r.size(), nullptr, FI_ADDR_UNSPEC, Ctx(1)), 0);
-  const int raw = socket(AF_INET, SOCK_DGRAM, 0);
-  ASSERT_GE(raw, 0);
-  sockaddr_in any{};
-  any.sin_family = AF_INET;
-  any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(raw, reinterpret_cast<sockaddr*>(&any), sizeof(any)), 0);
-  auto send_raw = [&](const Bytes& d) {
-    ASSERT_EQ(sendto(raw, d.data(), d.size(), 0, reinterpret_cast<const sockaddr*>(&b_.name),
-                     sizeof(b_.name)),
-              static_cast<ssize_t>(d.size()));
-  };
-  send_raw(Pattern(100, 7));                // not iwarpx at all
-  send_raw(Bytes{0x69, 0x77, 0x01, 0x01});  // magic, version, then nothing
+  RawUdp raw;
+  ASSERT_TRUE(raw.ok());
+  const std::optional<fi_iwarpx_ep_stats> before = EpStats(domain_, b_.ep);
+  ASSERT_TRUE(before.has_value());
+  ASSERT_TRUE(raw.SendTo(b_.name, Pattern(100, 7)));                // not iwarpx at all
+  ASSERT_TRUE(raw.SendTo(b_.name, Bytes{0x69, 0x77, 0x01, 0x01}));  // magic, version, then nothing
   // A real datagram captured from a_: sent to the raw socket's address.
-  sockaddr_in raw_addr{};
-  socklen_t raw_len = sizeof(raw_addr);
-  ASSERT_EQ(getsockname(raw, reinterpret_cast<sockaddr*>(&raw_addr), &raw_len), 0);
   fi_addr_t raw_fa = FI_ADDR_NOTAVAIL;
-  ASSERT_EQ(fi_av_insert(av_, &raw_addr, 1, &raw_fa, 0, nullptr), 1);
+  ASSERT_EQ(fi_av_insert(av_, &raw.name(), 1, &raw_fa, 0, nullptr), 1);
   const Bytes m = Pattern(20, 1);
   ASSERT_EQ(fi_send(a_.ep, m.data(), m.size(), nullptr, raw_fa, nullptr), 0);
-  Bytes captured(2000);
-  const ssize_t n = recv(raw, captured.data(), captured.size(), 0);
-  ASSERT_GT(n, 44);
-  captured.resize(static_cast<size_t>(n));
-  Bytes corrupt = captured;
+  std::optional<Bytes> captured = raw.Recv();
+  ASSERT_TRUE(captured.has_value() && captured->size() > 44);
+  Bytes corrupt = *captured;
   corrupt[60] ^= 0x01;  // a payload bit: the CRC no longer matches
-  send_raw(corrupt);
+  ASSERT_TRUE(raw.SendTo(b_.name, corrupt));
   EXPECT_TRUE(Quiet(b_, 200));
   EXPECT_EQ(r, Bytes(64, 0));
+  const std::optional<fi_iwarpx_ep_stats> after = EpStats(domain_, b_.ep);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->rx_malformed - before->rx_malformed, 2u);
+  EXPECT_EQ(after->rx_bad_crc - before->rx_bad_crc, 1u);
+  EXPECT_EQ(after->rx_datagrams, before->rx_datagrams);
   // The intact datagram is delivered (its source is the raw socket).
-  send_raw(captured);
+  ASSERT_TRUE(raw.SendTo(b_.name, *captured));
   auto rx = Wait(b_);
   ASSERT_TRUE(rx && !rx->error);
   EXPECT_EQ(rx->entry.len, 20u);
   EXPECT_EQ(rx->src, raw_fa);
   EXPECT_TRUE(std::equal(m.begin(), m.end(), r.begin()));
-  close(raw);
+  // A datagram that finds no receive is dropped and counted as such.
+  ASSERT_TRUE(raw.SendTo(b_.name, *captured));
+  EXPECT_TRUE(Quiet(b_, 200));
+  const std::optional<fi_iwarpx_ep_stats> last = EpStats(domain_, b_.ep);
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->ud_no_receive - before->ud_no_receive, 1u);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "ofi/av.h"
 #include "ofi/domain.h"
 #include "ofi/ep_noops.h"
+#include "ofi/ext_stats.h"
 #include "ofi/fabric.h"
 #include "ofi/getinfo.h"
 #include "ofi/log.h"
@@ -129,6 +130,18 @@ ClEndpoint::ClEndpoint(const OpenArgs& args, const char* kind)
 
 ClEndpoint::~ClEndpoint() {
   if (av_ != nullptr) av_->Unref();
+}
+
+void ClEndpoint::Stats(progress::EndpointStats* out) {
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  CollectStats(out);
+}
+
+void ClEndpoint::ReportStatsAtClose() const {
+  if (!GetParams().stats) return;
+  progress::EndpointStats s;
+  CollectStats(&s);
+  ReportAtClose(kind_, LocalAddress().ToString().c_str(), s);
 }
 
 ClEndpoint* ClEndpoint::From(struct fid* fid) {

@@ -25,6 +25,7 @@
 
 #include "ofi/common.h"
 #include "ofi/ep_reporter.h"
+#include "progress/endpoint_stats.h"
 #include "transport/sock_addr.h"
 
 namespace iwarpx::ofi {
@@ -63,6 +64,8 @@ class ClEndpoint {
   // fi_getopt/fi_setopt: -FI_ENOPROTOOPT (logged) unless a subclass knows the option.
   virtual int GetOpt(int level, int optname, void* optval, size_t* optlen);
   virtual int SetOpt(int level, int optname, const void* optval, size_t optlen);
+  // FI_IWARPX_STATS_OPS ep_stats: the channel's counters (takes the engine lock).
+  void Stats(progress::EndpointStats* out);
   [[nodiscard]] uint64_t tx_op_flags() const { return tx_op_flags_; }
   [[nodiscard]] uint64_t rx_op_flags() const { return rx_op_flags_; }
 
@@ -78,6 +81,11 @@ class ClEndpoint {
                struct fid_ep** ep);
   // The bound socket's address (engine lock held).
   [[nodiscard]] virtual transport::SockAddr LocalAddress() const = 0;
+  // Adds the channel's counters (engine lock held, channel open).
+  virtual void CollectStats(progress::EndpointStats* out) const = 0;
+  // FI_IWARPX_STATS=1: prints the counters; a subclass's Close calls it,
+  // engine lock held, before it closes the channel.
+  void ReportStatsAtClose() const;
   // Deletes the endpoint and releases the domain (the last step of Close).
   void Destroy();
 

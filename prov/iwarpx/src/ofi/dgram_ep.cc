@@ -55,6 +55,7 @@ int DgramEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct 
 int DgramEndpoint::Close() {
   {
     std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+    ReportStatsAtClose();
     channel_.reset();  // unregisters; posted operations are dropped with it
   }
   IWX_INFO(ep_ctrl, "dgram ep %p closed\n", static_cast<void*>(this));

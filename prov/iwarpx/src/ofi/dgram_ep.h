@@ -63,6 +63,7 @@ class DgramEndpoint final : public ClEndpoint, public rd::UdSink {
   [[nodiscard]] transport::SockAddr LocalAddress() const override {
     return channel_->local_address();
   }
+  void CollectStats(progress::EndpointStats* out) const override { channel_->CollectStats(out); }
 
   std::unique_ptr<progress::DgramChannel> channel_;
 };

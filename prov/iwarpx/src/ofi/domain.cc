@@ -14,6 +14,7 @@
 #include "ofi/cq.h"
 #include "ofi/dgram_ep.h"
 #include "ofi/ep.h"
+#include "ofi/ext_stats.h"
 #include "ofi/fabric.h"
 #include "ofi/getinfo.h"
 #include "ofi/log.h"
@@ -79,12 +80,17 @@ int QueryCollective(struct fid_domain* /*domain*/, enum fi_collective_op /*coll*
   return -FI_ENOSYS;
 }
 
+int DomainOpsOpen(struct fid* /*fid*/, const char* name, uint64_t flags, void** ops,
+                  void* /*context*/) {
+  return OpenStatsOps(name, flags, ops);
+}
+
 const struct fi_ops kDomainFiOps = {
     .size = sizeof(struct fi_ops),
     .close = DomainClose,
     .bind = fi_no_bind,
     .control = fi_no_control,
-    .ops_open = fi_no_ops_open,
+    .ops_open = DomainOpsOpen,
     .tostr = fi_no_tostr,
     .ops_set = fi_no_ops_set,
 };

@@ -17,6 +17,7 @@
 #include "ofi/domain.h"
 #include "ofi/ep_ops.h"
 #include "ofi/eq.h"
+#include "ofi/ext_stats.h"
 #include "ofi/fabric.h"
 #include "ofi/log.h"
 #include "ofi/mr.h"
@@ -163,9 +164,19 @@ Endpoint* Endpoint::From(struct fid* fid) {
   return OwnerOf<Endpoint>(reinterpret_cast<struct fid_ep*>(fid));
 }
 
+void Endpoint::Stats(progress::EndpointStats* out) {
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  if (channel_ != nullptr) channel_->CollectStats(out);
+}
+
 int Endpoint::Close() {
   {
     std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+    if (GetParams().stats) {
+      progress::EndpointStats s;
+      if (channel_ != nullptr) channel_->CollectStats(&s);
+      ReportAtClose("a MSG endpoint", name_.valid() ? name_.ToString().c_str() : "(unbound)", s);
+    }
     qp_ = nullptr;
     channel_.reset();  // unregisters from the engine and closes the socket
     // The engine lock is also the memory table's (Domain::table_mu).

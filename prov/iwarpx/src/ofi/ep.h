@@ -95,6 +95,8 @@ class Endpoint final : public progress::ChannelSink {
   int Bind(struct fid* bfid, uint64_t flags);
   int Control(int command, void* arg);
   static Endpoint* FromEp(struct fid_ep* ep) { return OwnerOf<Endpoint>(ep); }
+  // FI_IWARPX_STATS_OPS ep_stats: the connection's counters (takes the engine lock).
+  void Stats(progress::EndpointStats* out);
   // fi_ops_cm (ep.cc).
   int GetName(void* addr, size_t* addrlen);
   int SetName(const void* addr, size_t addrlen);

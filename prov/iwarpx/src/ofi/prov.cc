@@ -81,6 +81,10 @@ void DefineParams() {
                   "path: 65460 to loopback addresses, 1428 (a 1500-byte MTU) otherwise. A "
                   "datagram larger than the path MTU is fragmented by IP, and losing one "
                   "fragment loses it (docs/wire.md section 3.7). (default: 0)");
+  fi_param_define(&g_provider, "stats", FI_PARAM_BOOL,
+                  "Print every endpoint's non-zero counters (datagrams dropped and why, "
+                  "retransmissions, RESETs, Terminates; struct fi_iwarpx_ep_stats in "
+                  "rdma/fi_ext_iwarpx.h) to stderr when it closes. (default: false)");
   fi_param_define(&g_provider, "max_mr", FI_PARAM_INT,
                   "Maximum number of live memory registrations per domain (domain_attr "
                   "mr_cnt), 1..16777216. (default: 65536)");
@@ -107,6 +111,7 @@ void ReadParams() {
   ReadBool("progress_thread", &g_params.progress_thread);
   ReadBool("dgram_crc", &g_params.dgram_crc);
   ReadBool("busy_poll", &g_params.busy_poll);
+  ReadBool("stats", &g_params.stats);
   char* fault = nullptr;
   if (fi_param_get_str(&g_provider, "fault", &fault) == FI_SUCCESS && fault != nullptr) {
     auto spec = transport::FaultSpec::Parse(fault);

@@ -26,6 +26,7 @@ struct Params {
   int rd_segment = 0;            // FI_IWARPX_RD_SEGMENT (0: by path)
   transport::FaultSpec fault;    // FI_IWARPX_FAULT (datagram endpoints; parsed)
   bool fault_invalid = false;    // FI_IWARPX_FAULT did not parse: endpoints refuse to open
+  bool stats = false;            // FI_IWARPX_STATS: print endpoint counters at close
 };
 
 // The values in effect (defaults until fi_prov_ini has run).

@@ -73,6 +73,7 @@ int RdmEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fi
 int RdmEndpoint::Close() {
   {
     std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+    ReportStatsAtClose();
     core_.reset();  // closes every peer QP and the socket; nothing reports after this
   }
   IWX_INFO(ep_ctrl, "rdm ep %p closed\n", static_cast<void*>(this));

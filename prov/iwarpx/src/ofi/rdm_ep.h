@@ -91,6 +91,9 @@ class RdmEndpoint final : public ClEndpoint, public rdm::RdmSink {
   RdmEndpoint(const OpenArgs& args, uint64_t caps)
       : ClEndpoint(args, "an RDM endpoint"), caps_(caps) {}
   [[nodiscard]] transport::SockAddr LocalAddress() const override { return core_->local_address(); }
+  void CollectStats(progress::EndpointStats* out) const override {
+    core_->channel().CollectStats(out);
+  }
   ssize_t Recv(bool tagged, const struct iovec* iov, size_t count, fi_addr_t src, uint64_t tag,
                uint64_t ignore, void* context, uint64_t flags);
   ssize_t Send(bool tagged, const struct iovec* iov, size_t count, fi_addr_t dest, uint64_t tag,

@@ -47,4 +47,9 @@ void DgramChannel::AfterPost() {
   engine_.Update(*this);
 }
 
+void DgramChannel::CollectStats(EndpointStats* out) const {
+  AddPort(port_->counters(), out);
+  AddUd(qp_->counters(), out);
+}
+
 }  // namespace iwarpx::progress

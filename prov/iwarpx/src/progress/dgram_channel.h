@@ -20,6 +20,7 @@
 #include <memory>
 
 #include "base/result.h"
+#include "progress/endpoint_stats.h"
 #include "progress/engine.h"
 #include "rd/dgram_port.h"
 #include "rd/ud_qp.h"
@@ -43,6 +44,7 @@ class DgramChannel final : public Pollable {
   rd::DgramPort& port() { return *port_; }
   [[nodiscard]] transport::SockAddr local_address() const { return socket_->local_address(); }
   void AfterPost();
+  void CollectStats(EndpointStats* out) const;
 
   // Pollable.
   [[nodiscard]] int fd() const override { return socket_->fd(); }

@@ -240,4 +240,8 @@ void MsgChannel::Finish() {
   engine_.Remove(*this);
 }
 
+void MsgChannel::CollectStats(EndpointStats* out) const {
+  if (qp_ != nullptr) AddQp(*qp_, out);
+}
+
 }  // namespace iwarpx::progress

@@ -45,6 +45,7 @@
 #include "base/result.h"
 #include "cm/cep.h"
 #include "mem/stag_table.h"
+#include "progress/endpoint_stats.h"
 #include "progress/engine.h"
 #include "qp/completion_sink.h"
 #include "qp/queue_pair.h"
@@ -127,6 +128,8 @@ class MsgChannel final : public Pollable {
 
   [[nodiscard]] Phase phase() const { return phase_; }
   [[nodiscard]] qp::QueuePair* qp() { return qp_.get(); }
+  // Terminates sent and received (nothing before the QP exists).
+  void CollectStats(EndpointStats* out) const;
   // The peer's private data: the Request's on a responder, the Reply's on an
   // initiator (accept or reject); valid until the channel is destroyed.
   [[nodiscard]] ByteSpan peer_private_data() const;

@@ -55,6 +55,7 @@ rd::RdQp* RdChannel::Make(const RdPeerKey& key, const rd::InboundSessions& sessi
   if (!q.ok()) return nullptr;
   rd::RdQp* p = q.value().get();
   peers_[key].qp = std::move(q).value();
+  ++gone_.rd_peers;
   client_.PeerCreated(key, *p);
   return p;
 }
@@ -66,12 +67,25 @@ rd::RdQp* RdChannel::Find(const RdPeerKey& key) {
 
 rd::RdQp* RdChannel::Peer(const RdPeerKey& key) {
   if (rd::RdQp* q = Find(key); q != nullptr) return q;
-  return Make(key, {});
+  return Make(key, TombOf(key));
 }
 
 void RdChannel::Retire(const RdPeerKey& key) {
   auto it = peers_.find(key);
   if (it == peers_.end()) return;
+  rd::RdQp& q = *it->second.qp;
+  AddRdStream(q.stream(), &gone_);
+  AddQp(q.qp(), &gone_);
+  ++gone_.rd_peers_failed;
+  rd::InboundSessions tomb = q.stream().sessions();
+  tomb.RetireCurrent();
+  if (tombs_.insert_or_assign(key, tomb).second) {
+    tomb_order_.push_back(key);
+    if (tomb_order_.size() > kTombstones) {
+      tombs_.erase(tomb_order_.front());
+      tomb_order_.pop_front();
+    }
+  }
   retired_.push_back(std::move(it->second.qp));
   peers_.erase(it);
   client_.PeerFailed(key);
@@ -91,13 +105,22 @@ void RdChannel::OnDatagram(const wire::DecodedDgram& d, const transport::SockAdd
   const RdPeerKey key{from, d.header.src_qpn};
   rd::RdQp* q = Find(key);
   if (q == nullptr) {
-    // A RESET or late datagram for a QP we no longer have needs no new QP;
-    // everything else from a new peer opens one (its session decides).
+    // Only a datagram that opens a new session makes a QP. A RESET for a QP
+    // we no longer have needs nothing; a datagram of a session we do not
+    // know (we restarted, or it is forged) or of a failed peer's session (a
+    // late retransmission) is refused statelessly.
     if (d.header.type == wire::DgramType::kRdControl &&
         d.header.ctrl_op == wire::DgramControlOp::kReset) {
+      ++gone_.rd_stale;
       return;
     }
-    q = Make(key, {});
+    auto tomb = tombs_.find(key);
+    const bool known_dead = tomb != tombs_.end() && tomb->second.Knows(d.header.session);
+    if (!d.header.syn || known_dead) {
+      RefuseSession(d, from);
+      return;
+    }
+    q = Make(key, TombOf(key));
     if (q == nullptr) return;
   }
   if (q->OnDatagram(d) == rd::RdStream::Input::kPeerRestarted) {
@@ -109,6 +132,29 @@ void RdChannel::OnDatagram(const wire::DecodedDgram& d, const transport::SockAdd
     (void)q->OnDatagram(d);
   }
   if (q->failed()) Retire(key);
+}
+
+rd::InboundSessions RdChannel::TombOf(const RdPeerKey& key) const {
+  // A new QP to a failed peer still knows that peer's old sessions.
+  auto it = tombs_.find(key);
+  return it != tombs_.end() ? it->second : rd::InboundSessions{};
+}
+
+void RdChannel::RefuseSession(const wire::DecodedDgram& d, const transport::SockAddr& from) {
+  uint32_t session = 0;
+  while (session == 0) session = random_.Next32();
+  const wire::DgramHeader reset =
+      rd::ResetHeader(config_.qpn, d.header.src_qpn, session, d.header.session);
+  if (port_->Send(from, reset, {}) == transport::IoStatus::kOk) ++gone_.rd_resets_sent;
+}
+
+void RdChannel::CollectStats(EndpointStats* out) const {
+  AddPort(port_->counters(), out);
+  for (const auto& [key, e] : peers_) {
+    AddRdStream(e.qp->stream(), out);
+    AddQp(e.qp->qp(), out);
+  }
+  Add(gone_, out);
 }
 
 uint32_t RdChannel::interest() const {

@@ -22,12 +22,21 @@
 //   the new one.
 // - Datagrams for other QP numbers than the channel's are dropped and counted
 //   by the port; a peer address that is not in any AV still gets a QP (RDM
-//   receives from unknown sources, FI_SOURCE reports FI_ADDR_NOTAVAIL).
+//   receives from unknown sources, FI_SOURCE reports FI_ADDR_NOTAVAIL) — but
+//   only when its datagram opens a session (Y set): a datagram of a session
+//   nobody here knows draws a RESET (docs/wire.md §3.6 rule 3) and a RESET
+//   for no QP is dropped, both without making any state. The sessions of
+//   the last kTombstones failed peers are remembered: a late datagram of
+//   one of them (a retransmitted Terminate, say) draws a RESET too instead
+//   of reopening a QP that would only fail again.
+// - CollectStats sums the port's counters and those of every QP the channel
+//   has had, including failed and destroyed ones.
 // - With a FaultSpec that has any fault (FI_IWARPX_FAULT) the socket is
 //   wrapped in a transport::FaultInjector.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -36,6 +45,7 @@
 #include "base/random.h"
 #include "base/result.h"
 #include "mem/stag_table.h"
+#include "progress/endpoint_stats.h"
 #include "progress/engine.h"
 #include "qp/completion_sink.h"
 #include "rd/dgram_port.h"
@@ -86,6 +96,7 @@ inline constexpr size_t kPathSegment = wire::DgramMaxUlpduLength(1500 - 28);
 class RdChannel final : public Pollable, private rd::DgramReceiver {
  public:
   static constexpr size_t kReadBudget = 64;
+  static constexpr size_t kTombstones = 1024;
 
   static Result<std::unique_ptr<RdChannel>, transport::IoError> Open(
       Engine& engine, const transport::SockAddr& local, const RdChannelConfig& config,
@@ -100,6 +111,7 @@ class RdChannel final : public Pollable, private rd::DgramReceiver {
   [[nodiscard]] transport::SockAddr local_address() const { return socket_->local_address(); }
   [[nodiscard]] size_t peers() const { return peers_.size(); }
   rd::DgramPort& port() { return *port_; }
+  void CollectStats(EndpointStats* out) const;
 
   // Pollable.
   [[nodiscard]] int fd() const override { return socket_->fd(); }
@@ -119,6 +131,9 @@ class RdChannel final : public Pollable, private rd::DgramReceiver {
   void OnDatagram(const wire::DecodedDgram& d, const transport::SockAddr& from) override;
   rd::RdQp* Make(const RdPeerKey& key, const rd::InboundSessions& sessions);
   void Retire(const RdPeerKey& key);
+  [[nodiscard]] rd::InboundSessions TombOf(const RdPeerKey& key) const;
+  // Answers a datagram that has no QP and opens none with a stateless RESET.
+  void RefuseSession(const wire::DecodedDgram& d, const transport::SockAddr& from);
   // Reports and retires failed QPs; destroys retired ones (never while a
   // call into them may be on the stack: only at the end of engine callbacks).
   void Reap(bool destroy);
@@ -133,6 +148,10 @@ class RdChannel final : public Pollable, private rd::DgramReceiver {
   std::unique_ptr<rd::DgramPort> port_;
   std::unordered_map<RdPeerKey, Entry, RdPeerKeyHash> peers_;
   std::vector<std::unique_ptr<rd::RdQp>> retired_;
+  EndpointStats gone_;  // QPs retired so far, and datagrams that made no QP
+  // Inbound sessions of failed peers (current one retired), oldest first in tomb_order_.
+  std::unordered_map<RdPeerKey, rd::InboundSessions, RdPeerKeyHash> tombs_;
+  std::deque<RdPeerKey> tomb_order_;
   bool in_callback_ = false;  // inside an engine callback: calls into QPs may be on the stack
 };
 

@@ -2,8 +2,13 @@
 // first use from either side, messages flow through the engine's passes alone
 // (also through the seeded fault injector, exactly once and in order), and a
 // peer that goes away is reported once, its work failed, and a later Peer()
-// makes a fresh QP.
+// makes a fresh QP. Datagrams of sessions nobody knows cost no state: a RESET
+// answers them. CollectStats counts all of it.
 #include "progress/rd_channel.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -14,6 +19,7 @@
 
 #include "base/clock.h"
 #include "testing/qp_harness.h"
+#include "wire/dgram.h"
 
 namespace iwarpx::progress {
 namespace {
@@ -237,6 +243,94 @@ TEST_F(RdChannelTest, VanishedPeerIsReportedOnceAndANewQpFollows) {
   EXPECT_EQ(a_->Find(kb), nullptr);
   EXPECT_NE(a_->Peer(kb), nullptr);  // a fresh QP, a new session
   EXPECT_EQ(ca_.made.size(), 2u);
+  EndpointStats st;
+  a_->CollectStats(&st);
+  EXPECT_EQ(st.rd_peers, 2u);
+  EXPECT_EQ(st.rd_peers_failed, 1u);
+  EXPECT_GE(st.rd_data_sent, 1u);
+  EXPECT_GE(st.rd_retransmitted, 1u);  // resent until the timeout
+}
+
+// A raw socket sends B datagrams of a session B never saw: data and a PROBE
+// without Y draw a RESET refusing that session; a stray RESET is dropped.
+// None of them makes a QP.
+TEST_F(RdChannelTest, UnknownSessionsDrawAResetAndMakeNoQp) {
+  Open();
+  const int raw = socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(raw, 0);
+  const transport::SockAddr local = transport::SockAddr::Loopback4(0);
+  ASSERT_EQ(bind(raw, local.sa(), local.length()), 0);
+  timeval tv{.tv_sec = 0, .tv_usec = 20'000};
+  ASSERT_EQ(setsockopt(raw, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+  const transport::SockAddr to = b_->local_address();
+  auto send = [&](const wire::DgramHeader& h, size_t ulpdu) {
+    std::vector<uint8_t> seg(ulpdu, 0);
+    const ByteSpan part(seg.data(), seg.size());
+    std::vector<uint8_t> out(wire::DgramSize(ulpdu));
+    auto n = wire::EncodeDgram(h, std::span<const ByteSpan>(&part, ulpdu != 0 ? 1 : 0), true,
+                               MutableByteSpan(out.data(), out.size()));
+    ASSERT_TRUE(n.ok());
+    ASSERT_EQ(sendto(raw, out.data(), *n, 0, to.sa(), to.length()), static_cast<ssize_t>(*n));
+  };
+  // What comes back to the raw socket within `ms` of engine passes.
+  auto replies = [&](int ms) {
+    std::vector<wire::DgramHeader> got;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < end) {
+      {
+        std::lock_guard<std::mutex> lock(engine_->mu());
+        engine_->RunOnce(1);
+      }
+      uint8_t buf[2048];
+      const ssize_t n = recv(raw, buf, sizeof(buf), MSG_DONTWAIT);
+      if (n <= 0) continue;
+      auto d = wire::DecodeDgram(ByteSpan(buf, static_cast<size_t>(n)), true);
+      if (d.ok()) got.push_back(d->header);
+    }
+    return got;
+  };
+  wire::DgramHeader data;
+  data.type = wire::DgramType::kRdData;
+  data.dst_qpn = 9;
+  data.src_qpn = 77;
+  data.session = 0x5e55;
+  data.seq = 12345;  // far from anything: there is no window to be in
+  send(data, 20);
+  wire::DgramHeader probe = data;
+  probe.type = wire::DgramType::kRdControl;
+  probe.ctrl_op = wire::DgramControlOp::kProbe;
+  probe.session = 0x5e56;
+  send(probe, 0);
+  wire::DgramHeader reset;
+  reset.type = wire::DgramType::kRdControl;
+  reset.ctrl_op = wire::DgramControlOp::kReset;
+  reset.dst_qpn = 9;
+  reset.src_qpn = 77;
+  reset.session = 0x5e57;
+  reset.echo_session = 0x1234;
+  send(reset, 0);
+  const std::vector<wire::DgramHeader> got = replies(300);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].type, wire::DgramType::kRdControl);
+    EXPECT_EQ(got[i].ctrl_op, wire::DgramControlOp::kReset);
+    EXPECT_EQ(got[i].dst_qpn, 77u);
+    EXPECT_EQ(got[i].src_qpn, 9u);
+    EXPECT_NE(got[i].session, 0u);
+    EXPECT_FALSE(got[i].syn);
+  }
+  EXPECT_EQ(got[0].echo_session, 0x5e55u);
+  EXPECT_EQ(got[1].echo_session, 0x5e56u);
+  close(raw);
+  std::lock_guard<std::mutex> lock(engine_->mu());
+  EXPECT_EQ(b_->peers(), 0u);
+  EXPECT_TRUE(cb_.made.empty());
+  EndpointStats st;
+  b_->CollectStats(&st);
+  EXPECT_EQ(st.rx_datagrams, 3u);
+  EXPECT_EQ(st.rd_resets_sent, 2u);
+  EXPECT_EQ(st.rd_stale, 1u);
+  EXPECT_EQ(st.rd_peers, 0u);
 }
 
 }  // namespace

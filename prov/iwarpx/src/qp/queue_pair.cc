@@ -268,6 +268,7 @@ void QueuePair::StateRts(Event ev, wire::TermCause cause, ByteSpan offending,
       }
       term_size_ = n.ok() ? *n : 0;
       terminate_queued_ = term_size_ != 0;
+      ++term_stats_.sent;
       sink_.OnTerminated(cause, TermOrigin::kSent);
       FlushAll(WcError{TermOrigin::kSent, cause});
       if (!terminate_queued_) shutdown_after_tx_ = true;
@@ -276,6 +277,7 @@ void QueuePair::StateRts(Event ev, wire::TermCause cause, ByteSpan offending,
     }
     case Event::kTermReceived:
       state_ = QpState::kError;
+      ++term_stats_.received;
       sink_.OnTerminated(cause, TermOrigin::kReceived);
       FlushAll(WcError{TermOrigin::kReceived, cause});
       Shutdown();
@@ -299,8 +301,8 @@ void QueuePair::StateRts(Event ev, wire::TermCause cause, ByteSpan offending,
 
 void QueuePair::StateClosing(Event ev) {
   switch (ev) {
+    case Event::kTermReceived: ++term_stats_.received; [[fallthrough]];
     case Event::kLinkDown:
-    case Event::kTermReceived:
       state_ = QpState::kError;
       Shutdown();
       break;

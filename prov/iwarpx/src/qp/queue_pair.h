@@ -150,6 +150,13 @@ struct RxStats {
   uint64_t staged_copies = 0;  // payload bytes copied from staging to their destination
 };
 
+// Terminates this QP sent (a protocol or protection error it detected) and
+// received from the peer: at most one of the two is ever non-zero, and it is 1.
+struct TermStats {
+  uint64_t sent = 0;
+  uint64_t received = 0;
+};
+
 class QueuePair {
  public:
   // Validates the configuration and the negotiated outcome and allocates all
@@ -188,6 +195,7 @@ class QueuePair {
   // QP is blocked for lack of a receive, or after it failed).
   [[nodiscard]] size_t rx_staged_bytes() const { return rx_stage_tail_ - rx_stage_head_; }
   [[nodiscard]] const RxStats& rx_stats() const { return rx_stats_; }
+  [[nodiscard]] const TermStats& term_stats() const { return term_stats_; }
 
   [[nodiscard]] QpState state() const { return state_; }
   [[nodiscard]] bool established() const { return established_; }
@@ -430,6 +438,7 @@ class QueuePair {
   size_t rx_pass_fpdus_ = 0;      // this pass: FPDUs completed
   size_t rx_pass_bytes_ = 0;      // this pass: bytes received
   RxStats rx_stats_;
+  TermStats term_stats_;
 };
 
 }  // namespace iwarpx::qp

@@ -64,7 +64,9 @@ class RdQp final : private RdStreamOwner {
   RdQp& operator=(const RdQp&) = delete;
 
   qp::QueuePair& qp() { return *qp_; }
+  [[nodiscard]] const qp::QueuePair& qp() const { return *qp_; }
   RdStream& stream() { return *stream_; }
+  [[nodiscard]] const RdStream& stream() const { return *stream_; }
 
   RdStream::Input OnDatagram(const wire::DecodedDgram& d) { return stream_->OnDatagram(d); }
   void OnTimer();

@@ -280,12 +280,23 @@ void RdStream::SendProbe() {
   }
 }
 
-void RdStream::SendReset(uint32_t session) {
-  wire::DgramHeader h = NewHeader(wire::DgramType::kRdControl);
+wire::DgramHeader ResetHeader(uint32_t local_qpn, uint32_t peer_qpn, uint32_t session,
+                              uint32_t refused) {
+  wire::DgramHeader h;
+  h.type = wire::DgramType::kRdControl;
   h.ctrl_op = wire::DgramControlOp::kReset;
+  h.dst_qpn = peer_qpn;
+  h.src_qpn = local_qpn;
+  h.session = session;
   h.syn = false;  // never on a RESET (docs/wire.md §3.3)
-  h.echo_session = session;
-  if (SendControl(h)) ++stats_.resets_sent;
+  h.echo_session = refused;
+  return h;
+}
+
+void RdStream::SendReset(uint32_t session) {
+  if (SendControl(ResetHeader(local_qpn_, peer_qpn_, out_session_.id(), session))) {
+    ++stats_.resets_sent;
+  }
 }
 
 // Zero window with nothing in flight: probe at the RTO so a window update
@@ -327,7 +338,7 @@ RdStream::Input RdStream::OnDatagram(const wire::DecodedDgram& d) {
     return Input::kOk;
   }
   switch (in_sessions_.Classify(h.session, h.syn)) {
-    case SessionVerdict::kRetired: return Input::kOk;
+    case SessionVerdict::kRetired: ++stats_.stale; return Input::kOk;
     case SessionVerdict::kReset: SendReset(h.session); return Input::kOk;
     case SessionVerdict::kAdopted:
       if (had_inbound_) return Input::kPeerRestarted;

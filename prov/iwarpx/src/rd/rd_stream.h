@@ -98,8 +98,17 @@ struct RdStreamStats {
   uint64_t send_blocked = 0;  // datagrams the socket refused for now
   uint64_t data_received = 0;
   uint64_t duplicates = 0;
-  uint64_t held = 0;  // datagrams copied into hold slots
+  uint64_t held = 0;   // datagrams copied into hold slots
+  uint64_t stale = 0;  // datagrams of a retired session of the peer, dropped
 };
+
+// A RESET refusing the peer's `refused` session (docs/wire.md §3.6 rule 3),
+// sent as `session` (any non-zero id of the sender; receivers only read the
+// echo). RdStream sends it for its own streams; a channel sends it without a
+// stream to a datagram whose session nobody here knows, so such a datagram
+// costs no state.
+wire::DgramHeader ResetHeader(uint32_t local_qpn, uint32_t peer_qpn, uint32_t session,
+                              uint32_t refused);
 
 // The owner drives the QP when the stream has news.
 class RdStreamOwner {

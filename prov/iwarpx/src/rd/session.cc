@@ -28,14 +28,18 @@ bool InboundSessions::IsRetired(uint32_t session) const {
   return std::find(retired_.begin(), retired_.end(), session) != retired_.end();
 }
 
+void InboundSessions::RetireCurrent() {
+  if (current_ == 0) return;
+  retired_[next_retired_] = current_;
+  next_retired_ = (next_retired_ + 1) % retired_.size();
+  current_ = 0;
+}
+
 SessionVerdict InboundSessions::Classify(uint32_t session, bool syn) {
   if (session != 0 && session == current_) return SessionVerdict::kCurrent;
   if (session == 0 || IsRetired(session)) return SessionVerdict::kRetired;
   if (!syn) return SessionVerdict::kReset;
-  if (current_ != 0) {
-    retired_[next_retired_] = current_;
-    next_retired_ = (next_retired_ + 1) % retired_.size();
-  }
+  RetireCurrent();
   current_ = session;
   return SessionVerdict::kAdopted;
 }

@@ -63,7 +63,13 @@ class InboundSessions {
   // `session` is never 0 (the decoder refuses 0 on RD datagrams).
   SessionVerdict Classify(uint32_t session, bool syn);
   void Forget() { current_ = 0; }
+  // The current session becomes a retired one (its stream was discarded).
+  void RetireCurrent();
   [[nodiscard]] uint32_t current() const { return current_; }
+  // `session` is current or retired here (Classify would not adopt it).
+  [[nodiscard]] bool Knows(uint32_t session) const {
+    return session != 0 && (session == current_ || IsRetired(session));
+  }
 
  private:
   bool IsRetired(uint32_t session) const;

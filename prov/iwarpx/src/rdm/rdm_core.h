@@ -138,6 +138,7 @@ class RdmCore final : private progress::RdChannelClient {
   [[nodiscard]] size_t eager_limit() const { return config_.bounce_size - wire::kRdmHeaderSize; }
   [[nodiscard]] transport::SockAddr local_address() const { return channel_->local_address(); }
   progress::RdChannel& channel() { return *channel_; }
+  [[nodiscard]] const progress::RdChannel& channel() const { return *channel_; }
 
   PeerId PeerIdOf(const transport::SockAddr& addr);
   [[nodiscard]] std::optional<transport::SockAddr> AddressOf(PeerId id) const;

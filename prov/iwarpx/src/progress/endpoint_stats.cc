@@ -1,0 +1,44 @@
+#include "progress/endpoint_stats.h"
+
+namespace iwarpx::progress {
+
+void Add(const EndpointStats& from, EndpointStats* to) {
+#define IWARPX_STAT_ADD(name) to->name += from.name;
+  IWARPX_ENDPOINT_STATS(IWARPX_STAT_ADD)
+#undef IWARPX_STAT_ADD
+}
+
+void AddPort(const rd::PortCounters& c, EndpointStats* s) {
+  s->rx_datagrams += c.delivered;
+  s->rx_truncated += c.truncated;
+  s->rx_no_crc += c.no_crc;
+  s->rx_bad_crc += c.bad_crc;
+  s->rx_malformed += c.malformed;
+  s->rx_unknown_qpn += c.unknown_qpn;
+  s->tx_errors += c.send_errors;
+}
+
+void AddUd(const rd::UdCounters& c, EndpointStats* s) {
+  s->ud_no_receive += c.no_receive;
+  s->ud_invalid += c.not_ud + c.malformed + c.not_send;
+}
+
+void AddRdStream(const rd::RdStream& stream, EndpointStats* s) {
+  const rd::RdStreamStats& c = stream.stats();
+  s->rd_data_sent += c.data_sent;
+  s->rd_retransmitted += c.retransmitted;
+  s->rd_acks_sent += c.acks_sent;
+  s->rd_probes_sent += c.probes_sent;
+  s->rd_resets_sent += c.resets_sent;
+  s->rd_data_received += c.data_received;
+  s->rd_duplicates += c.duplicates;
+  s->rd_stale += c.stale;
+  s->rd_outside_window += stream.recv_window().outside_window();
+}
+
+void AddQp(const qp::QueuePair& qp, EndpointStats* s) {
+  s->terminates_sent += qp.term_stats().sent;
+  s->terminates_received += qp.term_stats().received;
+}
+
+}  // namespace iwarpx::progress

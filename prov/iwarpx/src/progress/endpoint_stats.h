@@ -1,0 +1,65 @@
+// EndpointStats: the counters of one endpoint's channels, summed over its
+// socket, its datagram port and every queue pair it has had (peers that
+// failed and were destroyed still count). The libfabric layer copies them
+// into struct fi_iwarpx_ep_stats (include/rdma/fi_ext_iwarpx.h: the same
+// fields in the same order, each documented there) and prints them at close
+// with FI_IWARPX_STATS=1.
+//
+// Contract: plain data; Add and the Add* helpers only add, so a caller sums
+// several sources into one value. Every count only grows during an
+// endpoint's life.
+#pragma once
+
+#include <cstdint>
+
+#include "qp/queue_pair.h"
+#include "rd/dgram_port.h"
+#include "rd/rd_stream.h"
+#include "rd/ud_qp.h"
+
+namespace iwarpx::progress {
+
+// X(name) for every counter, in the order of struct fi_iwarpx_ep_stats.
+#define IWARPX_ENDPOINT_STATS(X)                                                  \
+  /* Datagram port (FI_EP_DGRAM, FI_EP_RDM): what arrived, why it was dropped. */ \
+  X(rx_datagrams)                                                                 \
+  X(rx_truncated)                                                                 \
+  X(rx_no_crc)                                                                    \
+  X(rx_bad_crc)                                                                   \
+  X(rx_malformed)                                                                 \
+  X(rx_unknown_qpn)                                                               \
+  X(tx_errors)                                                                    \
+  /* Unreliable datagrams (FI_EP_DGRAM). */                                       \
+  X(ud_no_receive)                                                                \
+  X(ud_invalid)                                                                   \
+  /* Reliable datagrams (FI_EP_RDM). */                                           \
+  X(rd_peers)                                                                     \
+  X(rd_peers_failed)                                                              \
+  X(rd_data_sent)                                                                 \
+  X(rd_retransmitted)                                                             \
+  X(rd_acks_sent)                                                                 \
+  X(rd_probes_sent)                                                               \
+  X(rd_resets_sent)                                                               \
+  X(rd_data_received)                                                             \
+  X(rd_duplicates)                                                                \
+  X(rd_outside_window)                                                            \
+  X(rd_stale)                                                                     \
+  /* RDMAP (FI_EP_MSG, FI_EP_RDM). */                                             \
+  X(terminates_sent)                                                              \
+  X(terminates_received)
+
+struct EndpointStats {
+#define IWARPX_STAT_FIELD(name) uint64_t name = 0;
+  IWARPX_ENDPOINT_STATS(IWARPX_STAT_FIELD)
+#undef IWARPX_STAT_FIELD
+};
+
+// Adds every field of `from` to `to`.
+void Add(const EndpointStats& from, EndpointStats* to);
+void AddPort(const rd::PortCounters& c, EndpointStats* s);
+void AddUd(const rd::UdCounters& c, EndpointStats* s);
+// One RD stream and the QP above it.
+void AddRdStream(const rd::RdStream& stream, EndpointStats* s);
+void AddQp(const qp::QueuePair& qp, EndpointStats* s);
+
+}  // namespace iwarpx::progress
