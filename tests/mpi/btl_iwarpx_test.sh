@@ -16,7 +16,7 @@ set -eu
 mpirun=$1
 ompi_dir=$2
 mca_dir=$3
-export FI_PROVIDER_PATH=$4
+export FI_PROVIDER_PATH="$4"
 smoke=$5
 np=$6
 mode=${7:-run}
