@@ -1,8 +1,20 @@
 /*
  * iwarpx BTL for Open MPI 4.1 (BTL API 3.1), built outside Open MPI's tree.
  *
- * Placeholder: the component registers its MCA parameters and loads, but btl_init
- * disqualifies it (no modules) until the iwarpx provider's RDM endpoint lands.
+ * A thin C component over the public libfabric API: one module per process drives one
+ * FI_EP_RDM endpoint of the iwarpx provider (fi_getinfo prov_name "iwarpx"). Contract:
+ *  - btl_init opens fabric/domain/AV/CQ/endpoint, publishes a versioned address blob with
+ *    the modex and returns one module, or no module (logged at verbosity 1) if anything
+ *    fails, so MPI goes on over the other BTLs.
+ *  - add_procs makes every proc reachable, the local one too (loopback through the
+ *    provider; osc/rdma needs it).
+ *  - Active messages travel as fi_senddata with the BTL tag in the CQ data; receives land in
+ *    posted bounce buffers of max_send_size bytes and are handed to
+ *    mca_btl_base_active_message_trigger[tag] during the component's progress.
+ *  - put/get/atomics map to fi_writemsg (FI_DELIVERY_COMPLETE) / fi_readmsg /
+ *    fi_(fetch_|compare_)atomicmsg; their callbacks run after remote completion.
+ *  - Completions are reaped only in the component's btl_progress (mca_btl_iwarpx_progress),
+ *    serialised by a trylock so MPI_THREAD_MULTIPLE callers never enter it concurrently.
  */
 #ifndef IWARPX_BTL_IWARPX_H
 #define IWARPX_BTL_IWARPX_H
@@ -13,7 +25,15 @@
 #include "opal_config.h"
 // clang-format on
 
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include "opal/class/opal_free_list.h"
+#include "opal/class/opal_hash_table.h"
 #include "opal/mca/btl/btl.h"
+#include "opal/threads/mutex.h"
 
 #if !defined(OPAL_MAJOR_VERSION) || OPAL_MAJOR_VERSION != 4 || OPAL_MINOR_VERSION != 1
 #error "btl/iwarpx targets Open MPI 4.1.x: the installed opal_config.h is from another version"
@@ -24,15 +44,184 @@
 
 BEGIN_C_DECLS
 
+/* Modex blob: what a peer needs to fi_av_insert us. */
+#define MCA_BTL_IWARPX_MODEX_MAGIC 0x69777870u /* "iwxp" */
+#define MCA_BTL_IWARPX_MODEX_VERSION 1u
+#define MCA_BTL_IWARPX_MAX_ADDR 128
+typedef struct mca_btl_iwarpx_modex_t {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t addrlen; /* bytes of addr in use (fi_getname) */
+  uint8_t addr[MCA_BTL_IWARPX_MAX_ADDR];
+} mca_btl_iwarpx_modex_t;
+
+/* Registration handle: the part peers receive (btl_registration_handle_size bytes). */
+struct mca_btl_base_registration_handle_t {
+  uint64_t key;  /* fi_mr_key */
+  uint64_t base; /* registered virtual address */
+  uint64_t len;
+};
+
+/* What a registration is locally: the handle first (callers copy only that), then the MR. */
+typedef struct mca_btl_iwarpx_reg_t {
+  mca_btl_base_registration_handle_t handle;
+  struct fid_mr* mr;
+} mca_btl_iwarpx_reg_t;
+
+struct mca_btl_base_endpoint_t {
+  opal_proc_t* proc;
+  fi_addr_t addr;
+};
+typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
+typedef struct mca_btl_base_endpoint_t mca_btl_iwarpx_endpoint_t;
+
+/* Kinds of operation context handed to libfabric (the first member of each). */
+typedef enum { IWX_CTX_SEND = 1, IWX_CTX_RECV, IWX_CTX_RDMA } mca_btl_iwarpx_ctx_kind_t;
+typedef struct mca_btl_iwarpx_ctx_t {
+  mca_btl_iwarpx_ctx_kind_t kind;
+} mca_btl_iwarpx_ctx_t;
+
+/* Send fragment: descriptor + one segment over a payload buffer of the free list. */
+typedef struct mca_btl_iwarpx_frag_t {
+  mca_btl_base_descriptor_t base;
+  mca_btl_base_segment_t segment;
+  mca_btl_iwarpx_ctx_t ctx;
+  mca_btl_iwarpx_endpoint_t* endpoint;
+  opal_free_list_t* list;
+  size_t capacity; /* payload bytes */
+} mca_btl_iwarpx_frag_t;
+OBJ_CLASS_DECLARATION(mca_btl_iwarpx_frag_t);
+
+/* One posted receive buffer. */
+typedef struct mca_btl_iwarpx_recv_t {
+  mca_btl_iwarpx_ctx_t ctx;
+  void* buf;
+} mca_btl_iwarpx_recv_t;
+
+/* One outstanding RDMA or atomic operation. */
+typedef struct mca_btl_iwarpx_rdma_op_t {
+  opal_free_list_item_t super;
+  mca_btl_iwarpx_ctx_t ctx;
+  mca_btl_iwarpx_endpoint_t* endpoint;
+  void* local_address;
+  mca_btl_base_registration_handle_t* local_handle;
+  mca_btl_base_rdma_completion_fn_t cbfunc;
+  void* cbcontext;
+  void* cbdata;
+  uint64_t operand[2]; /* atomic operand / compare value, valid until completion */
+} mca_btl_iwarpx_rdma_op_t;
+OBJ_CLASS_DECLARATION(mca_btl_iwarpx_rdma_op_t);
+
+typedef struct mca_btl_iwarpx_stats_t {
+  volatile int64_t sends, send_bytes, recvs, recv_bytes, puts, gets, atomics;
+} mca_btl_iwarpx_stats_t;
+
+typedef struct mca_btl_iwarpx_module_t {
+  mca_btl_base_module_t super;
+  struct fi_info* info;
+  struct fid_fabric* fabric;
+  struct fid_domain* domain;
+  struct fid_av* av;
+  struct fid_cq* cq;
+  struct fid_ep* ep;
+  bool virt_addr;                          /* FI_MR_VIRT_ADDR: remote addresses are virtual */
+  opal_mutex_t lock;                       /* endpoints table */
+  opal_hash_table_t endpoints;             /* opal_proc_t* -> endpoint */
+  opal_free_list_t eager_frags, max_frags; /* send fragments */
+  opal_free_list_t rdma_ops;               /* mca_btl_iwarpx_rdma_op_t */
+  mca_btl_iwarpx_recv_t* recvs;            /* posted receive buffers */
+  int num_recvs;
+  volatile int64_t outstanding; /* RDMA/atomics not yet completed */
+  mca_btl_base_module_error_cb_fn_t error_cb;
+  mca_btl_iwarpx_stats_t stats;
+} mca_btl_iwarpx_module_t;
+
 typedef struct mca_btl_iwarpx_component_t {
   mca_btl_base_component_3_0_0_t super; /* must be first: the loader casts the symbol */
   int output;                           /* opal_output stream, -1 while closed */
   int verbose;                          /* btl_iwarpx_verbose */
   bool enable;                          /* btl_iwarpx_enable */
+  int num_recvs;                        /* btl_iwarpx_num_recvs */
+  mca_btl_iwarpx_module_t* module;      /* the one module, NULL when disqualified */
+  opal_mutex_t progress_lock;           /* btl_progress trylock */
 } mca_btl_iwarpx_component_t;
 
 /* The only symbol the DSO exports (checked by tests/mca/mca_exports.sh). */
 OPAL_MODULE_DECLSPEC extern mca_btl_iwarpx_component_t mca_btl_iwarpx_component;
+
+/* The template the MCA parameters are bound to; btl_init copies it (btl_iwarpx_module.c). */
+extern mca_btl_iwarpx_module_t mca_btl_iwarpx_module_template;
+
+/* btl_iwarpx_fabric.c: open/close the libfabric objects of a module; post receives. */
+int mca_btl_iwarpx_fabric_open(mca_btl_iwarpx_module_t* m, bool mpi_threads);
+void mca_btl_iwarpx_fabric_close(mca_btl_iwarpx_module_t* m);
+int mca_btl_iwarpx_post_recv(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_recv_t* r);
+
+/* btl_iwarpx_progress.c: reap completions; number handled. */
+int mca_btl_iwarpx_progress(void);
+
+/* btl_iwarpx_send.c: active messages. */
+mca_btl_base_descriptor_t* mca_btl_iwarpx_alloc(mca_btl_base_module_t* btl,
+                                                mca_btl_base_endpoint_t* ep, uint8_t order,
+                                                size_t size, uint32_t flags);
+int mca_btl_iwarpx_free(mca_btl_base_module_t* btl, mca_btl_base_descriptor_t* des);
+mca_btl_base_descriptor_t* mca_btl_iwarpx_prepare_src(mca_btl_base_module_t* btl,
+                                                      mca_btl_base_endpoint_t* ep,
+                                                      struct opal_convertor_t* convertor,
+                                                      uint8_t order, size_t reserve, size_t* size,
+                                                      uint32_t flags);
+int mca_btl_iwarpx_send(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
+                        mca_btl_base_descriptor_t* des, mca_btl_base_tag_t tag);
+void mca_btl_iwarpx_send_complete(mca_btl_iwarpx_frag_t* frag, int status);
+void mca_btl_iwarpx_recv_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_recv_t* r, size_t len,
+                                  uint64_t data);
+
+/* btl_iwarpx_rdma.c: put/get/atomics/flush and memory registration. */
+int mca_btl_iwarpx_put(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep, void* local_address,
+                       uint64_t remote_address, mca_btl_base_registration_handle_t* local_handle,
+                       mca_btl_base_registration_handle_t* remote_handle, size_t size, int flags,
+                       int order, mca_btl_base_rdma_completion_fn_t cbfunc, void* cbcontext,
+                       void* cbdata);
+int mca_btl_iwarpx_get(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep, void* local_address,
+                       uint64_t remote_address, mca_btl_base_registration_handle_t* local_handle,
+                       mca_btl_base_registration_handle_t* remote_handle, size_t size, int flags,
+                       int order, mca_btl_base_rdma_completion_fn_t cbfunc, void* cbcontext,
+                       void* cbdata);
+int mca_btl_iwarpx_atomic_op(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
+                             uint64_t remote_address,
+                             mca_btl_base_registration_handle_t* remote_handle,
+                             mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                             mca_btl_base_rdma_completion_fn_t cbfunc, void* cbcontext,
+                             void* cbdata);
+int mca_btl_iwarpx_atomic_fop(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
+                              void* local_address, uint64_t remote_address,
+                              mca_btl_base_registration_handle_t* local_handle,
+                              mca_btl_base_registration_handle_t* remote_handle,
+                              mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                              mca_btl_base_rdma_completion_fn_t cbfunc, void* cbcontext,
+                              void* cbdata);
+int mca_btl_iwarpx_atomic_cswap(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
+                                void* local_address, uint64_t remote_address,
+                                mca_btl_base_registration_handle_t* local_handle,
+                                mca_btl_base_registration_handle_t* remote_handle, uint64_t compare,
+                                uint64_t value, int flags, int order,
+                                mca_btl_base_rdma_completion_fn_t cbfunc, void* cbcontext,
+                                void* cbdata);
+int mca_btl_iwarpx_flush(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep);
+void mca_btl_iwarpx_rdma_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_rdma_op_t* op,
+                                  int status);
+/* The atomic capabilities fi_query_atomic reports, as MCA_BTL_ATOMIC_SUPPORTS_* flags. */
+uint32_t mca_btl_iwarpx_query_atomics(mca_btl_iwarpx_module_t* m);
+mca_btl_base_registration_handle_t* mca_btl_iwarpx_register_mem(mca_btl_base_module_t* btl,
+                                                                mca_btl_base_endpoint_t* ep,
+                                                                void* base, size_t size,
+                                                                uint32_t flags);
+int mca_btl_iwarpx_deregister_mem(mca_btl_base_module_t* btl,
+                                  mca_btl_base_registration_handle_t* handle);
+
+/* Report a peer lost (completion error) to the PML's error callback, if one is registered. */
+void mca_btl_iwarpx_peer_error(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep,
+                               int fi_err);
 
 END_C_DECLS
 

@@ -1,15 +1,24 @@
 /*
- * btl/iwarpx component: parameters, open/close and a btl_init that disqualifies the
- * component (placeholder until the iwarpx provider's RDM endpoint lands).
+ * btl/iwarpx component: MCA parameters, open/close, and btl_init, which opens the iwarpx
+ * provider's RDM endpoint, publishes its address with the modex and returns one module (or
+ * none, logged at verbosity 1, when anything fails).
  */
 // clang-format off
 #include "opal_config.h" /* first, see btl_iwarpx.h */
 // clang-format on
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
 
 #include "btl_iwarpx.h"
 #include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/btl/base/base.h"
+#include "opal/mca/pmix/pmix.h"
 #include "opal/util/output.h"
 
 #if !defined(IWARPX_MCA_VERSION_MAJOR) || !defined(IWARPX_MCA_VERSION_MINOR) || \
@@ -19,6 +28,8 @@
 
 _Static_assert(offsetof(mca_btl_iwarpx_component_t, super) == 0,
                "the base component must be the first member");
+_Static_assert(offsetof(mca_btl_iwarpx_module_t, super) == 0,
+               "the base module must be the first member");
 
 static int iwarpx_register(void);
 static int iwarpx_open(void);
@@ -33,7 +44,7 @@ mca_btl_iwarpx_component_t mca_btl_iwarpx_component = {
                 {
                     MCA_BTL_BASE_VERSION_3_1_0,
                     .mca_component_name = "iwarpx",
-                    /* Our own version (ompi_info shows it; later the modex key includes it). */
+                    /* Our own version: ompi_info shows it and the modex key includes it. */
                     MCA_BASE_MAKE_VERSION(component, IWARPX_MCA_VERSION_MAJOR,
                                           IWARPX_MCA_VERSION_MINOR, IWARPX_MCA_VERSION_RELEASE),
                     .mca_open_component = iwarpx_open,
@@ -42,11 +53,13 @@ mca_btl_iwarpx_component_t mca_btl_iwarpx_component = {
                 },
             .btl_data = {.param_field = MCA_BASE_METADATA_PARAM_NONE},
             .btl_init = iwarpx_init,
-            .btl_progress = NULL,
+            .btl_progress = mca_btl_iwarpx_progress,
         },
     .output = -1,
     .verbose = 0,
     .enable = true,
+    .num_recvs = 64,
+    .module = NULL,
 };
 
 /* Also run by ompi_info (without open), so it must not touch anything but the variables. */
@@ -57,24 +70,35 @@ static int iwarpx_register(void) {
   c->verbose = 0;
   (void)mca_base_component_var_register(
       v, "verbose",
-      "Verbosity of the iwarpx BTL's output stream (0 = silent, 1 = component decisions, "
-      "100 = everything)",
+      "Verbosity of the iwarpx BTL's output stream (0 = silent, 1 = component decisions and "
+      "per-rank traffic counters at finalize, 100 = everything)",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &c->verbose);
 
   c->enable = true;
   (void)mca_base_component_var_register(
       v, "enable",
-      "Whether the iwarpx BTL (software iWARP over the iwarpx libfabric provider) may create "
-      "modules. PLACEHOLDER: in this version btl_init always disqualifies the component (no "
-      "modules) until the provider's RDM endpoint lands; MPI traffic uses the other BTLs",
+      "Whether the iwarpx BTL (software iWARP over the iwarpx libfabric provider's FI_EP_RDM "
+      "endpoint) may create its module; false disqualifies it in btl_init",
       MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &c->enable);
-  return OPAL_SUCCESS;
+
+  c->num_recvs = 64;
+  (void)mca_base_component_var_register(
+      v, "num_recvs",
+      "Number of receive buffers of btl_iwarpx_max_send_size bytes kept posted on the RDM "
+      "endpoint (the provider buffers unexpected messages beyond them)",
+      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+      &c->num_recvs);
+
+  /* btl_iwarpx_{exclusivity,flags,atomic_flags,eager_limit,...}, bound to the template. */
+  return mca_btl_base_param_register(&c->super.btl_version, &mca_btl_iwarpx_module_template.super);
 }
 
 static int iwarpx_open(void) {
   mca_btl_iwarpx_component_t* c = &mca_btl_iwarpx_component;
   c->output = opal_output_open(NULL);
   opal_output_set_verbosity(c->output, c->verbose);
+  OBJ_CONSTRUCT(&c->progress_lock, opal_mutex_t);
+  c->module = NULL;
   opal_output_verbose(20, c->output, "btl:iwarpx: component open (version %d.%d.%d)",
                       IWARPX_MCA_VERSION_MAJOR, IWARPX_MCA_VERSION_MINOR,
                       IWARPX_MCA_VERSION_RELEASE);
@@ -84,11 +108,35 @@ static int iwarpx_open(void) {
 static int iwarpx_close(void) {
   mca_btl_iwarpx_component_t* c = &mca_btl_iwarpx_component;
   opal_output_verbose(20, c->output, "btl:iwarpx: component close");
+  OBJ_DESTRUCT(&c->progress_lock);
   if (c->output >= 0) {
     opal_output_close(c->output);
     c->output = -1;
   }
   return OPAL_SUCCESS;
+}
+
+/* The modex blob for our endpoint; OPAL_SUCCESS once published. */
+static int publish_address(mca_btl_iwarpx_module_t* m) {
+  mca_btl_iwarpx_component_t* c = &mca_btl_iwarpx_component;
+  mca_btl_iwarpx_modex_t blob;
+  memset(&blob, 0, sizeof(blob));
+  blob.magic = MCA_BTL_IWARPX_MODEX_MAGIC;
+  blob.version = MCA_BTL_IWARPX_MODEX_VERSION;
+  size_t len = sizeof(blob.addr);
+  int ret = fi_getname(&m->ep->fid, blob.addr, &len);
+  if (ret != 0) {
+    opal_output_verbose(1, c->output, "btl:iwarpx: fi_getname failed: %s", fi_strerror(-ret));
+    return OPAL_ERROR;
+  }
+  blob.addrlen = (uint16_t)len;
+  int rc = OPAL_SUCCESS;
+  const int32_t blob_len = (int32_t)(offsetof(mca_btl_iwarpx_modex_t, addr) + len);
+  OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &c->super.btl_version, &blob, blob_len);
+  if (rc != OPAL_SUCCESS) {
+    opal_output_verbose(1, c->output, "btl:iwarpx: modex send failed (%d)", rc);
+  }
+  return rc;
 }
 
 static mca_btl_base_module_t** iwarpx_init(int* num_btls, bool enable_progress_threads,
@@ -99,10 +147,36 @@ static mca_btl_base_module_t** iwarpx_init(int* num_btls, bool enable_progress_t
     opal_output_verbose(1, c->output, "btl:iwarpx: disabled by btl_iwarpx_enable=0");
     return NULL;
   }
+  mca_btl_iwarpx_module_t* m = malloc(sizeof(*m));
+  mca_btl_base_module_t** modules = malloc(sizeof(*modules));
+  if (m == NULL || modules == NULL) {
+    free(m);
+    free(modules);
+    return NULL;
+  }
+  memcpy(m, &mca_btl_iwarpx_module_template, sizeof(*m));
+  if (mca_btl_iwarpx_fabric_open(m, enable_mpi_threads) != OPAL_SUCCESS ||
+      publish_address(m) != OPAL_SUCCESS) {
+    opal_output_verbose(1, c->output,
+                        "btl:iwarpx: no module (see above); MPI continues over the other BTLs");
+    mca_btl_iwarpx_fabric_close(m);
+    free(m);
+    free(modules);
+    return NULL;
+  }
+  m->super.btl_atomic_flags &= mca_btl_iwarpx_query_atomics(m);
+  if (m->super.btl_atomic_flags == 0) {
+    m->super.btl_flags &= ~(uint32_t)(MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS);
+  }
+  c->module = m;
+  modules[0] = &m->super;
+  *num_btls = 1;
   opal_output_verbose(1, c->output,
-                      "btl:iwarpx: placeholder component, disqualifying itself (no modules) "
-                      "until the iwarpx provider's RDM endpoint lands; MPI continues over the "
-                      "other BTLs (progress_threads=%d mpi_threads=%d)",
+                      "btl:iwarpx: module ready on the iwarpx RDM endpoint (eager %zu, max send "
+                      "%zu, put/get limit %zu, flags 0x%x, atomic flags 0x%x, %d receives, "
+                      "progress_threads=%d mpi_threads=%d)",
+                      m->super.btl_eager_limit, m->super.btl_max_send_size, m->super.btl_put_limit,
+                      m->super.btl_flags, m->super.btl_atomic_flags, m->num_recvs,
                       (int)enable_progress_threads, (int)enable_mpi_threads);
-  return NULL;
+  return modules;
 }

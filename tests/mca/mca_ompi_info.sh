@@ -38,7 +38,7 @@ for fw in btl osc; do
   case $fw in
     btl)
       check btl '^mca:btl:iwarpx:version:"api:3\.1\.0"' "BTL API 3.1.0"
-      params="btl_iwarpx_verbose btl_iwarpx_enable" ;;
+      params="btl_iwarpx_verbose btl_iwarpx_enable btl_iwarpx_num_recvs btl_iwarpx_exclusivity btl_iwarpx_eager_limit btl_iwarpx_max_send_size btl_iwarpx_put_limit btl_iwarpx_get_limit" ;;
     osc)
       check osc '^mca:osc:iwarpx:version:"api:3\.0\.0"' "OSC API 3.0.0"
       params="osc_iwarpx_verbose osc_iwarpx_priority" ;;

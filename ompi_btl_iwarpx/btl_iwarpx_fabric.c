@@ -1,0 +1,198 @@
+/*
+ * btl/iwarpx: the libfabric objects of the module (fabric, domain, AV, CQ, RDM endpoint),
+ * its send-fragment / RDMA-op free lists and its posted receive buffers.
+ */
+// clang-format off
+#include "opal_config.h" /* first, see btl_iwarpx.h */
+// clang-format on
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+
+#include "btl_iwarpx.h"
+#include "opal/util/output.h"
+
+#define IWX_FI_VERSION FI_VERSION(1, 17)
+
+static void frag_construct(mca_btl_iwarpx_frag_t* frag) {
+  frag->base.des_segments = &frag->segment;
+  frag->base.des_segment_count = 1;
+  frag->segment.seg_addr.pval = frag->base.super.ptr;
+  frag->segment.seg_len = 0;
+  frag->ctx.kind = IWX_CTX_SEND;
+  frag->endpoint = NULL;
+  frag->list = NULL;
+  frag->capacity = 0;
+}
+OBJ_CLASS_INSTANCE(mca_btl_iwarpx_frag_t, mca_btl_base_descriptor_t, frag_construct, NULL);
+
+static void rdma_op_construct(mca_btl_iwarpx_rdma_op_t* op) {
+  op->ctx.kind = IWX_CTX_RDMA;
+}
+OBJ_CLASS_INSTANCE(mca_btl_iwarpx_rdma_op_t, opal_free_list_item_t, rdma_op_construct, NULL);
+
+/* Free-list item init: remember list and capacity (the payload is item->ptr). */
+static int frag_init(opal_free_list_item_t* item, void* ctx) {
+  mca_btl_iwarpx_frag_t* frag = (mca_btl_iwarpx_frag_t*)item;
+  opal_free_list_t* list = ctx;
+  frag->list = list;
+  frag->capacity = list->fl_payload_buffer_size;
+  frag->segment.seg_addr.pval = item->ptr;
+  return OPAL_SUCCESS;
+}
+
+static int fail(const char* call, int ret) {
+  opal_output_verbose(1, mca_btl_iwarpx_component.output, "btl:iwarpx: %s failed: %s (%d)", call,
+                      fi_strerror(ret < 0 ? -ret : ret), ret);
+  return OPAL_ERROR;
+}
+
+static struct fi_info* getinfo(bool mpi_threads) {
+  struct fi_info* hints = fi_allocinfo();
+  struct fi_info* info = NULL;
+  if (hints == NULL) return NULL;
+  hints->caps = FI_MSG | FI_RMA | FI_ATOMIC;
+  hints->mode = 0;
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->fabric_attr->prov_name = strdup("iwarpx");
+  hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  hints->domain_attr->threading = FI_THREAD_SAFE;
+  hints->domain_attr->av_type = FI_AV_TABLE;
+  hints->domain_attr->cq_data_size = sizeof(mca_btl_base_tag_t);
+  (void)mpi_threads; /* FI_THREAD_SAFE either way: progress and senders may run in parallel */
+  int ret = fi_getinfo(IWX_FI_VERSION, NULL, NULL, 0, hints, &info);
+  fi_freeinfo(hints);
+  if (ret != 0) {
+    (void)fail("fi_getinfo(prov_name iwarpx, FI_EP_RDM, FI_MSG|FI_RMA|FI_ATOMIC)", ret);
+    return NULL;
+  }
+  return info;
+}
+
+int mca_btl_iwarpx_post_recv(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_recv_t* r) {
+  /* The receive queue holds num_recvs (<= rx size) buffers: -FI_EAGAIN is transient. */
+  for (int attempt = 0;; ++attempt) {
+    ssize_t ret = fi_recv(m->ep, r->buf, m->super.btl_max_send_size, NULL, FI_ADDR_UNSPEC, &r->ctx);
+    if (ret == 0) return OPAL_SUCCESS;
+    if (ret != -FI_EAGAIN || attempt == 1000000) return fail("fi_recv", (int)ret);
+    (void)fi_cq_read(m->cq, NULL, 0); /* drives the provider, consumes nothing */
+  }
+}
+
+int mca_btl_iwarpx_fabric_open(mca_btl_iwarpx_module_t* m, bool mpi_threads) {
+  mca_btl_iwarpx_component_t* c = &mca_btl_iwarpx_component;
+  m->info = NULL;
+  m->fabric = NULL;
+  m->domain = NULL;
+  m->av = NULL;
+  m->cq = NULL;
+  m->ep = NULL;
+  m->recvs = NULL;
+  m->num_recvs = 0;
+  m->outstanding = 0;
+  m->error_cb = NULL;
+  memset((void*)&m->stats, 0, sizeof(m->stats));
+  OBJ_CONSTRUCT(&m->lock, opal_mutex_t);
+  OBJ_CONSTRUCT(&m->endpoints, opal_hash_table_t);
+  OBJ_CONSTRUCT(&m->eager_frags, opal_free_list_t);
+  OBJ_CONSTRUCT(&m->max_frags, opal_free_list_t);
+  OBJ_CONSTRUCT(&m->rdma_ops, opal_free_list_t);
+  if (opal_hash_table_init(&m->endpoints, 256) != OPAL_SUCCESS) return OPAL_ERROR;
+
+  m->info = getinfo(mpi_threads);
+  if (m->info == NULL) return OPAL_ERROR;
+  const struct fi_info* info = m->info;
+  const uint64_t mr_mode = (uint64_t)info->domain_attr->mr_mode;
+  if ((mr_mode & FI_MR_LOCAL) != 0 || info->domain_attr->cq_data_size < 1) {
+    opal_output_verbose(1, c->output,
+                        "btl:iwarpx: the provider wants FI_MR_LOCAL or offers no CQ data "
+                        "(mr_mode 0x%lx, cq_data_size %zu): not supported",
+                        (unsigned long)mr_mode, info->domain_attr->cq_data_size);
+    return OPAL_ERROR;
+  }
+  m->virt_addr = (mr_mode & FI_MR_VIRT_ADDR) != 0;
+
+  int ret = fi_fabric(info->fabric_attr, &m->fabric, NULL);
+  if (ret != 0) return fail("fi_fabric", ret);
+  ret = fi_domain(m->fabric, m->info, &m->domain, NULL);
+  if (ret != 0) return fail("fi_domain", ret);
+  struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+  ret = fi_av_open(m->domain, &av_attr, &m->av, NULL);
+  if (ret != 0) return fail("fi_av_open", ret);
+  struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
+  ret = fi_cq_open(m->domain, &cq_attr, &m->cq, NULL);
+  if (ret != 0) return fail("fi_cq_open", ret);
+  ret = fi_endpoint(m->domain, m->info, &m->ep, NULL);
+  if (ret != 0) return fail("fi_endpoint", ret);
+  ret = fi_ep_bind(m->ep, &m->av->fid, 0);
+  if (ret != 0) return fail("fi_ep_bind(av)", ret);
+  ret = fi_ep_bind(m->ep, &m->cq->fid, FI_TRANSMIT | FI_RECV);
+  if (ret != 0) return fail("fi_ep_bind(cq)", ret);
+  ret = fi_enable(m->ep);
+  if (ret != 0) return fail("fi_enable", ret);
+
+  /* Send fragments: eager_limit and max_send_size payloads, grown on demand. */
+  int rc = opal_free_list_init(&m->eager_frags, sizeof(mca_btl_iwarpx_frag_t),
+                               (size_t)opal_cache_line_size, OBJ_CLASS(mca_btl_iwarpx_frag_t),
+                               m->super.btl_eager_limit, (size_t)opal_cache_line_size, 32, -1, 32,
+                               NULL, 0, NULL, frag_init, &m->eager_frags);
+  if (rc == OPAL_SUCCESS) {
+    rc = opal_free_list_init(&m->max_frags, sizeof(mca_btl_iwarpx_frag_t),
+                             (size_t)opal_cache_line_size, OBJ_CLASS(mca_btl_iwarpx_frag_t),
+                             m->super.btl_max_send_size, (size_t)opal_cache_line_size, 8, -1, 8,
+                             NULL, 0, NULL, frag_init, &m->max_frags);
+  }
+  if (rc == OPAL_SUCCESS) {
+    rc = opal_free_list_init(&m->rdma_ops, sizeof(mca_btl_iwarpx_rdma_op_t),
+                             (size_t)opal_cache_line_size, OBJ_CLASS(mca_btl_iwarpx_rdma_op_t), 0,
+                             0, 64, -1, 64, NULL, 0, NULL, NULL, NULL);
+  }
+  if (rc != OPAL_SUCCESS) return fail("opal_free_list_init", FI_ENOMEM);
+
+  const int n = c->num_recvs > 0 ? c->num_recvs : 1;
+  m->recvs = calloc((size_t)n, sizeof(*m->recvs));
+  if (m->recvs == NULL) return fail("calloc(receives)", FI_ENOMEM);
+  for (int i = 0; i < n; ++i) {
+    m->recvs[i].ctx.kind = IWX_CTX_RECV;
+    m->recvs[i].buf = malloc(m->super.btl_max_send_size);
+    if (m->recvs[i].buf == NULL) return fail("malloc(receive buffer)", FI_ENOMEM);
+    m->num_recvs = i + 1;
+    if (mca_btl_iwarpx_post_recv(m, &m->recvs[i]) != OPAL_SUCCESS) return OPAL_ERROR;
+  }
+  return OPAL_SUCCESS;
+}
+
+static void close_fid(struct fid* f, const char* what) {
+  if (f == NULL) return;
+  int ret = fi_close(f);
+  if (ret != 0) (void)fail(what, ret);
+}
+
+void mca_btl_iwarpx_fabric_close(mca_btl_iwarpx_module_t* m) {
+  /* The endpoint first: it cancels the posted receives before their buffers go. */
+  close_fid(m->ep != NULL ? &m->ep->fid : NULL, "fi_close(ep)");
+  close_fid(m->cq != NULL ? &m->cq->fid : NULL, "fi_close(cq)");
+  close_fid(m->av != NULL ? &m->av->fid : NULL, "fi_close(av)");
+  close_fid(m->domain != NULL ? &m->domain->fid : NULL, "fi_close(domain)");
+  close_fid(m->fabric != NULL ? &m->fabric->fid : NULL, "fi_close(fabric)");
+  m->ep = NULL;
+  m->cq = NULL;
+  m->av = NULL;
+  m->domain = NULL;
+  m->fabric = NULL;
+  if (m->info != NULL) fi_freeinfo(m->info);
+  m->info = NULL;
+  for (int i = 0; i < m->num_recvs; ++i) free(m->recvs[i].buf);
+  free(m->recvs);
+  m->recvs = NULL;
+  m->num_recvs = 0;
+  OBJ_DESTRUCT(&m->rdma_ops);
+  OBJ_DESTRUCT(&m->max_frags);
+  OBJ_DESTRUCT(&m->eager_frags);
+  OBJ_DESTRUCT(&m->endpoints);
+  OBJ_DESTRUCT(&m->lock);
+}

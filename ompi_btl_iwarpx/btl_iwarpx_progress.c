@@ -1,0 +1,100 @@
+/*
+ * btl/iwarpx progress: reads the module's completion queue (which also drives the provider's
+ * manual progress) and dispatches send, receive and RDMA completions. One thread at a time
+ * (trylock); a nested call from inside a callback returns 0.
+ */
+// clang-format off
+#include "opal_config.h" /* first, see btl_iwarpx.h */
+// clang-format on
+
+#include <stddef.h>
+
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+
+#include "btl_iwarpx.h"
+#include "opal/util/output.h"
+
+#define IWX_CQ_BATCH 32
+
+#define IWX_CONTAINER(ptr, type, member) ((type*)((char*)(ptr)-offsetof(type, member)))
+
+static void dispatch(mca_btl_iwarpx_module_t* m, void* context, size_t len, uint64_t data,
+                     uint64_t flags, int status) {
+  mca_btl_iwarpx_ctx_t* ctx = context;
+  switch (ctx->kind) {
+    case IWX_CTX_SEND: {
+      mca_btl_iwarpx_frag_t* frag = IWX_CONTAINER(ctx, mca_btl_iwarpx_frag_t, ctx);
+      mca_btl_iwarpx_send_complete(frag, status);
+      break;
+    }
+    case IWX_CTX_RECV: {
+      mca_btl_iwarpx_recv_t* r = IWX_CONTAINER(ctx, mca_btl_iwarpx_recv_t, ctx);
+      if (status != OPAL_SUCCESS) {
+        /* Canceled at close, or failed: repost unless the endpoint is going away. */
+        if (status != OPAL_ERR_UNREACH) (void)mca_btl_iwarpx_post_recv(m, r);
+      } else if ((flags & FI_REMOTE_CQ_DATA) == 0) {
+        opal_output_verbose(1, mca_btl_iwarpx_component.output,
+                            "btl:iwarpx: message of %zu bytes without a tag dropped", len);
+        (void)mca_btl_iwarpx_post_recv(m, r);
+      } else {
+        mca_btl_iwarpx_recv_complete(m, r, len, data);
+      }
+      break;
+    }
+    case IWX_CTX_RDMA: {
+      mca_btl_iwarpx_rdma_op_t* op = IWX_CONTAINER(ctx, mca_btl_iwarpx_rdma_op_t, ctx);
+      mca_btl_iwarpx_rdma_complete(m, op, status);
+      break;
+    }
+  }
+}
+
+/* One error entry: report it to its operation (and the PML when the peer is gone). */
+static int read_error(mca_btl_iwarpx_module_t* m) {
+  struct fi_cq_err_entry e = {0};
+  ssize_t n = fi_cq_readerr(m->cq, &e, 0);
+  if (n != 1) return 0;
+  if (e.err == FI_ECANCELED) {
+    /* A receive canceled while the endpoint closes: nothing to repost. */
+    return 1;
+  }
+  mca_btl_iwarpx_ctx_t* ctx = e.op_context;
+  mca_btl_iwarpx_endpoint_t* ep = NULL;
+  if (ctx != NULL && ctx->kind == IWX_CTX_SEND) {
+    ep = IWX_CONTAINER(ctx, mca_btl_iwarpx_frag_t, ctx)->endpoint;
+  } else if (ctx != NULL && ctx->kind == IWX_CTX_RDMA) {
+    ep = IWX_CONTAINER(ctx, mca_btl_iwarpx_rdma_op_t, ctx)->endpoint;
+  }
+  mca_btl_iwarpx_peer_error(m, ep, e.err);
+  if (ctx != NULL) dispatch(m, ctx, e.len, e.data, e.flags, OPAL_ERROR);
+  return 1;
+}
+
+int mca_btl_iwarpx_progress(void) {
+  mca_btl_iwarpx_component_t* c = &mca_btl_iwarpx_component;
+  if (opal_mutex_trylock(&c->progress_lock) != 0) return 0;
+  mca_btl_iwarpx_module_t* m = c->module;
+  int count = 0;
+  if (m != NULL && m->cq != NULL) {
+    struct fi_cq_data_entry entries[IWX_CQ_BATCH];
+    for (;;) {
+      ssize_t n = fi_cq_read(m->cq, entries, IWX_CQ_BATCH);
+      if (n == -FI_EAVAIL) {
+        const int e = read_error(m);
+        if (e == 0) break;
+        count += e;
+        continue;
+      }
+      if (n <= 0) break;
+      for (ssize_t i = 0; i < n; ++i) {
+        dispatch(m, entries[i].op_context, entries[i].len, entries[i].data, entries[i].flags,
+                 OPAL_SUCCESS);
+      }
+      count += (int)n;
+      if (n < IWX_CQ_BATCH) break;
+    }
+  }
+  opal_mutex_unlock(&c->progress_lock);
+  return count;
+}

@@ -1,0 +1,137 @@
+/*
+ * btl/iwarpx active messages: alloc/free/prepare_src over free-list fragments, send as
+ * fi_senddata with the BTL tag in the CQ data, and the receive side that hands a bounce
+ * buffer to mca_btl_base_active_message_trigger[tag] and reposts it.
+ */
+// clang-format off
+#include "opal_config.h" /* first, see btl_iwarpx.h */
+// clang-format on
+
+#include <string.h>
+
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+
+#include "btl_iwarpx.h"
+#include "opal/datatype/opal_convertor.h"
+#include "opal/util/output.h"
+
+static mca_btl_iwarpx_frag_t* frag_get(mca_btl_iwarpx_module_t* m, size_t size) {
+  opal_free_list_t* list = NULL;
+  if (size <= m->super.btl_eager_limit) {
+    list = &m->eager_frags;
+  } else if (size <= m->super.btl_max_send_size) {
+    list = &m->max_frags;
+  } else {
+    return NULL;
+  }
+  return (mca_btl_iwarpx_frag_t*)opal_free_list_get(list);
+}
+
+mca_btl_base_descriptor_t* mca_btl_iwarpx_alloc(mca_btl_base_module_t* btl,
+                                                mca_btl_base_endpoint_t* ep, uint8_t order,
+                                                size_t size, uint32_t flags) {
+  mca_btl_iwarpx_frag_t* frag = frag_get((mca_btl_iwarpx_module_t*)btl, size);
+  if (frag == NULL) return NULL;
+  frag->endpoint = ep;
+  frag->segment.seg_addr.pval = frag->base.super.ptr;
+  frag->segment.seg_len = size;
+  frag->base.des_segments = &frag->segment;
+  frag->base.des_segment_count = 1;
+  frag->base.des_flags = flags;
+  frag->base.order = order;
+  frag->base.des_cbfunc = NULL;
+  frag->base.des_cbdata = NULL;
+  frag->base.des_context = NULL;
+  return &frag->base;
+}
+
+int mca_btl_iwarpx_free(mca_btl_base_module_t* btl, mca_btl_base_descriptor_t* des) {
+  (void)btl;
+  mca_btl_iwarpx_frag_t* frag = (mca_btl_iwarpx_frag_t*)des;
+  opal_free_list_return(frag->list, &des->super);
+  return OPAL_SUCCESS;
+}
+
+mca_btl_base_descriptor_t* mca_btl_iwarpx_prepare_src(mca_btl_base_module_t* btl,
+                                                      mca_btl_base_endpoint_t* ep,
+                                                      struct opal_convertor_t* convertor,
+                                                      uint8_t order, size_t reserve, size_t* size,
+                                                      uint32_t flags) {
+  if (reserve > btl->btl_max_send_size) return NULL;
+  size_t want = *size;
+  if (want > btl->btl_max_send_size - reserve) want = btl->btl_max_send_size - reserve;
+  mca_btl_base_descriptor_t* des = mca_btl_iwarpx_alloc(btl, ep, order, reserve + want, flags);
+  if (des == NULL) return NULL;
+  mca_btl_iwarpx_frag_t* frag = (mca_btl_iwarpx_frag_t*)des;
+  struct iovec iov = {.iov_base = (unsigned char*)frag->segment.seg_addr.pval + reserve,
+                      .iov_len = want};
+  uint32_t iov_count = 1;
+  size_t packed = want;
+  if (want > 0 && opal_convertor_pack(convertor, &iov, &iov_count, &packed) < 0) {
+    mca_btl_iwarpx_free(btl, des);
+    return NULL;
+  }
+  if (want == 0) packed = 0;
+  frag->segment.seg_len = reserve + packed;
+  *size = packed;
+  return des;
+}
+
+void mca_btl_iwarpx_send_complete(mca_btl_iwarpx_frag_t* frag, int status) {
+  mca_btl_iwarpx_module_t* m = mca_btl_iwarpx_component.module;
+  /* Saved first: the callback may free the descriptor. */
+  const uint32_t flags = frag->base.des_flags;
+  if ((flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) != 0 && frag->base.des_cbfunc != NULL) {
+    frag->base.des_cbfunc(&m->super, frag->endpoint, &frag->base, status);
+  }
+  if ((flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) != 0) {
+    opal_free_list_return(frag->list, &frag->base.super);
+  }
+}
+
+int mca_btl_iwarpx_send(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
+                        mca_btl_base_descriptor_t* des, mca_btl_base_tag_t tag) {
+  mca_btl_iwarpx_module_t* m = (mca_btl_iwarpx_module_t*)btl;
+  mca_btl_iwarpx_frag_t* frag = (mca_btl_iwarpx_frag_t*)des;
+  frag->endpoint = ep;
+  /* The completion is reported from progress, never inline: always call back. */
+  des->des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+  const size_t len = frag->segment.seg_len;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    ssize_t ret = fi_senddata(m->ep, frag->segment.seg_addr.pval, len, NULL, (uint64_t)tag,
+                              ep->addr, &frag->ctx);
+    if (ret == 0) {
+      OPAL_THREAD_ADD_FETCH64(&m->stats.sends, 1);
+      OPAL_THREAD_ADD_FETCH64(&m->stats.send_bytes, (int64_t)len);
+      return OPAL_SUCCESS;
+    }
+    if (ret != -FI_EAGAIN) {
+      opal_output_verbose(1, mca_btl_iwarpx_component.output, "btl:iwarpx: fi_senddata: %s",
+                          fi_strerror((int)-ret));
+      return OPAL_ERROR;
+    }
+    (void)mca_btl_iwarpx_progress();
+  }
+  return OPAL_ERR_OUT_OF_RESOURCE;
+}
+
+void mca_btl_iwarpx_recv_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_recv_t* r, size_t len,
+                                  uint64_t data) {
+  const mca_btl_base_tag_t tag = (mca_btl_base_tag_t)data;
+  OPAL_THREAD_ADD_FETCH64(&m->stats.recvs, 1);
+  OPAL_THREAD_ADD_FETCH64(&m->stats.recv_bytes, (int64_t)len);
+  mca_btl_active_message_callback_t* reg = &mca_btl_base_active_message_trigger[tag];
+  if (reg->cbfunc != NULL) {
+    mca_btl_base_segment_t segment = {.seg_addr.pval = r->buf, .seg_len = len};
+    mca_btl_base_descriptor_t des;
+    memset(&des, 0, sizeof(des));
+    des.des_segments = &segment;
+    des.des_segment_count = 1;
+    reg->cbfunc(&m->super, tag, &des, reg->cbdata);
+  } else {
+    opal_output_verbose(1, mca_btl_iwarpx_component.output,
+                        "btl:iwarpx: message with tag 0x%x and no receiver dropped", tag);
+  }
+  (void)mca_btl_iwarpx_post_recv(m, r);
+}
