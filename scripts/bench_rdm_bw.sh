@@ -14,6 +14,8 @@
 #   --sizes LIST     message sizes (default 8,1k,16k,64k,1m,4m; see tagged_bw --help)
 #   --repeat N       runs per provider, alternating, median reported (default 3)
 #   --min-time SEC / --iters N / --warmup N / -w N   passed to tagged_bw
+#   --timeout SEC    tagged_bw's bound on every single wait (default here 120: one
+#                    window of 64 x 4 MiB takes seconds through udp;ofi_rxd)
 #   --no-iwarpx      skip iwarpx (its columns read "n/a")
 #   --strict         exit 1 if any run failed (a failed run's numbers read "n/a")
 #   --keep-logs      keep the server/client logs (path printed)
@@ -37,6 +39,7 @@ strict=0
 keep_logs=0
 prog_args=()
 client_args=()
+timeout_s=120
 cmdline="${IWARPX_BENCH_NAME:-scripts/bench_rdm_bw.sh} $*"
 
 while (($#)); do
@@ -47,6 +50,7 @@ while (($#)); do
     --sizes) sizes=$2; shift ;;
     --repeat) repeat=$2; shift ;;
     --min-time|--iters|--warmup|-w) prog_args+=("$1" "$2"); shift ;;
+    --timeout) timeout_s=$2; shift ;;
     --no-iwarpx) run_iwarpx=0 ;;
     --strict) strict=1 ;;
     --keep-logs) keep_logs=1 ;;
@@ -57,6 +61,7 @@ while (($#)); do
   shift
 done
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "bench_rdm_bw.sh: bad --repeat $repeat" >&2; exit 2; }
+prog_args+=(--timeout "$timeout_s")
 
 [[ $build = /* ]] || build=$root/$build
 if ((do_build)); then
@@ -155,7 +160,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 
 size_list=$(cat "$work"/data/* 2>/dev/null | awk '{ print $1 }' | sort -gu)
 
 echo "# $cmdline"
-echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, tagged_bw ${prog_args[*]:-(defaults: -w 64, --min-time 0.2)}, median of $repeat"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, tagged_bw ${prog_args[*]} (unless given: -w 64, --min-time 0.2), median of $repeat"
 echo
 head="| size (B) |"
 rule="|---:|"
