@@ -38,10 +38,18 @@ constexpr uint64_t kMaxMeasuredIters = 10'000'000;
           "  --csv            machine-readable output\n"
           "  -v               print the provider's fi_info summary\n",
           prog, prog);
+  if ((extras & (kWindowAndOp | kWindowAndAv)) != 0) {
+    fprintf(stderr, "  -w N             operations in flight (64)\n");
+  }
   if ((extras & kWindowAndOp) != 0) {
+    fprintf(stderr, "  --op OP          write | read | send (write)\n");
+  }
+  if ((extras & kWindowAndAv) != 0) {
+    fprintf(stderr, "  --av TYPE        address vector type: table | map (table)\n");
+  }
+  if ((extras & kCorrupt) != 0) {
     fprintf(stderr,
-            "  -w N             operations in flight (64)\n"
-            "  --op OP          write | read | send (write)\n");
+            "  --corrupt N      client: damage message N (from 1) to test the data check\n");
   }
   if ((extras & kBlocking) != 0) {
     fprintf(stderr, "  --blocking       blocking recv() instead of busy polling\n");
@@ -165,7 +173,7 @@ Options ParseArgs(int argc, char** argv, unsigned extras) {
       o.csv = true;
     } else if (arg == "-v") {
       o.verbose = true;
-    } else if (arg == "-w" && (extras & kWindowAndOp) != 0) {
+    } else if (arg == "-w" && (extras & (kWindowAndOp | kWindowAndAv)) != 0) {
       const std::string v = value();
       if (!ParseUnsigned(v, &n) || n == 0 || n > 65536) Usage(prog, extras, "bad -w " + v);
       o.window = static_cast<size_t>(n);
@@ -174,6 +182,13 @@ Options ParseArgs(int argc, char** argv, unsigned extras) {
       if (o.op != "write" && o.op != "read" && o.op != "send") {
         Usage(prog, extras, "bad --op " + o.op);
       }
+    } else if (arg == "--av" && (extras & kWindowAndAv) != 0) {
+      o.av = value();
+      if (o.av != "table" && o.av != "map") Usage(prog, extras, "bad --av " + o.av);
+    } else if (arg == "--corrupt" && (extras & kCorrupt) != 0) {
+      const std::string v = value();
+      if (!ParseUnsigned(v, &o.corrupt) || o.corrupt == 0)
+        Usage(prog, extras, "bad --corrupt " + v);
     } else if (arg == "--blocking" && (extras & kBlocking) != 0) {
       o.blocking = true;
     } else if (!arg.empty() && arg[0] == '-') {

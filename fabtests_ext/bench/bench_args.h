@@ -1,7 +1,7 @@
 // bench_args: command line, size lists, adaptive iteration counts, data
-// patterns and result lines shared by the connected-endpoint benchmarks
-// (msg_pingpong, rma_bw, tcp_pingpong). No libfabric here, so the raw-socket
-// floor links without it.
+// patterns and result lines shared by the benchmarks (msg_pingpong, rma_bw,
+// tcp_pingpong on connected endpoints, tagged_bw on reliable datagram
+// endpoints). No libfabric here, so the raw-socket floor links without it.
 //
 // Contract:
 //   - ParseArgs exits(2) with a usage text on any malformed option; the
@@ -33,9 +33,11 @@ struct Options {
   double timeout = 30.0;         // --timeout: bound on any single wait (seconds)
   bool csv = false;              // --csv
   bool verbose = false;          // -v
-  size_t window = 64;            // -w (rma_bw only)
+  size_t window = 64;            // -w (rma_bw, tagged_bw)
   std::string op = "write";      // --op (rma_bw only): write | read | send
   bool blocking = false;         // --blocking (tcp_pingpong only)
+  std::string av = "table";      // --av (tagged_bw only): table | map
+  uint64_t corrupt = 0;          // --corrupt (tagged_bw client): message number, 0 = none
 
   bool is_client() const { return !server.empty(); }
   size_t max_size() const;
@@ -46,6 +48,8 @@ enum ExtraOptions : unsigned {
   kNoExtra = 0,
   kWindowAndOp = 1U << 0,  // -w, --op
   kBlocking = 1U << 1,     // --blocking
+  kWindowAndAv = 1U << 2,  // -w, --av
+  kCorrupt = 1U << 3,      // --corrupt (a test of the data check, not a benchmark option)
 };
 
 Options ParseArgs(int argc, char** argv, unsigned extras);

@@ -2,10 +2,8 @@
 // polling for the benchmarks. See bench_fabric.h for the contract.
 #include "bench_fabric.h"
 
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <time.h>
 
 #include <algorithm>
@@ -19,14 +17,7 @@
 namespace bench {
 namespace {
 
-constexpr uint32_t kFiVersion = FI_VERSION(1, 17);
-constexpr uint32_t kCtlMagic = 0x69775862;  // "iwXb"
-constexpr size_t kCtlBytes = 256;           // room for Ctl; one buffer each way
-constexpr size_t kPageSize = 4096;
-constexpr uint64_t kMrModesHandled =
-    FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
 constexpr int kCqBatch = 16;
-constexpr unsigned kPollsPerClockRead = 256;
 
 const char* EventName(uint32_t event) {
   switch (event) {
@@ -37,32 +28,7 @@ const char* EventName(uint32_t event) {
   }
 }
 
-void Close(fid* f, const char* what) {
-  if (f == nullptr) return;
-  const int ret = fi_close(f);
-  if (ret != 0) fprintf(stderr, "warning: fi_close(%s) failed: %s\n", what, fi_strerror(-ret));
-}
-
 }  // namespace
-
-void Check(const Options& o, ssize_t ret, const char* call) {
-  if (ret >= 0) return;
-  Fail(o, std::string(call) + " failed: " + fi_strerror(static_cast<int>(-ret)) + " (" +
-              std::to_string(ret) + ")");
-}
-
-void PrintInfo(const fi_info* info) {
-  // fi_tostr returns a static buffer: copy each result before the next call.
-  uint64_t mr_mode = static_cast<uint64_t>(info->domain_attr->mr_mode);
-  const std::string mr = fi_tostr(&mr_mode, FI_TYPE_MR_MODE);
-  const std::string progress = fi_tostr(&info->domain_attr->data_progress, FI_TYPE_PROGRESS);
-  fprintf(stderr,
-          "# fi_info: provider %s, fabric %s, domain %s, mr_mode [%s], data_progress %s, "
-          "tx size %zu, rx size %zu, inject %zu, max_msg_size %zu\n",
-          info->fabric_attr->prov_name, info->fabric_attr->name, info->domain_attr->name,
-          mr.c_str(), progress.c_str(), info->tx_attr->size, info->rx_attr->size,
-          info->tx_attr->inject_size, info->ep_attr->max_msg_size);
-}
 
 Connection::Connection(const Options& o, uint64_t caps, uint64_t msg_order) : o_(o) {
   fi_info* hints = fi_allocinfo();
@@ -92,10 +58,7 @@ Connection::~Connection() {
     WaitPeerShutdown();
   }
   Close(ep_ == nullptr ? nullptr : &ep_->fid, "ep");
-  for (auto& r : regions_) {
-    Close(r->mr == nullptr ? nullptr : &r->mr->fid, "mr");
-    free(r->buf);
-  }
+  for (auto& r : regions_) FreeRegion(r.get());
   Close(tx_cq_ == nullptr ? nullptr : &tx_cq_->fid, "tx cq");
   Close(rx_cq_ == nullptr ? nullptr : &rx_cq_->fid, "rx cq");
   Close(pep_ == nullptr ? nullptr : &pep_->fid, "pep");
@@ -153,17 +116,7 @@ void Connection::OpenServer(fi_info* hints) {
   Check(o_, fi_listen(pep_), "fi_listen");
   fi_freeinfo(listen_info);
 
-  sockaddr_storage bound{};
-  size_t bound_len = sizeof(bound);
-  Check(o_, fi_getname(&pep_->fid, &bound, &bound_len), "fi_getname (passive endpoint)");
-  unsigned port = 0;
-  if (bound.ss_family == AF_INET) {
-    port = ntohs(reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
-  } else if (bound.ss_family == AF_INET6) {
-    port = ntohs(reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port);
-  } else {
-    Fail(o_, "fi_getname returned an address that is neither IPv4 nor IPv6");
-  }
+  const unsigned port = BoundPort(o_, &pep_->fid);
   fprintf(stderr, "%s: listening on port %u\n", o_.program.c_str(), port);
   WritePortFile(o_, port);
 
@@ -194,12 +147,7 @@ void Connection::OpenClient(fi_info* hints) {
 // Endpoint, CQs, the control buffers and the first control receive: all
 // before fi_accept / fi_connect, so the peer's first message finds it.
 void Connection::OpenEndpoint() {
-  const uint64_t mr_mode = static_cast<uint64_t>(info_->domain_attr->mr_mode);
-  if ((mr_mode & ~kMrModesHandled) != 0) {
-    uint64_t extra = mr_mode & ~kMrModesHandled;
-    Fail(o_, std::string("provider requires unsupported mr_mode bits ") +
-                 fi_tostr(&extra, FI_TYPE_MR_MODE));
-  }
+  CheckMrMode(o_, info_);
   fi_cq_attr cq_attr{};
   cq_attr.format = FI_CQ_FORMAT_MSG;
   cq_attr.wait_obj = FI_WAIT_NONE;
@@ -259,92 +207,50 @@ size_t Connection::max_window() const {
 }
 
 Region* Connection::Register(size_t len, uint64_t access) {
-  auto r = std::make_unique<Region>();
-  r->len = len;
-  const size_t rounded = (len + kPageSize - 1) / kPageSize * kPageSize;
-  r->buf = static_cast<uint8_t*>(aligned_alloc(kPageSize, rounded));
-  if (r->buf == nullptr) Fail(o_, "out of memory for a " + std::to_string(len) + " B buffer");
-  memset(r->buf, 0, rounded);
-  const uint64_t mr_mode = static_cast<uint64_t>(info_->domain_attr->mr_mode);
-  const bool remote = (access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) != 0;
-  if ((mr_mode & FI_MR_LOCAL) != 0 || remote) {
-    Check(o_, fi_mr_reg(domain_, r->buf, len, access, 0, next_key_++, 0, &r->mr, nullptr),
-          "fi_mr_reg");
-    if ((mr_mode & FI_MR_ENDPOINT) != 0) {
-      Check(o_, fi_mr_bind(r->mr, &ep_->fid, 0), "fi_mr_bind (endpoint)");
-      Check(o_, fi_mr_enable(r->mr), "fi_mr_enable");
-    }
-    if ((mr_mode & FI_MR_LOCAL) != 0) r->desc = fi_mr_desc(r->mr);
-    r->key = fi_mr_key(r->mr);
-    if (r->key == FI_KEY_NOTAVAIL) Fail(o_, "fi_mr_key: key not available (FI_MR_RAW unsupported)");
-    r->remote_addr = (mr_mode & FI_MR_VIRT_ADDR) != 0 ? reinterpret_cast<uint64_t>(r->buf) : 0;
-  }
-  regions_.push_back(std::move(r));
+  regions_.push_back(RegisterRegion(o_, info_, domain_, ep_, len, access, next_key_++));
   return regions_.back().get();
 }
 
 Connection::OpContext* Connection::TakeContext(OpKind kind) {
-  const double deadline = NowSeconds() + o_.timeout;
-  while (free_contexts_.empty()) {
-    Progress();
-    CheckDeadline(deadline, "a free operation context");
-  }
+  PollUntil(
+      o_, [&] { return !free_contexts_.empty(); }, [&] { Progress(); }, "a free operation context");
   OpContext* c = free_contexts_.back();
   free_contexts_.pop_back();
   c->kind = kind;
   return c;
 }
 
-void Connection::CheckDeadline(double deadline, const char* what) const {
-  if (NowSeconds() > deadline) Fail(o_, std::string("timed out waiting for ") + what);
-}
-
-// -FI_EAGAIN means the queue is full until completions are read.
-template <typename Post>
-void Connection::PostRetry(const Post& post, const char* name) {
-  const double deadline = NowSeconds() + o_.timeout;
-  for (unsigned spins = 0;; ++spins) {
-    const ssize_t ret = post();
-    if (ret == 0) return;
-    if (ret != -FI_EAGAIN) Check(o_, ret, name);
-    Progress();
-    if (spins % kPollsPerClockRead == 0) CheckDeadline(deadline, name);
-  }
-}
-
 void Connection::PostRecv(Region* r, size_t len, OpKind kind) {
   OpContext* c = TakeContext(kind);
-  PostRetry([&] { return fi_recv(ep_, r->buf, len, r->desc, FI_ADDR_UNSPEC, &c->fi); }, "fi_recv");
+  PostRetry(
+      o_, [&] { return fi_recv(ep_, r->buf, len, r->desc, FI_ADDR_UNSPEC, &c->fi); },
+      [&] { Progress(); }, "fi_recv");
 }
 
 void Connection::PostSend(Region* r, size_t len) {
   OpContext* c = TakeContext(OpKind::kData);
-  PostRetry([&] { return fi_send(ep_, r->buf, len, r->desc, FI_ADDR_UNSPEC, &c->fi); }, "fi_send");
+  PostRetry(
+      o_, [&] { return fi_send(ep_, r->buf, len, r->desc, FI_ADDR_UNSPEC, &c->fi); },
+      [&] { Progress(); }, "fi_send");
   ++tx_posted_;
 }
 
 void Connection::PostWrite(Region* r, size_t len, uint64_t remote_addr, uint64_t key) {
   OpContext* c = TakeContext(OpKind::kData);
   PostRetry(
+      o_,
       [&] { return fi_write(ep_, r->buf, len, r->desc, FI_ADDR_UNSPEC, remote_addr, key, &c->fi); },
-      "fi_write");
+      [&] { Progress(); }, "fi_write");
   ++tx_posted_;
 }
 
 void Connection::PostRead(Region* r, size_t len, uint64_t remote_addr, uint64_t key) {
   OpContext* c = TakeContext(OpKind::kData);
   PostRetry(
+      o_,
       [&] { return fi_read(ep_, r->buf, len, r->desc, FI_ADDR_UNSPEC, remote_addr, key, &c->fi); },
-      "fi_read");
+      [&] { Progress(); }, "fi_read");
   ++tx_posted_;
-}
-
-void Connection::CqFail(fid_cq* cq, const char* which) {
-  fi_cq_err_entry err{};
-  const ssize_t ret = fi_cq_readerr(cq, &err, 0);
-  if (ret < 0) Check(o_, ret, "fi_cq_readerr");
-  Fail(o_, std::string(which) + " completion error: " + fi_strerror(err.err) +
-               " (provider: " + fi_cq_strerror(cq, err.prov_errno, err.err_data, nullptr, 0) + ")");
 }
 
 void Connection::Progress() {
@@ -356,7 +262,7 @@ void Connection::Progress() {
     }
     tx_done_ += static_cast<uint64_t>(n);
   } else if (n == -FI_EAVAIL) {
-    CqFail(tx_cq_, "transmit");
+    CqFail(o_, tx_cq_, "transmit");
   } else if (n != -FI_EAGAIN) {
     Check(o_, n, "fi_cq_read (transmit)");
   }
@@ -368,26 +274,20 @@ void Connection::Progress() {
       free_contexts_.push_back(c);
     }
   } else if (n == -FI_EAVAIL) {
-    CqFail(rx_cq_, "receive");
+    CqFail(o_, rx_cq_, "receive");
   } else if (n != -FI_EAGAIN) {
     Check(o_, n, "fi_cq_read (receive)");
   }
 }
 
 void Connection::WaitTx(uint64_t count) {
-  const double deadline = NowSeconds() + o_.timeout;
-  for (unsigned spins = 0; tx_done_ < count; ++spins) {
-    Progress();
-    if (spins % kPollsPerClockRead == 0) CheckDeadline(deadline, "transmit completions");
-  }
+  PollUntil(
+      o_, [&] { return tx_done_ >= count; }, [&] { Progress(); }, "transmit completions");
 }
 
 RxDone Connection::WaitRx() {
-  const double deadline = NowSeconds() + o_.timeout;
-  for (unsigned spins = 0; rx_done_.empty(); ++spins) {
-    Progress();
-    if (spins % kPollsPerClockRead == 0) CheckDeadline(deadline, "a receive completion");
-  }
+  PollUntil(
+      o_, [&] { return !rx_done_.empty(); }, [&] { Progress(); }, "a receive completion");
   const RxDone done = rx_done_.front();
   rx_done_.pop_front();
   return done;

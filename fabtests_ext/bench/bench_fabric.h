@@ -11,12 +11,9 @@
 //     connected, with one control receive already posted on each side.
 //   - Hints: FI_EP_MSG, `caps`, tx/rx msg_order `msg_order` (preferred: a
 //     provider without it is used anyway, with a note on stderr), mode
-//     FI_CONTEXT|FI_CONTEXT2 accepted, mr_mode FI_MR_LOCAL|FI_MR_VIRT_ADDR|
-//     FI_MR_ALLOCATED|FI_MR_PROV_KEY|FI_MR_ENDPOINT accepted. The provider's
-//     returned mr_mode is honoured: descriptors when FI_MR_LOCAL, virtual
-//     remote addresses when FI_MR_VIRT_ADDR (else offsets), provider keys when
-//     FI_MR_PROV_KEY (else unique requested keys), fi_mr_bind+fi_mr_enable
-//     when FI_MR_ENDPOINT.
+//     FI_CONTEXT|FI_CONTEXT2 accepted, mr_mode kMrModesHandled accepted; the
+//     provider's returned mr_mode is honoured by RegisterRegion (bench_ofi.h),
+//     with unique requested keys.
 //   - Progress is driven only by fi_cq_read busy polling (and fi_eq_read while
 //     connecting); every wait is bounded by o.timeout.
 //   - Any libfabric failure prints the call and fi_strerror (or the CQ/EQ
@@ -35,37 +32,9 @@
 #include <rdma/fi_eq.h>
 
 #include "bench_args.h"
+#include "bench_ofi.h"
 
 namespace bench {
-
-// Exits 1 with "<call> failed: <fi_strerror>" when ret < 0.
-void Check(const Options& o, ssize_t ret, const char* call);
-
-// A buffer the benchmark owns; registered when the provider needs it.
-struct Region {
-  uint8_t* buf = nullptr;
-  size_t len = 0;
-  fid_mr* mr = nullptr;
-  void* desc = nullptr;      // fi_mr_desc when FI_MR_LOCAL, else nullptr
-  uint64_t key = 0;          // remote key (registered regions only)
-  uint64_t remote_addr = 0;  // what the peer passes for offset 0
-};
-
-// Control message; every field is little-endian host order (loopback and
-// same-architecture peers only).
-enum class CtlType : uint32_t { kBegin = 1, kReady, kDone, kAck, kQuit };
-struct Ctl {
-  uint32_t magic = 0;
-  CtlType type = CtlType::kBegin;
-  uint64_t size = 0;
-  uint64_t iters = 0;
-  uint64_t tag = 0;
-  uint64_t flags = 0;   // kCtlWarmup: receiver checks the whole pattern
-  uint64_t addr = 0;    // kReady: remote address of the server's data region
-  uint64_t key = 0;     // kReady: its remote key
-  uint64_t status = 0;  // kAck: 0 = data verified
-};
-inline constexpr uint64_t kCtlWarmup = 1;
 
 // What a receive completion carries back to the program.
 enum class OpKind : uint32_t { kControl, kData };
@@ -123,10 +92,6 @@ class Connection {
   void WaitPeerShutdown();
   uint32_t ReadEq(fi_eq_cm_entry* entry, double deadline);
   OpContext* TakeContext(OpKind kind);
-  template <typename Post>
-  void PostRetry(const Post& post, const char* name);
-  void CheckDeadline(double deadline, const char* what) const;
-  [[noreturn]] void CqFail(fid_cq* cq, const char* which);
 
   const Options& o_;
   fi_info* info_ = nullptr;  // of the endpoint (server: from FI_CONNREQ)
@@ -147,8 +112,5 @@ class Connection {
   Region* ctl_tx_ = nullptr;
   Region* ctl_rx_ = nullptr;
 };
-
-// Human-readable one-line summary of the chosen fi_info (for -v).
-void PrintInfo(const fi_info* info);
 
 }  // namespace bench

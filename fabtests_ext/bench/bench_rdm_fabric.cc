@@ -1,0 +1,241 @@
+// Reliable datagram endpoint setup, address exchange, tagged posting and
+// completion polling for the benchmarks. See bench_rdm_fabric.h for the
+// contract.
+#include "bench_rdm_fabric.h"
+
+#include <stdio.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+namespace bench {
+namespace {
+
+constexpr int kCqBatch = 16;
+constexpr size_t kMaxNameBytes = kCtlBytes - sizeof(Ctl);
+
+}  // namespace
+
+RdmEndpoint::RdmEndpoint(const Options& o, uint64_t caps) : o_(o) {
+  fi_info* hints = fi_allocinfo();
+  if (hints == nullptr) Fail(o_, "fi_allocinfo failed");
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->caps = caps | FI_MSG;
+  hints->mode = FI_CONTEXT | FI_CONTEXT2;
+  hints->domain_attr->mr_mode = static_cast<int>(kMrModesHandled);
+  hints->domain_attr->threading = FI_THREAD_DOMAIN;
+  hints->domain_attr->av_type = o_.av == "map" ? FI_AV_MAP : FI_AV_TABLE;
+  hints->fabric_attr->prov_name = strdup(o_.provider.c_str());
+  Open(hints);
+  fi_freeinfo(hints);
+  Hello();
+}
+
+RdmEndpoint::~RdmEndpoint() {
+  Close(ep_ == nullptr ? nullptr : &ep_->fid, "ep");
+  for (auto& r : regions_) FreeRegion(r.get());
+  Close(av_ == nullptr ? nullptr : &av_->fid, "av");
+  Close(tx_cq_ == nullptr ? nullptr : &tx_cq_->fid, "tx cq");
+  Close(rx_cq_ == nullptr ? nullptr : &rx_cq_->fid, "rx cq");
+  Close(domain_ == nullptr ? nullptr : &domain_->fid, "domain");
+  Close(fabric_ == nullptr ? nullptr : &fabric_->fid, "fabric");
+  fi_freeinfo(info_);
+}
+
+// Everything up to an enabled endpoint with its control buffers and the
+// first control receive, so the peer's first message finds it posted.
+void RdmEndpoint::Open(fi_info* hints) {
+  if (o_.is_client()) {
+    Check(o_, fi_getinfo(kFiVersion, o_.server.c_str(), o_.port.c_str(), 0, hints, &info_),
+          "fi_getinfo (client)");
+    if (info_->dest_addr == nullptr) Fail(o_, "fi_getinfo gave no destination address");
+  } else {
+    const char* node = o_.src_addr.empty() ? nullptr : o_.src_addr.c_str();
+    Check(o_, fi_getinfo(kFiVersion, node, o_.port.c_str(), FI_SOURCE, hints, &info_),
+          "fi_getinfo (server, FI_SOURCE)");
+  }
+  if (o_.verbose) PrintInfo(info_);
+  CheckMrMode(o_, info_);
+  Check(o_, fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
+  Check(o_, fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain");
+
+  fi_av_attr av_attr{};
+  av_attr.type = hints->domain_attr->av_type;
+  av_attr.count = 4;
+  Check(o_, fi_av_open(domain_, &av_attr, &av_, nullptr), "fi_av_open");
+  fi_cq_attr cq_attr{};
+  cq_attr.format = FI_CQ_FORMAT_TAGGED;
+  cq_attr.wait_obj = FI_WAIT_NONE;
+  cq_attr.size = info_->tx_attr->size;
+  Check(o_, fi_cq_open(domain_, &cq_attr, &tx_cq_, nullptr), "fi_cq_open (transmit)");
+  cq_attr.size = info_->rx_attr->size;
+  Check(o_, fi_cq_open(domain_, &cq_attr, &rx_cq_, nullptr), "fi_cq_open (receive)");
+  Check(o_, fi_endpoint(domain_, info_, &ep_, nullptr), "fi_endpoint");
+  Check(o_, fi_ep_bind(ep_, &av_->fid, 0), "fi_ep_bind (av)");
+  Check(o_, fi_ep_bind(ep_, &tx_cq_->fid, FI_TRANSMIT), "fi_ep_bind (transmit cq)");
+  Check(o_, fi_ep_bind(ep_, &rx_cq_->fid, FI_RECV), "fi_ep_bind (receive cq)");
+  Check(o_, fi_enable(ep_), "fi_enable");
+
+  contexts_.resize(info_->tx_attr->size + info_->rx_attr->size + 4);
+  for (auto& c : contexts_) free_contexts_.push_back(&c);
+  ctl_tx_ = Register(kCtlBytes, FI_SEND);
+  ctl_rx_ = Register(kCtlBytes, FI_RECV);
+  PostCtlRecv();
+}
+
+fi_addr_t RdmEndpoint::InsertPeer(const void* addr) {
+  fi_addr_t fi_addr = FI_ADDR_NOTAVAIL;
+  const int ret = fi_av_insert(av_, addr, 1, &fi_addr, 0, nullptr);
+  if (ret != 1 || fi_addr == FI_ADDR_NOTAVAIL) {
+    Check(o_, ret < 0 ? ret : -FI_EINVAL, "fi_av_insert (peer address)");
+  }
+  return fi_addr;
+}
+
+// The client names itself in a HELLO (no FI_SOURCE needed at the server);
+// the server's ACK proves the path works both ways before any timing.
+void RdmEndpoint::Hello() {
+  if (o_.is_client()) {
+    peer_ = InsertPeer(info_->dest_addr);
+    uint8_t name[kMaxNameBytes];
+    size_t name_len = sizeof(name);
+    Check(o_, fi_getname(&ep_->fid, name, &name_len), "fi_getname (endpoint)");
+    Ctl hello;
+    hello.type = CtlType::kHello;
+    SendCtl(hello, name, name_len);
+    if (WaitCtl().type != CtlType::kAck) Fail(o_, "protocol error: expected ACK to HELLO");
+    return;
+  }
+  const unsigned port = BoundPort(o_, &ep_->fid);
+  fprintf(stderr, "%s: listening on port %u\n", o_.program.c_str(), port);
+  WritePortFile(o_, port);
+  std::vector<uint8_t> name;
+  if (WaitCtl(&name).type != CtlType::kHello) Fail(o_, "protocol error: expected HELLO");
+  if (name.empty()) Fail(o_, "HELLO without the client's address");
+  peer_ = InsertPeer(name.data());
+  Ctl ack;
+  ack.type = CtlType::kAck;
+  SendCtl(ack);
+}
+
+size_t RdmEndpoint::max_window() const {
+  const size_t queue = std::min(info_->tx_attr->size, info_->rx_attr->size);
+  return queue > 2 ? queue - 2 : 1;
+}
+
+Region* RdmEndpoint::Register(size_t len, uint64_t access) {
+  regions_.push_back(RegisterRegion(o_, info_, domain_, ep_, len, access, regions_.size() + 1));
+  return regions_.back().get();
+}
+
+RdmEndpoint::OpContext* RdmEndpoint::TakeContext(bool control, size_t slot) {
+  PollUntil(
+      o_, [&] { return !free_contexts_.empty(); }, [&] { Progress(); }, "a free operation context");
+  OpContext* c = free_contexts_.back();
+  free_contexts_.pop_back();
+  c->control = control;
+  c->slot = slot;
+  return c;
+}
+
+void RdmEndpoint::PostTRecv(Region* r, size_t offset, size_t len, uint64_t tag, size_t slot) {
+  OpContext* c = TakeContext(false, slot);
+  PostRetry(
+      o_,
+      [&] { return fi_trecv(ep_, r->buf + offset, len, r->desc, FI_ADDR_UNSPEC, tag, 0, &c->fi); },
+      [&] { Progress(); }, "fi_trecv");
+}
+
+void RdmEndpoint::PostTSend(Region* r, size_t offset, size_t len, uint64_t tag) {
+  OpContext* c = TakeContext(false, 0);
+  PostRetry(
+      o_, [&] { return fi_tsend(ep_, r->buf + offset, len, r->desc, peer_, tag, &c->fi); },
+      [&] { Progress(); }, "fi_tsend");
+  ++tx_posted_;
+}
+
+void RdmEndpoint::PostCtlRecv() {
+  OpContext* c = TakeContext(true, 0);
+  PostRetry(
+      o_,
+      [&] { return fi_recv(ep_, ctl_rx_->buf, kCtlBytes, ctl_rx_->desc, FI_ADDR_UNSPEC, &c->fi); },
+      [&] { Progress(); }, "fi_recv (control)");
+}
+
+void RdmEndpoint::Progress() {
+  fi_cq_tagged_entry entries[kCqBatch];
+  ssize_t n = fi_cq_read(tx_cq_, entries, kCqBatch);
+  if (n > 0) {
+    for (ssize_t i = 0; i < n; ++i) {
+      free_contexts_.push_back(static_cast<OpContext*>(entries[i].op_context));
+    }
+    tx_done_ += static_cast<uint64_t>(n);
+  } else if (n == -FI_EAVAIL) {
+    CqFail(o_, tx_cq_, "transmit");
+  } else if (n != -FI_EAGAIN) {
+    Check(o_, n, "fi_cq_read (transmit)");
+  }
+  n = fi_cq_read(rx_cq_, entries, kCqBatch);
+  if (n > 0) {
+    for (ssize_t i = 0; i < n; ++i) {
+      auto* c = static_cast<OpContext*>(entries[i].op_context);
+      rx_done_.push_back(RdmRxDone{c->control, entries[i].len, entries[i].tag, c->slot});
+      free_contexts_.push_back(c);
+    }
+  } else if (n == -FI_EAVAIL) {
+    CqFail(o_, rx_cq_, "receive");
+  } else if (n != -FI_EAGAIN) {
+    Check(o_, n, "fi_cq_read (receive)");
+  }
+}
+
+void RdmEndpoint::WaitTx(uint64_t count) {
+  PollUntil(
+      o_, [&] { return tx_done_ >= count; }, [&] { Progress(); }, "transmit completions");
+}
+
+RdmRxDone RdmEndpoint::WaitRx() {
+  PollUntil(
+      o_, [&] { return !rx_done_.empty(); }, [&] { Progress(); }, "a receive completion");
+  const RdmRxDone done = rx_done_.front();
+  rx_done_.pop_front();
+  return done;
+}
+
+void RdmEndpoint::SendCtl(Ctl ctl, const void* name, size_t name_len) {
+  if (name_len > kMaxNameBytes) Fail(o_, "endpoint name too long for a control message");
+  ctl.magic = kCtlMagic;
+  ctl.name_len = name_len;
+  memcpy(ctl_tx_->buf, &ctl, sizeof(ctl));
+  if (name_len != 0) memcpy(ctl_tx_->buf + sizeof(ctl), name, name_len);
+  const size_t len = sizeof(ctl) + name_len;
+  OpContext* c = TakeContext(true, 0);
+  PostRetry(
+      o_, [&] { return fi_send(ep_, ctl_tx_->buf, len, ctl_tx_->desc, peer_, &c->fi); },
+      [&] { Progress(); }, "fi_send (control)");
+  ++tx_posted_;
+  WaitTx(tx_posted_);
+}
+
+Ctl RdmEndpoint::WaitCtl(std::vector<uint8_t>* name) {
+  const RdmRxDone done = WaitRx();
+  if (!done.control) Fail(o_, "protocol error: data where a control message was due");
+  Ctl ctl;
+  if (done.len < sizeof(ctl)) {
+    Fail(o_, "control message of " + std::to_string(done.len) + " B, expected at least " +
+                 std::to_string(sizeof(ctl)));
+  }
+  memcpy(&ctl, ctl_rx_->buf, sizeof(ctl));
+  if (ctl.magic != kCtlMagic) Fail(o_, "control message with a bad magic number");
+  if (ctl.name_len != done.len - sizeof(ctl)) Fail(o_, "control message with a bad name length");
+  if (name != nullptr) name->assign(ctl_rx_->buf + sizeof(ctl), ctl_rx_->buf + done.len);
+  PostCtlRecv();
+  return ctl;
+}
+
+}  // namespace bench

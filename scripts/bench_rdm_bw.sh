@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# scripts/bench_rdm_bw.sh [options] - streaming tagged bandwidth of reliable datagram
+# endpoints (FI_EP_RDM) in one run on loopback: iwarpx against libfabric's
+# "tcp;ofi_rxm" and "udp;ofi_rxd", all driven by the same program
+# (fabtests_ext/bench/tagged_bw: osu_bw style, W fi_tsend per iteration into W
+# posted fi_trecv, then an ACK). Prints a markdown table of the median MB/s
+# (10^6 B/s) per size over the repeats and the ratios iwarpx/anchor (above 1:
+# iwarpx is faster; issue 4 wants >= 1.0 against rxm and >= 10 against rxd at 1 MiB).
+#
+#   --build DIR      build tree (default build); builds tagged_bw and iwarpx-fi first
+#   --no-build       use DIR's tagged_bw and libiwarpx-fi.so as they are
+#   --anchors LIST   comma-separated providers to compare with
+#                    (default "tcp;ofi_rxm,udp;ofi_rxd"; "none": iwarpx alone)
+#   --sizes LIST     message sizes (default 8,1k,16k,64k,1m,4m; see tagged_bw --help)
+#   --repeat N       runs per provider, alternating, median reported (default 3)
+#   --min-time SEC / --iters N / --warmup N / -w N   passed to tagged_bw
+#   --timeout SEC    tagged_bw's bound on every single wait (default here 120: one
+#                    window of 64 x 4 MiB takes seconds through udp;ofi_rxd)
+#   --no-iwarpx      skip iwarpx (its columns read "n/a")
+#   --strict         exit 1 if any run failed (a failed run's numbers read "n/a")
+#   --keep-logs      keep the server/client logs (path printed)
+#   --corrupt N      testing: the clients damage message N (tagged_bw --corrupt),
+#                    so every run must fail with "data check failed"
+#
+# Every server runs in the background under `timeout` with its PID recorded,
+# binds port 0 on 127.0.0.1 and reports its port through a file; clients run
+# under `timeout`. On exit only the PIDs this script started are stopped.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+root=$PWD
+
+build=build
+do_build=1
+anchors="tcp;ofi_rxm,udp;ofi_rxd"
+sizes=8,1k,16k,64k,1m,4m
+repeat=3
+run_iwarpx=1
+strict=0
+keep_logs=0
+prog_args=()
+client_args=()
+timeout_s=120
+cmdline="${IWARPX_BENCH_NAME:-scripts/bench_rdm_bw.sh} $*"
+
+while (($#)); do
+  case $1 in
+    --build) build=$2; shift ;;
+    --no-build) do_build=0 ;;
+    --anchors) anchors=$2; shift ;;
+    --sizes) sizes=$2; shift ;;
+    --repeat) repeat=$2; shift ;;
+    --min-time|--iters|--warmup|-w) prog_args+=("$1" "$2"); shift ;;
+    --timeout) timeout_s=$2; shift ;;
+    --no-iwarpx) run_iwarpx=0 ;;
+    --strict) strict=1 ;;
+    --keep-logs) keep_logs=1 ;;
+    --corrupt) client_args+=(--corrupt "$2"); shift ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench_rdm_bw.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "bench_rdm_bw.sh: bad --repeat $repeat" >&2; exit 2; }
+prog_args+=(--timeout "$timeout_s")
+
+[[ $build = /* ]] || build=$root/$build
+if ((do_build)); then
+  targets=(tagged_bw)
+  ((run_iwarpx)) && targets+=(iwarpx-fi)
+  cmake --build "$build" -j1 --target "${targets[@]}" >&2 ||
+    { echo "bench_rdm_bw.sh: build failed" >&2; exit 1; }
+fi
+prog=$build/fabtests_ext/bench/tagged_bw
+iwarpx_dir=$build/prov/iwarpx/src/ofi
+[[ -x $prog ]] || { echo "bench_rdm_bw.sh: $prog missing (build it first)" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/bench_rdm_bw.XXXXXX)
+mkdir -p "$work/logs" "$work/data"
+started_pids=()
+cleanup() {
+  local pid
+  for pid in "${started_pids[@]}"; do
+    kill -0 "$pid" 2>/dev/null && kill "$pid" 2>/dev/null
+  done
+  if ((keep_logs)); then echo "logs kept in $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+failures=0
+runs=0
+# run PROV NAME: one server + client pair over all sizes; appends the client's
+# "size MB/s" lines to $work/data/NAME. Returns non-zero on any failure.
+run() {
+  runs=$((runs + 1))
+  local prov=$1 name=$2
+  local env_args=(env -u FI_PROVIDER -u FI_PROVIDER_PATH)
+  [[ $prov = iwarpx ]] && env_args+=(FI_PROVIDER_PATH="$iwarpx_dir")
+  local log=$work/logs/$runs.$name port_file
+  port_file=$log.port
+  "${env_args[@]}" timeout 900 "$prog" -p "$prov" -s 127.0.0.1 -B 0 --port-file "$port_file" \
+    --sizes "$sizes" "${prog_args[@]}" >"$log.server.out" 2>"$log.server.err" &
+  local spid=$!
+  started_pids+=("$spid")
+  local i
+  for ((i = 0; i < 100; i++)); do
+    [[ -s $port_file ]] && break
+    kill -0 "$spid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [[ ! -s $port_file ]]; then
+    echo "== $prov: server did not start:" >&2
+    tail -n 5 "$log.server.err" >&2
+    kill "$spid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+    return 1
+  fi
+  local rc=0 src=0
+  "${env_args[@]}" timeout 600 "$prog" -p "$prov" -P "$(cat "$port_file")" --csv \
+    --sizes "$sizes" "${prog_args[@]}" "${client_args[@]}" 127.0.0.1 >"$log.client.out" 2>"$log.client.err" || rc=$?
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$spid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$spid" 2>/dev/null; then
+    kill "$spid" 2>/dev/null
+    src=1
+  fi
+  wait "$spid" || src=$?
+  if ((rc != 0 || src != 0)); then
+    echo "== $prov: FAILED (client rc=$rc, server rc=$src)" >&2
+    sed 's/^/   client: /' "$log.client.err" | tail -n 5 >&2
+    sed 's/^/   server: /' "$log.server.err" | tail -n 5 >&2
+    return 1
+  fi
+  awk -F, 'NR > 1 { print $4, $6 }' "$log.client.out" >>"$work/data/$name"
+  echo "== $prov: ok" >&2
+}
+
+anchor_list=()
+[[ $anchors != none ]] && IFS=, read -ra anchor_list <<<"$anchors"
+file_of() { tr ';' '_' <<<"$1"; }
+for ((r = 0; r < repeat; ++r)); do
+  for a in "${anchor_list[@]}"; do
+    run "$a" "$(file_of "$a")" || failures=$((failures + 1))
+  done
+  if ((run_iwarpx)); then
+    run iwarpx iwarpx || failures=$((failures + 1))
+  fi
+done
+
+median() {  # median MB/s for size $2 in file $1
+  [[ -f $1 ]] || { echo n/a; return; }
+  awk -v s="$2" '$1 == s { print $2 }' "$1" | sort -g | awk '{ v[NR] = $1 } END {
+    if (NR == 0) { print "n/a"; exit }
+    print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
+# The sizes as the program reports them (bytes), from any run that worked.
+size_list=$(cat "$work"/data/* 2>/dev/null | awk '{ print $1 }' | sort -gu)
+
+echo "# $cmdline"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, tagged_bw ${prog_args[*]} (unless given: -w 64, --min-time 0.2), median of $repeat"
+echo
+head="| size (B) |"
+rule="|---:|"
+for a in "${anchor_list[@]}"; do head+=" $a MB/s |"; rule+="---:|"; done
+head+=" iwarpx MB/s |"
+rule+="---:|"
+for a in "${anchor_list[@]}"; do head+=" iwarpx/$a |"; rule+="---:|"; done
+echo "$head"
+echo "$rule"
+for s in $size_list; do
+  i=$(median "$work/data/iwarpx" "$s")
+  line="| $s |"
+  for a in "${anchor_list[@]}"; do line+=" $(median "$work/data/$(file_of "$a")" "$s") |"; done
+  line+=" $i |"
+  for a in "${anchor_list[@]}"; do line+=" $(ratio "$i" "$(median "$work/data/$(file_of "$a")" "$s")") |"; done
+  echo "$line"
+done
+if ((failures)); then
+  echo
+  echo "# $failures run(s) failed (see stderr)"
+  ((strict)) && exit 1
+fi
+exit 0
