@@ -1209,6 +1209,64 @@ TEST_F(MsgTest, DeliveryCompleteWriteHasLandedAtCompletion) {
   EXPECT_TRUE(net_.client.cq.done.empty()) << "one completion per write, not two";
 }
 
+// Back-to-back FI_DELIVERY_COMPLETE writes that fill the send queue: each
+// write goes in with its fence or not at all (-FI_EAGAIN), so every
+// completion still finds its own bytes at the target.
+TEST_F(MsgTest, DeliveryCompleteWritesFillingTheSendQueueEachLandFirst) {
+  auto c = net_.Establish();
+  ASSERT_TRUE(c.has_value()) << net_.error;
+  constexpr size_t kWrites = 600;
+  constexpr size_t kChunk = 64;
+  Bytes mem(kWrites * kChunk, 0);
+  const RemoteBuf rb = Advertise(*c, mem.data(), mem.size(), FI_REMOTE_WRITE);
+  ASSERT_FALSE(HasFailure());
+  const Bytes src = Pattern(mem.size(), 76);
+  size_t completed = 0;
+  size_t early = 0;
+  size_t eagain = 0;
+  auto drain = [&] {
+    net_.WaitUntil([] { return true; });  // one progress pass
+    while (!net_.client.cq.done.empty()) {
+      const fi_cq_data_entry e = net_.client.cq.done.front();
+      net_.client.cq.done.pop_front();
+      const auto i = reinterpret_cast<uintptr_t>(e.op_context) - 1000;
+      if (!std::equal(src.begin() + static_cast<ptrdiff_t>(i * kChunk),
+                      src.begin() + static_cast<ptrdiff_t>((i + 1) * kChunk),
+                      mem.begin() + static_cast<ptrdiff_t>(i * kChunk))) {
+        ++early;
+      }
+      ++completed;
+    }
+  };
+  for (size_t i = 0; i < kWrites; ++i) {
+    iovec iov = {const_cast<uint8_t*>(src.data() + i * kChunk), kChunk};
+    fi_rma_iov riov = {rb.addr + i * kChunk, kChunk, rb.key};
+    fi_msg_rma msg{};
+    msg.msg_iov = &iov;
+    msg.iov_count = 1;
+    msg.rma_iov = &riov;
+    msg.rma_iov_count = 1;
+    msg.context = Ctx(1000 + i);
+    ssize_t r = 0;
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(10);
+    while ((r = fi_writemsg(c->client, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)) == -FI_EAGAIN &&
+           SteadyClock::now() < deadline) {
+      ++eagain;
+      drain();
+    }
+    ASSERT_EQ(r, 0) << "write " << i;
+  }
+  ASSERT_TRUE(net_.WaitUntil([&] {
+    drain();
+    return completed == kWrites || !net_.client.cq.errs.empty();
+  }));
+  EXPECT_TRUE(net_.client.cq.errs.empty());
+  EXPECT_EQ(completed, kWrites);
+  EXPECT_EQ(early, 0u) << "writes completed before their data was placed";
+  EXPECT_GT(eagain, 0u) << "the send queue never filled: the test proves nothing";
+  EXPECT_TRUE(mem == src);
+}
+
 // --- 9. Shutdown, 10. options, names, cancel -----------------------------------
 
 TEST_F(MsgTest, ShutdownNotifiesPeerAndFlushesLocalReceives) {

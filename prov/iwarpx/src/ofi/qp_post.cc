@@ -44,7 +44,8 @@ int ErrFor(const qp::WcError& e) {
 
 // FI_DELIVERY_COMPLETE: the zero-length Read in `fence_index` that reports
 // for the (silent) write slot `write_index`. False (fence slot freed) when
-// the send queue is full.
+// the QP refuses it — not for a full send queue (PostRmaWrite makes room
+// for both first), only when the connection ended meanwhile.
 bool PostDeliveryFence(const QpTarget& t, uint32_t write_index, uint32_t fence_index, uint64_t addr,
                        uint32_t key) {
   EpReporter::Slot& w = t.reporter.tx(write_index);
@@ -62,8 +63,8 @@ bool PostDeliveryFence(const QpTarget& t, uint32_t write_index, uint32_t fence_i
   if (t.qp.PostRead(rd) == qp::QpStatus::kOk) return true;
   t.reporter.FreeTx(fence_index);
   IWX_WARN(ep_data,
-           "fi_write: the send queue is full; FI_DELIVERY_COMPLETE degrades to "
-           "transmit completion for this write\n");
+           "fi_write: the queue pair refused the FI_DELIVERY_COMPLETE fence (connection "
+           "ending); the write reports for itself\n");
   return false;
 }
 
@@ -126,6 +127,12 @@ ssize_t PostRmaWrite(const QpTarget& t, const struct iovec* iov, size_t count, u
   // PostWrite already.
   const bool delivery = (flags & FI_DELIVERY_COMPLETE) != 0;
   uint32_t fence_index = 0;
+  // The write and its fence go in together or not at all: a write whose
+  // fence found no room would complete before it is delivered.
+  if (delivery && t.qp.sq_free() < 2) {
+    rep.FreeTx(index);
+    return -FI_EAGAIN;
+  }
   if (delivery && rep.AllocTx(&fence_index) == nullptr) {
     rep.FreeTx(index);
     return -FI_EAGAIN;

@@ -196,6 +196,8 @@ class QueuePair {
   [[nodiscard]] size_t rx_staged_bytes() const { return rx_stage_tail_ - rx_stage_head_; }
   [[nodiscard]] const RxStats& rx_stats() const { return rx_stats_; }
   [[nodiscard]] const TermStats& term_stats() const { return term_stats_; }
+  // Send queue entries a Post* could still take.
+  [[nodiscard]] size_t sq_free() const { return sq_.size() - (sq_tail_ - sq_head_); }
 
   [[nodiscard]] QpState state() const { return state_; }
   [[nodiscard]] bool established() const { return established_; }
