@@ -67,6 +67,14 @@ int RdmEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fi
   IWX_INFO(ep_ctrl, "rdm ep %p opened on %s (tx %zu, rx %zu, eager %zu, RD timeout %d ms)\n",
            static_cast<void*>(e), e->core_->local_address().ToString().c_str(), args.tx_size,
            args.rx_size, e->core_->eager_limit(), p.rd_timeout_ms);
+  const int rcvbuf = e->core_->channel().rcvbuf_bytes();
+  if (rcvbuf > 0 && rcvbuf < c.channel.socket_buffer_bytes) {
+    IWX_INFO(ep_ctrl,
+             "rdm ep %p: the UDP receive buffer is %d KiB, not the %d KiB asked for "
+             "(net.core.rmem_max caps it); raise net.core.rmem_max for bandwidth, or "
+             "datagrams overflow it and wait for retransmission\n",
+             static_cast<void*>(e), rcvbuf / 1024, c.channel.socket_buffer_bytes / 1024);
+  }
   return 0;
 }
 

@@ -23,6 +23,12 @@ Result<std::unique_ptr<RdChannel>, transport::IoError> RdChannel::Open(
   auto socket = transport::UdpSocket::Bind(local);
   if (!socket.ok()) return Err{socket.error()};
   std::unique_ptr<RdChannel> ch(new RdChannel(engine, config, stags, client));
+  if (config.socket_buffer_bytes > 0) {
+    // Best effort: a smaller buffer only costs retransmissions.
+    (void)socket.value()->SetSendBufferSize(config.socket_buffer_bytes);
+    auto got = socket.value()->SetRecvBufferSize(config.socket_buffer_bytes);
+    if (got.ok()) ch->rcvbuf_bytes_ = *got / 2;  // Linux reports twice what it grants
+  }
   if (faults.any()) {
     ch->socket_ = std::make_unique<transport::FaultInjector>(std::move(socket).value(), faults);
   } else {

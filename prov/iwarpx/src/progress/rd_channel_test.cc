@@ -10,7 +10,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -150,6 +152,24 @@ TEST_F(RdChannelTest, QpsAreMadeOnFirstUseAndCarryMessagesBothWays) {
   ASSERT_TRUE(RunUntil([&] { return ca_.sink.Count(Completion::Kind::kRecv) == 1; }));
   EXPECT_EQ(ca_.sink.completions.back().bytes, 10u);
   EXPECT_EQ(ca_.made.size(), 1u);  // the reply used the QP A made
+}
+
+// The socket asks for a receive buffer that holds a peer's whole send
+// buffer; the kernel grants up to net.core.rmem_max.
+TEST_F(RdChannelTest, SocketBuffersAreRaisedAsFarAsTheSystemAllows) {
+  Open();
+  long rmem_max = 0;
+  if (FILE* f = std::fopen("/proc/sys/net/core/rmem_max", "r"); f != nullptr) {
+    if (std::fscanf(f, "%ld", &rmem_max) != 1) rmem_max = 0;
+    std::fclose(f);
+  }
+  ASSERT_GT(rmem_max, 0) << "cannot read /proc/sys/net/core/rmem_max";
+  const long want = std::min<long>(RdChannelConfig{}.socket_buffer_bytes, rmem_max);
+  EXPECT_GE(a_->rcvbuf_bytes(), want);
+  int got = 0;
+  socklen_t len = sizeof(got);
+  ASSERT_EQ(getsockopt(a_->fd(), SOL_SOCKET, SO_RCVBUF, &got, &len), 0);
+  EXPECT_EQ(got / 2, a_->rcvbuf_bytes());
 }
 
 TEST_F(RdChannelTest, ThousandsOfMessagesThroughFaultsOnRealSockets) {
