@@ -142,6 +142,7 @@ typedef struct mca_btl_iwarpx_component_t {
   int verbose;                          /* btl_iwarpx_verbose */
   bool enable;                          /* btl_iwarpx_enable */
   int num_recvs;                        /* btl_iwarpx_num_recvs */
+  char* if_include;                     /* btl_iwarpx_if_include, NULL/empty = wildcard */
   mca_btl_iwarpx_module_t* module;      /* the one module, NULL when disqualified */
   opal_mutex_t progress_lock;           /* btl_progress trylock */
 } mca_btl_iwarpx_component_t;
@@ -220,6 +221,13 @@ int mca_btl_iwarpx_deregister_mem(mca_btl_base_module_t* btl,
                                   mca_btl_base_registration_handle_t* handle);
 
 /* Report a peer lost (completion error) to the PML's error callback, if one is registered. */
+/* btl_iwarpx_ifaddr.c: the first up IPv4 address selected by if_include (interface names and
+ * a.b.c.d/n subnets, comma-separated) into *out with port 0; OPAL_ERR_NOT_FOUND /
+ * OPAL_ERR_BAD_PARAM (logged) otherwise. And: is a published sockaddr the wildcard address? */
+struct sockaddr_in;
+int mca_btl_iwarpx_pick_source(const char* if_include, struct sockaddr_in* out);
+bool mca_btl_iwarpx_addr_is_wildcard(const void* addr, size_t len);
+
 void mca_btl_iwarpx_peer_error(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep,
                                int fi_err);
 
