@@ -53,5 +53,6 @@ void mpit_probe(void);    /* mpit_probe.c: Probe, Iprobe, Mprobe, Improbe */
 void mpit_dtype(void);    /* mpit_dtype.c: vector, indexed, struct, resized */
 void mpit_coll(void);     /* mpit_coll.c: collectives */
 void mpit_kill(void);     /* mpit_kill.c: the last rank SIGKILLs itself mid-exchange */
+void mpit_killsend(void); /* mpit_kill.c: ... while the others keep sending to it */
 
 #endif

@@ -57,3 +57,38 @@ void mpit_kill(void) {
   free(tx);
   free(rx);
 }
+
+/* killsend: the BTL's own peer-loss path. The runner starts it with --enable-recovery, so the
+ * runtime does not abort the job when the victim dies; only the BTL can tell the PML. The
+ * survivors keep sending eager messages to the victim (MPI_Send); the victim takes
+ * kMsgsBeforeKill of them from each, prints its PID and raise(SIGKILL)s itself. The survivors'
+ * sends then fail in the provider (peer reset or FI_IWARPX_RD_TIMEOUT), the BTL reports the
+ * loss to the PML (register_error callback) and ob1 aborts the process. A survivor still
+ * sending after 120 s prints so and exits 3. */
+enum { kMsgsBeforeKill = 20, kSendLen = 1000, kSendTag = 960 };
+
+void mpit_killsend(void) {
+  if (mpit_size < 2) mpit_fail("killsend needs at least 2 ranks", mpit_size, 2);
+  const int victim = mpit_size - 1;
+  unsigned char buf[kSendLen];
+  fprintf(stderr, "mpit: kill: rank %d pid %ld\n", mpit_rank, (long)getpid());
+  fflush(stderr);
+  if (mpit_rank == victim) {
+    for (int i = 0; i < kMsgsBeforeKill * (mpit_size - 1); ++i) {
+      MPI_Status st;
+      MPI_Recv(buf, kSendLen, MPI_BYTE, MPI_ANY_SOURCE, kSendTag, MPI_COMM_WORLD, &st);
+      mpit_check(buf, kSendLen, st.MPI_SOURCE, kSendTag, "killsend payload");
+    }
+    fprintf(stderr, "mpit: kill: rank %d (pid %ld) raises SIGKILL mid-exchange\n", mpit_rank,
+            (long)getpid());
+    fflush(stderr);
+    raise(SIGKILL);
+  }
+  mpit_fill(buf, kSendLen, mpit_rank, kSendTag);
+  const double deadline = MPI_Wtime() + 120.0;
+  while (MPI_Wtime() < deadline)
+    MPI_Send(buf, kSendLen, MPI_BYTE, victim, kSendTag, MPI_COMM_WORLD);
+  fprintf(stderr, "mpit: kill: rank %d returned from a barrier with a dead rank (still sending)\n",
+          mpit_rank);
+  exit(3);
+}

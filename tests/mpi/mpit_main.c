@@ -14,9 +14,9 @@ struct subtest {
 };
 
 static const struct subtest kTests[] = {
-    {"p2p", mpit_p2p, 1},     {"anysrc", mpit_anysrc, 1}, {"many2one", mpit_many2one, 1},
-    {"probe", mpit_probe, 1}, {"dtype", mpit_dtype, 1},   {"coll", mpit_coll, 1},
-    {"kill", mpit_kill, 0},
+    {"p2p", mpit_p2p, 1},     {"anysrc", mpit_anysrc, 1},     {"many2one", mpit_many2one, 1},
+    {"probe", mpit_probe, 1}, {"dtype", mpit_dtype, 1},       {"coll", mpit_coll, 1},
+    {"kill", mpit_kill, 0},   {"killsend", mpit_killsend, 0},
 };
 enum { kNumTests = sizeof(kTests) / sizeof(kTests[0]) };
 
