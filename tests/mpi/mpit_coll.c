@@ -16,7 +16,7 @@ static void barrier(void) {
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = MPI_Wtime();
   if (mpit_rank == 0) {
-    const struct timespec d = {0, 200 * 1000 * 1000};
+    const struct timespec d = {0, 200L * 1000 * 1000};
     nanosleep(&d, NULL);
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -70,16 +70,16 @@ static void gather_scatter(void) {
   if (mpit_rank == 0)
     for (int r = 0; r < p; ++r)
       for (long i = 0; i < kN; ++i)
-        if (all[r * kN + i] != v(r, i)) mpit_fail("gather", r, i);
+        if (all[(long)r * kN + i] != v(r, i)) mpit_fail("gather", r, i);
   for (long i = 0; i < (long)kN * p; ++i) all[i] = -1;
   MPI_Allgather(mine, kN, MPI_LONG, all, kN, MPI_LONG, MPI_COMM_WORLD);
   for (int r = 0; r < p; ++r)
     for (long i = 0; i < kN; ++i)
-      if (all[r * kN + i] != v(r, i)) mpit_fail("allgather", r, i);
+      if (all[(long)r * kN + i] != v(r, i)) mpit_fail("allgather", r, i);
   /* Scatter from rank 0: block r is v(100 + r, i). */
   if (mpit_rank == 0)
     for (int r = 0; r < p; ++r)
-      for (long i = 0; i < kN; ++i) all[r * kN + i] = v(100 + r, i);
+      for (long i = 0; i < kN; ++i) all[(long)r * kN + i] = v(100 + r, i);
   for (long i = 0; i < kN; ++i) mine[i] = -1;
   MPI_Scatter(all, kN, MPI_LONG, mine, kN, MPI_LONG, 0, MPI_COMM_WORLD);
   for (long i = 0; i < kN; ++i)
@@ -96,11 +96,11 @@ static void alltoall(void) {
   long* a = mpit_alloc(sizeof(long) * kN * (size_t)p);
   long* b = mpit_alloc(sizeof(long) * kN * (size_t)p);
   for (int d = 0; d < p; ++d)
-    for (long i = 0; i < kN; ++i) a[d * kN + i] = v(mpit_rank * 64 + d, i);
+    for (long i = 0; i < kN; ++i) a[(long)d * kN + i] = v(mpit_rank * 64 + d, i);
   MPI_Alltoall(a, kN, MPI_LONG, b, kN, MPI_LONG, MPI_COMM_WORLD);
   for (int s = 0; s < p; ++s)
     for (long i = 0; i < kN; ++i)
-      if (b[s * kN + i] != v(s * 64 + mpit_rank, i)) mpit_fail("alltoall", s, i);
+      if (b[(long)s * kN + i] != v(s * 64 + mpit_rank, i)) mpit_fail("alltoall", s, i);
   free(a);
   free(b);
   int* sc = mpit_alloc(sizeof(int) * (size_t)p);
