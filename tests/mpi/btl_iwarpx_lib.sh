@@ -26,6 +26,12 @@
 #       puts + gets > 0 over all ranks, "putget": puts > 0 and gets > 0, "osc": puts,
 #       gets and atomics each > 0, "none": no
 #       RDMA requirement. Prints "ok: ..." or "FAIL: ..." lines; returns 0 or 1.
+#   iwx_count LOG ERE
+#       prints how many times the extended regex ERE matches in LOG. mpirun forwards the ranks'
+#       output in pieces, so two ranks' lines can end up on one line of the log: count and
+#       search matches, never whole or anchored lines.
+#   iwx_matches LOG ERE
+#       prints every match of ERE in LOG, one per line (same reason).
 
 iwx_mpi_setup() {
   IWX_MPIRUN=$1
@@ -66,9 +72,10 @@ iwx_check_btl() {
   _np=$2
   _rdma=$3
   _fail=0
-  _n=$(grep -c "btl:iwarpx: module ready on the iwarpx RDM endpoint" "$_log" || true)
+  _n=$(iwx_count "$_log" "btl:iwarpx: module ready on the iwarpx RDM endpoint")
   [ "$_n" -eq "$_np" ] || { echo "FAIL: $_n 'module ready' lines, expected $_np"; _fail=1; }
-  _stats=$(sed -n 's/.*btl:iwarpx: finalize: sent \([0-9]*\) messages ([0-9]* bytes), received \([0-9]*\) ([0-9]* bytes), \([0-9]*\) puts, \([0-9]*\) gets, \([0-9]*\) atomics.*/\1 \2 \3 \4 \5/p' "$_log")
+  _stats=$(iwx_matches "$_log" 'btl:iwarpx: finalize: sent [0-9]+ messages \([0-9]+ bytes\), received [0-9]+ \([0-9]+ bytes\), [0-9]+ puts, [0-9]+ gets, [0-9]+ atomics' |
+    sed 's/.*sent \([0-9]*\) messages ([0-9]* bytes), received \([0-9]*\) ([0-9]* bytes), \([0-9]*\) puts, \([0-9]*\) gets, \([0-9]*\) atomics/\1 \2 \3 \4 \5/')
   _n=$(printf '%s\n' "$_stats" | grep -c . || true)
   [ "$_n" -eq "$_np" ] || { echo "FAIL: $_n finalize counter lines, expected $_np"; _fail=1; }
   printf '%s\n' "$_stats" | awk -v rdma="$_rdma" '
@@ -88,4 +95,12 @@ iwx_check_btl() {
       print "ok: every rank sent and received over btl iwarpx: " sent " messages, " puts " puts, " gets " gets, " amos " atomics"
     }' || _fail=1
   return $_fail
+}
+
+iwx_count() {
+  grep -oE -- "$2" "$1" | wc -l
+}
+
+iwx_matches() {
+  grep -oE -- "$2" "$1" || true
 }

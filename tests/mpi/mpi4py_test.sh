@@ -31,8 +31,8 @@ if [ $rc -ne 0 ]; then
   exit 1
 fi
 fail=0
-grep -q "^mpi4py_smoke: OK" "$log" || { echo "FAIL: no OK line from rank 0"; fail=1; }
-n=$(grep -c "^mpi4py_smoke: rank [01] thread level multiple" "$log" || true)
+grep -q "mpi4py_smoke: OK" "$log" || { echo "FAIL: no OK line from rank 0"; fail=1; }
+n=$(iwx_count "$log" "mpi4py_smoke: rank [01] thread level multiple")
 [ "$n" -eq 2 ] || { echo "FAIL: $n of 2 ranks run with MPI_THREAD_MULTIPLE"; fail=1; }
 iwx_check_btl "$log" 2 putget || fail=1
 [ $fail -eq 0 ] && echo "PASS: mpi4py over btl self,iwarpx + osc rdma (THREAD_MULTIPLE)"

@@ -52,7 +52,8 @@ elif [ "$elapsed" -gt "$bound" ]; then
   echo "FAIL: mpirun took $elapsed s to end (bound $bound s)"
   fail=1
 fi
-victim=$(sed -n 's/^mpit: kill: rank [0-9]* (pid \([0-9]*\)) raises SIGKILL mid-exchange$/\1/p' "$log")
+victim=$(iwx_matches "$log" 'mpit: kill: rank [0-9]+ \(pid [0-9]+\) raises SIGKILL' |
+  sed 's/.*(pid \([0-9]*\)).*/\1/')
 [ -n "$victim" ] || { echo "FAIL: the victim rank never announced its kill"; fail=1; }
 if [ "$mode" = runtime ]; then
   [ $rc -ne 0 ] || { echo "FAIL: mpirun exited 0 although a rank was killed"; fail=1; }
@@ -62,10 +63,10 @@ if [ "$mode" = runtime ]; then
     fail=1
   fi
 else
-  n=$(grep -Ec "btl:iwarpx: completion error .* for \[\[[0-9]+,[0-9]+\],$victim_rank\]" "$log" || true)
+  n=$(iwx_count "$log" "btl:iwarpx: completion error [^[]* for \[\[[0-9]+,[0-9]+\],$victim_rank\]")
   [ "$n" -ge $((np - 1)) ] ||
     { echo "FAIL: $n of $((np - 1)) survivors' BTL logged a completion error for the victim"; fail=1; }
-  n=$(grep -c "iwarpx: peer unreachable" "$log" || true)
+  n=$(iwx_count "$log" "iwarpx: peer unreachable")
   [ "$n" -ge $((np - 1)) ] ||
     { echo "FAIL: the PML was told of the peer loss by $n of $((np - 1)) survivors"; fail=1; }
 fi
@@ -73,9 +74,9 @@ if grep -q "returned from a barrier with a dead rank" "$log"; then
   echo "FAIL: a survivor completed communication with the dead rank"
   fail=1
 fi
-n=$(grep -c "btl:iwarpx: module ready on the iwarpx RDM endpoint" "$log" || true)
+n=$(iwx_count "$log" "btl:iwarpx: module ready on the iwarpx RDM endpoint")
 [ "$n" -eq "$np" ] || { echo "FAIL: $n 'module ready' lines, expected $np"; fail=1; }
-pids=$(sed -n 's/^mpit: kill: rank [0-9]* pid \([0-9]*\)$/\1/p' "$log")
+pids=$(iwx_matches "$log" 'mpit: kill: rank [0-9]+ pid [0-9]+' | sed 's/.* pid //')
 n=$(printf '%s\n' "$pids" | grep -c . || true)
 [ "$n" -eq "$np" ] || { echo "FAIL: $n rank PIDs printed, expected $np"; fail=1; }
 for pid in $pids; do
