@@ -38,9 +38,9 @@
 //   see it: when it goes cold or another descriptor becomes hot, when its
 //   interest changes, before RunOnce waits (timeout != 0), when a thread
 //   enters WaitForEvents (no parking while one is inside), at
-//   PrepareToBlock() (fi_trywait) and for good at set_parking(false) (the
-//   owner calls it when the epoll descriptor is handed to an application
-//   or a progress thread starts).
+//   PrepareToBlock() (an owner about to sleep on poll_fd() itself) and for good at
+//   set_parking(false) (the owner calls it when the epoll descriptor is handed to an application or
+//   a progress thread starts).
 // - WaitForEvents(timeout) blocks *without* the lock (poll(2) on the epoll
 //   descriptor) until a registered descriptor is ready, Wakeup() is called,
 //   an extra descriptor is readable, or the timeout (bounded by the nearest deadline) passes; it
