@@ -55,7 +55,7 @@ void Engine::Remove(Pollable& p) {
   if (parked_ == &p) parked_ = nullptr;  // its fd is not in the set
   if (p.fd_added_) (void)poller_->Remove(p.fd());
   if ((p.registered_ & transport::Poller::kWritable) != 0) --writers_;
-  if (hot_token_ == p.token_) hot_token_ = 0;
+  if (hot_ == &p) hot_ = nullptr;
   live_.erase(p.token_);
   std::erase(timed_, p.token_);
   std::erase(pending_, p.token_);
@@ -111,13 +111,9 @@ void Engine::Dispatch(Pollable& p, uint32_t events) {
 }
 
 bool Engine::RunDirect(size_t* ran) {
-  if (!hot_polling_ || hot_token_ == 0 || writers_ != 0 || !pending_.empty() ||
+  Pollable* hot = hot_;  // cleared by Remove: a live registered Pollable or null
+  if (!hot_polling_ || hot == nullptr || writers_ != 0 || !pending_.empty() ||
       direct_passes_ >= kDirectPassesMax) {
-    return false;
-  }
-  Pollable* hot = Lookup(hot_token_);
-  if (hot == nullptr) {
-    hot_token_ = 0;
     return false;
   }
   ++direct_passes_;
@@ -132,10 +128,10 @@ bool Engine::RunDirect(size_t* ran) {
   }
   hot_hits_ = 0;
   if (++hot_misses_ >= kHotMisses) {  // gone quiet: back to epoll
-    hot_token_ = 0;
+    hot_ = nullptr;
     Unpark();
   }
-  return hot_token_ != 0;
+  return hot_ != nullptr;
 }
 
 void Engine::MaybePark(Pollable& hot) {
@@ -190,11 +186,11 @@ size_t Engine::RunOnce(int timeout_ms) {
       Pollable* p = Lookup(events_[i].token);
       if (p == nullptr) continue;  // removed earlier in this pass
       if ((events_[i].events & transport::Poller::kReadable) != 0) {
-        if (hot_token_ != events_[i].token) {
+        if (hot_ != p) {
           Unpark();  // only the hot descriptor may be out of the set
           hot_hits_ = 0;
         }
-        hot_token_ = events_[i].token;
+        hot_ = p;
         hot_misses_ = 0;
       }
       Dispatch(*p, events_[i].events);

@@ -168,7 +168,7 @@ class Engine {
 
   const Clock& clock_;
   std::unique_ptr<transport::Poller> poller_;
-  uint64_t hot_token_ = 0;             // the Pollable that last had input (0: none)
+  Pollable* hot_ = nullptr;            // the Pollable that last had input (none: null)
   uint32_t hot_misses_ = 0;            // direct reads in a row that found nothing
   uint32_t direct_passes_ = 0;         // passes since the last epoll_wait
   uint32_t writers_ = 0;               // Pollables registered for writability
