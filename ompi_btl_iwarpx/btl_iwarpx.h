@@ -11,6 +11,9 @@
  *  - Active messages travel as fi_senddata with the BTL tag in the CQ data; receives land in
  *    posted bounce buffers of max_send_size bytes and are handed to
  *    mca_btl_base_active_message_trigger[tag] during the component's progress.
+ *  - register_mem/deregister_mem go through Open MPI's rcache "grdma" (page-aligned ranges,
+ *    reference counts, an LRU of unused registrations invalidated by Open MPI's memory hooks
+ *    when the memory is freed), fi_mr_reg only on a miss.
  *  - put/get/atomics map to fi_writemsg (FI_DELIVERY_COMPLETE) / fi_readmsg /
  *    fi_(fetch_|compare_)atomicmsg; their callbacks run after remote completion.
  *  - Completions are reaped only in the component's btl_progress (mca_btl_iwarpx_progress),
@@ -33,6 +36,7 @@
 #include "opal/class/opal_free_list.h"
 #include "opal/class/opal_hash_table.h"
 #include "opal/mca/btl/btl.h"
+#include "opal/mca/rcache/rcache.h"
 #include "opal/threads/mutex.h"
 
 #if !defined(OPAL_MAJOR_VERSION) || OPAL_MAJOR_VERSION != 4 || OPAL_MINOR_VERSION != 1
@@ -62,8 +66,10 @@ struct mca_btl_base_registration_handle_t {
   uint64_t len;
 };
 
-/* What a registration is locally: the handle first (callers copy only that), then the MR. */
+/* What a registration is locally: an rcache (grdma) registration, then the handle callers
+ * see (register_mem returns &handle; peers receive its bytes), then the MR. */
 typedef struct mca_btl_iwarpx_reg_t {
+  mca_rcache_base_registration_t base; /* first: grdma allocates sizeof_reg bytes */
   mca_btl_base_registration_handle_t handle;
   struct fid_mr* mr;
 } mca_btl_iwarpx_reg_t;
@@ -114,6 +120,9 @@ OBJ_CLASS_DECLARATION(mca_btl_iwarpx_rdma_op_t);
 
 typedef struct mca_btl_iwarpx_stats_t {
   volatile int64_t sends, send_bytes, recvs, recv_bytes, puts, gets, atomics;
+  volatile int64_t registrations; /* register_mem calls */
+  volatile int64_t mr_regs;       /* fi_mr_reg calls (cache misses) */
+  volatile int64_t mr_live;       /* MRs open now (cached + in use) */
 } mca_btl_iwarpx_stats_t;
 
 typedef struct mca_btl_iwarpx_module_t {
@@ -124,6 +133,7 @@ typedef struct mca_btl_iwarpx_module_t {
   struct fid_av* av;
   struct fid_cq* cq;
   struct fid_ep* ep;
+  mca_rcache_base_module_t* rcache;        /* grdma: registration cache */
   bool virt_addr;                          /* FI_MR_VIRT_ADDR: remote addresses are virtual */
   opal_mutex_t lock;                       /* endpoints table */
   opal_hash_table_t endpoints;             /* opal_proc_t* -> endpoint */
@@ -142,6 +152,9 @@ typedef struct mca_btl_iwarpx_component_t {
   int verbose;                          /* btl_iwarpx_verbose */
   bool enable;                          /* btl_iwarpx_enable */
   int num_recvs;                        /* btl_iwarpx_num_recvs */
+  bool mr_cache;                        /* btl_iwarpx_mr_cache */
+  int mr_cache_max;                     /* btl_iwarpx_mr_cache_max: MRs before evicting */
+  size_t local_reg_threshold;           /* btl_iwarpx_local_registration_threshold */
   mca_btl_iwarpx_module_t* module;      /* the one module, NULL when disqualified */
   opal_mutex_t progress_lock;           /* btl_progress trylock */
 } mca_btl_iwarpx_component_t;
@@ -176,7 +189,19 @@ void mca_btl_iwarpx_send_complete(mca_btl_iwarpx_frag_t* frag, int status);
 void mca_btl_iwarpx_recv_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_recv_t* r, size_t len,
                                   uint64_t data);
 
-/* btl_iwarpx_rdma.c: put/get/atomics/flush and memory registration. */
+/* btl_iwarpx_mr.c: memory registration through the rcache (grdma) registration cache. */
+int mca_btl_iwarpx_mr_open(mca_btl_iwarpx_module_t* m);
+void mca_btl_iwarpx_mr_close(mca_btl_iwarpx_module_t* m);
+/* Whether unused registrations stay cached (leave-pinned on and btl_iwarpx_mr_cache). */
+bool mca_btl_iwarpx_mr_keeps_unused(void);
+mca_btl_base_registration_handle_t* mca_btl_iwarpx_register_mem(mca_btl_base_module_t* btl,
+                                                                mca_btl_base_endpoint_t* ep,
+                                                                void* base, size_t size,
+                                                                uint32_t flags);
+int mca_btl_iwarpx_deregister_mem(mca_btl_base_module_t* btl,
+                                  mca_btl_base_registration_handle_t* handle);
+
+/* btl_iwarpx_rdma.c: put/get/atomics/flush. */
 int mca_btl_iwarpx_put(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep, void* local_address,
                        uint64_t remote_address, mca_btl_base_registration_handle_t* local_handle,
                        mca_btl_base_registration_handle_t* remote_handle, size_t size, int flags,
@@ -212,12 +237,6 @@ void mca_btl_iwarpx_rdma_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_rdm
                                   int status);
 /* The atomic capabilities fi_query_atomic reports, as MCA_BTL_ATOMIC_SUPPORTS_* flags. */
 uint32_t mca_btl_iwarpx_query_atomics(mca_btl_iwarpx_module_t* m);
-mca_btl_base_registration_handle_t* mca_btl_iwarpx_register_mem(mca_btl_base_module_t* btl,
-                                                                mca_btl_base_endpoint_t* ep,
-                                                                void* base, size_t size,
-                                                                uint32_t flags);
-int mca_btl_iwarpx_deregister_mem(mca_btl_base_module_t* btl,
-                                  mca_btl_base_registration_handle_t* handle);
 
 /* Report a peer lost (completion error) to the PML's error callback, if one is registered. */
 void mca_btl_iwarpx_peer_error(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep,

@@ -8,6 +8,7 @@
 // clang-format on
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,9 @@ mca_btl_iwarpx_component_t mca_btl_iwarpx_component = {
     .verbose = 0,
     .enable = true,
     .num_recvs = 64,
+    .mr_cache = true,
+    .mr_cache_max = 4096,
+    .local_reg_threshold = SIZE_MAX,
     .module = NULL,
 };
 
@@ -88,6 +92,35 @@ static int iwarpx_register(void) {
       "endpoint (the provider buffers unexpected messages beyond them)",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
       &c->num_recvs);
+
+  c->mr_cache = true;
+  (void)mca_base_component_var_register(
+      v, "mr_cache",
+      "Whether memory registrations (register_mem) go through Open MPI's registration cache "
+      "(rcache grdma: a range registered again reuses its MR; unused MRs stay cached while "
+      "mpi_leave_pinned is on and are dropped when the memory is freed); false = one fi_mr_reg "
+      "per register_mem, closed at deregister_mem",
+      MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+      &c->mr_cache);
+
+  c->mr_cache_max = 4096;
+  (void)mca_base_component_var_register(
+      v, "mr_cache_max",
+      "Most memory registrations (MRs) kept open; at this number a new registration first "
+      "closes unused cached ones, least recently used first (0 = no limit; registrations in "
+      "use are never closed, so the limit may be exceeded by them)",
+      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+      &c->mr_cache_max);
+
+  c->local_reg_threshold = SIZE_MAX;
+  (void)mca_base_component_var_register(
+      v, "local_registration_threshold",
+      "Put/get/atomic local buffers larger than this many bytes are registered by the caller "
+      "(osc rdma, ob1) before use. The iwarpx provider needs no local registration, so the "
+      "default (SIZE_MAX) never asks for it; a smaller value costs registrations (cached, see "
+      "btl_iwarpx_mr_cache) and is meant for tests",
+      MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+      &c->local_reg_threshold);
 
   /* btl_iwarpx_{exclusivity,flags,atomic_flags,eager_limit,...}, bound to the template. */
   return mca_btl_base_param_register(&c->super.btl_version, &mca_btl_iwarpx_module_template.super);
@@ -164,6 +197,8 @@ static mca_btl_base_module_t** iwarpx_init(int* num_btls, bool enable_progress_t
     free(modules);
     return NULL;
   }
+  m->super.btl_get_local_registration_threshold = c->local_reg_threshold;
+  m->super.btl_put_local_registration_threshold = c->local_reg_threshold;
   m->super.btl_atomic_flags &= mca_btl_iwarpx_query_atomics(m);
   if (m->super.btl_atomic_flags == 0) {
     m->super.btl_flags &= ~(uint32_t)(MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS);
@@ -174,9 +209,13 @@ static mca_btl_base_module_t** iwarpx_init(int* num_btls, bool enable_progress_t
   opal_output_verbose(1, c->output,
                       "btl:iwarpx: module ready on the iwarpx RDM endpoint (eager %zu, max send "
                       "%zu, put/get limit %zu, flags 0x%x, atomic flags 0x%x, %d receives, "
-                      "progress_threads=%d mpi_threads=%d)",
+                      "registration cache %s, progress_threads=%d mpi_threads=%d)",
                       m->super.btl_eager_limit, m->super.btl_max_send_size, m->super.btl_put_limit,
                       m->super.btl_flags, m->super.btl_atomic_flags, m->num_recvs,
+                      !c->mr_cache ? "off"
+                      : mca_btl_iwarpx_mr_keeps_unused()
+                          ? "grdma, keeps unused MRs"
+                          : "grdma, in-use MRs only (leave-pinned off)",
                       (int)enable_progress_threads, (int)enable_mpi_threads);
   return modules;
 }

@@ -180,10 +180,10 @@ static int iwarpx_finalize(mca_btl_base_module_t* btl) {
   (void)mca_btl_iwarpx_flush(btl, NULL);
   opal_output_verbose(1, c->output,
                       "btl:iwarpx: finalize: sent %ld messages (%ld bytes), received %ld (%ld "
-                      "bytes), %ld puts, %ld gets, %ld atomics",
+                      "bytes), %ld puts, %ld gets, %ld atomics, %ld registrations (%ld fi_mr_reg)",
                       (long)m->stats.sends, (long)m->stats.send_bytes, (long)m->stats.recvs,
                       (long)m->stats.recv_bytes, (long)m->stats.puts, (long)m->stats.gets,
-                      (long)m->stats.atomics);
+                      (long)m->stats.atomics, (long)m->stats.registrations, (long)m->stats.mr_regs);
   OPAL_THREAD_LOCK(&c->progress_lock);
   c->module = NULL;
   OPAL_THREAD_UNLOCK(&c->progress_lock);

@@ -1,14 +1,13 @@
 /*
  * btl/iwarpx one-sided operations: put (fi_writemsg with FI_DELIVERY_COMPLETE, so the
  * callback means remote completion), get (fi_readmsg), atomics (fi_atomicmsg /
- * fi_fetch_atomicmsg / fi_compare_atomicmsg on FI_UINT64 or FI_UINT32), flush, and memory
- * registration (fi_mr_reg per call, no cache in this increment).
+ * fi_fetch_atomicmsg / fi_compare_atomicmsg on FI_UINT64 or FI_UINT32) and flush. Memory
+ * registration is in btl_iwarpx_mr.c.
  */
 // clang-format off
 #include "opal_config.h" /* first, see btl_iwarpx.h */
 // clang-format on
 
-#include <stdlib.h>
 #include <string.h>
 
 #include <rdma/fi_atomic.h>
@@ -309,43 +308,4 @@ int mca_btl_iwarpx_flush(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep
   mca_btl_iwarpx_module_t* m = (mca_btl_iwarpx_module_t*)btl;
   while (m->outstanding > 0) (void)mca_btl_iwarpx_progress();
   return OPAL_SUCCESS;
-}
-
-/* --- memory registration --------------------------------------------------------------- */
-
-mca_btl_base_registration_handle_t* mca_btl_iwarpx_register_mem(mca_btl_base_module_t* btl,
-                                                                mca_btl_base_endpoint_t* ep,
-                                                                void* base, size_t size,
-                                                                uint32_t flags) {
-  (void)ep;
-  mca_btl_iwarpx_module_t* m = (mca_btl_iwarpx_module_t*)btl;
-  uint64_t access = FI_READ | FI_WRITE;
-  if ((flags & (MCA_BTL_REG_FLAG_REMOTE_READ | MCA_BTL_REG_FLAG_REMOTE_ATOMIC)) != 0) {
-    access |= FI_REMOTE_READ;
-  }
-  if ((flags & (MCA_BTL_REG_FLAG_REMOTE_WRITE | MCA_BTL_REG_FLAG_REMOTE_ATOMIC)) != 0) {
-    access |= FI_REMOTE_WRITE;
-  }
-  mca_btl_iwarpx_reg_t* reg = calloc(1, sizeof(*reg));
-  if (reg == NULL) return NULL;
-  int ret = fi_mr_reg(m->domain, base, size, access, 0, 0, 0, &reg->mr, NULL);
-  if (ret != 0) {
-    opal_output_verbose(1, mca_btl_iwarpx_component.output,
-                        "btl:iwarpx: fi_mr_reg(%p, %zu bytes): %s", base, size, fi_strerror(-ret));
-    free(reg);
-    return NULL;
-  }
-  reg->handle.key = fi_mr_key(reg->mr);
-  reg->handle.base = (uint64_t)(uintptr_t)base;
-  reg->handle.len = size;
-  return &reg->handle;
-}
-
-int mca_btl_iwarpx_deregister_mem(mca_btl_base_module_t* btl,
-                                  mca_btl_base_registration_handle_t* handle) {
-  (void)btl;
-  mca_btl_iwarpx_reg_t* reg = (mca_btl_iwarpx_reg_t*)handle;
-  int ret = fi_close(&reg->mr->fid);
-  free(reg);
-  return ret == 0 ? OPAL_SUCCESS : OPAL_ERROR;
 }
