@@ -48,6 +48,9 @@
 
 BEGIN_C_DECLS
 
+/* Largest message sendi packs (on the stack) for fi_injectdata. */
+#define MCA_BTL_IWARPX_SENDI_MAX 256
+
 /* Modex blob: what a peer needs to fi_av_insert us. */
 #define MCA_BTL_IWARPX_MODEX_MAGIC 0x69777870u /* "iwxp" */
 #define MCA_BTL_IWARPX_MODEX_VERSION 1u
@@ -120,6 +123,7 @@ OBJ_CLASS_DECLARATION(mca_btl_iwarpx_rdma_op_t);
 
 typedef struct mca_btl_iwarpx_stats_t {
   volatile int64_t sends, send_bytes, recvs, recv_bytes, puts, gets, atomics;
+  volatile int64_t sendi;         /* messages sent by sendi (also counted in sends) */
   volatile int64_t registrations; /* register_mem calls */
   volatile int64_t mr_regs;       /* fi_mr_reg calls (cache misses) */
   volatile int64_t mr_live;       /* MRs open now (cached + in use) */
@@ -133,9 +137,10 @@ typedef struct mca_btl_iwarpx_module_t {
   struct fid_av* av;
   struct fid_cq* cq;
   struct fid_ep* ep;
-  mca_rcache_base_module_t* rcache;        /* grdma: registration cache */
-  bool virt_addr;                          /* FI_MR_VIRT_ADDR: remote addresses are virtual */
-  opal_mutex_t lock;                       /* endpoints table */
+  mca_rcache_base_module_t* rcache; /* grdma: registration cache */
+  size_t sendi_limit; /* largest sendi message: min(inject_size, eager, SENDI_MAX); 0 = none */
+  bool virt_addr;     /* FI_MR_VIRT_ADDR: remote addresses are virtual */
+  opal_mutex_t lock;  /* endpoints table */
   opal_hash_table_t endpoints;             /* opal_proc_t* -> endpoint */
   opal_free_list_t eager_frags, max_frags; /* send fragments */
   opal_free_list_t rdma_ops;               /* mca_btl_iwarpx_rdma_op_t */
@@ -185,6 +190,14 @@ mca_btl_base_descriptor_t* mca_btl_iwarpx_prepare_src(mca_btl_base_module_t* btl
                                                       uint32_t flags);
 int mca_btl_iwarpx_send(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
                         mca_btl_base_descriptor_t* des, mca_btl_base_tag_t tag);
+/* Immediate send: fi_injectdata of header + payload when they fit sendi_limit (OPAL_SUCCESS,
+ * nothing to complete); otherwise OPAL_ERR_OUT_OF_RESOURCE with *descriptor (if not NULL) a
+ * fresh descriptor of header_size + payload_size bytes, or NULL, and the convertor where it
+ * was. */
+int mca_btl_iwarpx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
+                         struct opal_convertor_t* convertor, void* header, size_t header_size,
+                         size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+                         mca_btl_base_descriptor_t** descriptor);
 void mca_btl_iwarpx_send_complete(mca_btl_iwarpx_frag_t* frag, int status);
 void mca_btl_iwarpx_recv_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_recv_t* r, size_t len,
                                   uint64_t data);

@@ -197,6 +197,11 @@ static mca_btl_base_module_t** iwarpx_init(int* num_btls, bool enable_progress_t
     free(modules);
     return NULL;
   }
+  /* sendi: what fits the provider's inject size (tx_attr->inject_size) and the eager limit. */
+  m->sendi_limit = m->info->tx_attr->inject_size;
+  if (m->sendi_limit > MCA_BTL_IWARPX_SENDI_MAX) m->sendi_limit = MCA_BTL_IWARPX_SENDI_MAX;
+  if (m->sendi_limit > m->super.btl_eager_limit) m->sendi_limit = m->super.btl_eager_limit;
+  if (m->sendi_limit == 0) m->super.btl_sendi = NULL;
   m->super.btl_get_local_registration_threshold = c->local_reg_threshold;
   m->super.btl_put_local_registration_threshold = c->local_reg_threshold;
   m->super.btl_atomic_flags &= mca_btl_iwarpx_query_atomics(m);
@@ -206,16 +211,16 @@ static mca_btl_base_module_t** iwarpx_init(int* num_btls, bool enable_progress_t
   c->module = m;
   modules[0] = &m->super;
   *num_btls = 1;
-  opal_output_verbose(1, c->output,
-                      "btl:iwarpx: module ready on the iwarpx RDM endpoint (eager %zu, max send "
-                      "%zu, put/get limit %zu, flags 0x%x, atomic flags 0x%x, %d receives, "
-                      "registration cache %s, progress_threads=%d mpi_threads=%d)",
-                      m->super.btl_eager_limit, m->super.btl_max_send_size, m->super.btl_put_limit,
-                      m->super.btl_flags, m->super.btl_atomic_flags, m->num_recvs,
-                      !c->mr_cache ? "off"
-                      : mca_btl_iwarpx_mr_keeps_unused()
-                          ? "grdma, keeps unused MRs"
-                          : "grdma, in-use MRs only (leave-pinned off)",
-                      (int)enable_progress_threads, (int)enable_mpi_threads);
+  opal_output_verbose(
+      1, c->output,
+      "btl:iwarpx: module ready on the iwarpx RDM endpoint (eager %zu, max send "
+      "%zu, put/get limit %zu, flags 0x%x, atomic flags 0x%x, %d receives, sendi up to "
+      "%zu bytes, registration cache %s, progress_threads=%d mpi_threads=%d)",
+      m->super.btl_eager_limit, m->super.btl_max_send_size, m->super.btl_put_limit,
+      m->super.btl_flags, m->super.btl_atomic_flags, m->num_recvs, m->sendi_limit,
+      !c->mr_cache                       ? "off"
+      : mca_btl_iwarpx_mr_keeps_unused() ? "grdma, keeps unused MRs"
+                                         : "grdma, in-use MRs only (leave-pinned off)",
+      (int)enable_progress_threads, (int)enable_mpi_threads);
   return modules;
 }

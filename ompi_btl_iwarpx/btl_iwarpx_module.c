@@ -72,7 +72,7 @@ mca_btl_iwarpx_module_t mca_btl_iwarpx_module_template = {
             .btl_free = mca_btl_iwarpx_free,
             .btl_prepare_src = mca_btl_iwarpx_prepare_src,
             .btl_send = mca_btl_iwarpx_send,
-            .btl_sendi = NULL,
+            .btl_sendi = mca_btl_iwarpx_sendi, /* NULL when the provider has no inject */
             .btl_put = mca_btl_iwarpx_put,
             .btl_get = mca_btl_iwarpx_get,
             .btl_dump = iwarpx_dump,
@@ -178,12 +178,14 @@ static int iwarpx_finalize(mca_btl_base_module_t* btl) {
   mca_btl_iwarpx_component_t* c = &mca_btl_iwarpx_component;
   /* Outstanding RDMA first: their callbacks may still reference the caller's state. */
   (void)mca_btl_iwarpx_flush(btl, NULL);
-  opal_output_verbose(1, c->output,
-                      "btl:iwarpx: finalize: sent %ld messages (%ld bytes), received %ld (%ld "
-                      "bytes), %ld puts, %ld gets, %ld atomics, %ld registrations (%ld fi_mr_reg)",
-                      (long)m->stats.sends, (long)m->stats.send_bytes, (long)m->stats.recvs,
-                      (long)m->stats.recv_bytes, (long)m->stats.puts, (long)m->stats.gets,
-                      (long)m->stats.atomics, (long)m->stats.registrations, (long)m->stats.mr_regs);
+  opal_output_verbose(
+      1, c->output,
+      "btl:iwarpx: finalize: sent %ld messages (%ld bytes), received %ld (%ld "
+      "bytes), %ld puts, %ld gets, %ld atomics, %ld registrations (%ld fi_mr_reg), %ld "
+      "sendi",
+      (long)m->stats.sends, (long)m->stats.send_bytes, (long)m->stats.recvs,
+      (long)m->stats.recv_bytes, (long)m->stats.puts, (long)m->stats.gets, (long)m->stats.atomics,
+      (long)m->stats.registrations, (long)m->stats.mr_regs, (long)m->stats.sendi);
   OPAL_THREAD_LOCK(&c->progress_lock);
   c->module = NULL;
   OPAL_THREAD_UNLOCK(&c->progress_lock);

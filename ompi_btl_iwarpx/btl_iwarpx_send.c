@@ -1,7 +1,9 @@
 /*
  * btl/iwarpx active messages: alloc/free/prepare_src over free-list fragments, send as
- * fi_senddata with the BTL tag in the CQ data, and the receive side that hands a bounce
- * buffer to mca_btl_base_active_message_trigger[tag] and reposts it.
+ * fi_senddata with the BTL tag in the CQ data, sendi (header + payload packed on the stack and
+ * sent with fi_injectdata: no descriptor, no completion) when the message fits the provider's
+ * inject_size, and the receive side that hands a bounce buffer to
+ * mca_btl_base_active_message_trigger[tag] and reposts it.
  */
 // clang-format off
 #include "opal_config.h" /* first, see btl_iwarpx.h */
@@ -113,6 +115,52 @@ int mca_btl_iwarpx_send(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
     }
     (void)mca_btl_iwarpx_progress();
   }
+  return OPAL_ERR_OUT_OF_RESOURCE;
+}
+
+int mca_btl_iwarpx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
+                         struct opal_convertor_t* convertor, void* header, size_t header_size,
+                         size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+                         mca_btl_base_descriptor_t** descriptor) {
+  mca_btl_iwarpx_module_t* m = (mca_btl_iwarpx_module_t*)btl;
+  const size_t len = header_size + payload_size;
+  if (len <= m->sendi_limit && header_size <= len) {
+    unsigned char buf[MCA_BTL_IWARPX_SENDI_MAX];
+    if (header_size > 0) memcpy(buf, header, header_size);
+    /* Packing advances the convertor: put it back if the message does not go now, the
+     * caller packs again into the descriptor (or later, when it retries). */
+    size_t position = convertor != NULL ? convertor->bConverted : 0;
+    bool packed_ok = true;
+    if (payload_size > 0) {
+      struct iovec iov = {.iov_base = buf + header_size, .iov_len = payload_size};
+      uint32_t iov_count = 1;
+      size_t packed = payload_size;
+      packed_ok = convertor != NULL &&
+                  opal_convertor_pack(convertor, &iov, &iov_count, &packed) >= 0 &&
+                  packed == payload_size;
+    }
+    for (int attempt = 0; packed_ok && attempt < 2; ++attempt) {
+      ssize_t ret = fi_injectdata(m->ep, buf, len, (uint64_t)tag, ep->addr);
+      if (ret == 0) {
+        OPAL_THREAD_ADD_FETCH64(&m->stats.sendi, 1);
+        OPAL_THREAD_ADD_FETCH64(&m->stats.sends, 1);
+        OPAL_THREAD_ADD_FETCH64(&m->stats.send_bytes, (int64_t)len);
+        return OPAL_SUCCESS;
+      }
+      if (ret != -FI_EAGAIN) {
+        opal_output_verbose(1, mca_btl_iwarpx_component.output,
+                            "btl:iwarpx: fi_injectdata(%zu bytes): %s", len,
+                            fi_strerror((int)-ret));
+        break;
+      }
+      (void)mca_btl_iwarpx_progress();
+    }
+    if (payload_size > 0 && convertor != NULL) {
+      (void)opal_convertor_set_position(convertor, &position);
+    }
+  }
+  /* Not sent: a descriptor of header + payload bytes for the caller's regular send. */
+  if (descriptor != NULL) *descriptor = mca_btl_iwarpx_alloc(btl, ep, order, len, flags);
   return OPAL_ERR_OUT_OF_RESOURCE;
 }
 

@@ -31,5 +31,5 @@ btl_run() {
 }
 
 btl_counters() {
-  sed -n 's/^\[[0-9]*,\([0-9]*\)\]<[a-z]*>:.*btl:iwarpx: finalize: sent \([0-9]*\) messages ([0-9]* bytes), received \([0-9]*\) ([0-9]* bytes), \([0-9]*\) puts, \([0-9]*\) gets, \([0-9]*\) atomics, \([0-9]*\) registrations (\([0-9]*\) fi_mr_reg).*/\1 \2 \3 \4 \5 \6 \7 \8/p' "$1"
+  sed -n 's/^\[[0-9]*,\([0-9]*\)\]<[a-z]*>:.*btl:iwarpx: finalize: sent \([0-9]*\) messages ([0-9]* bytes), received \([0-9]*\) ([0-9]* bytes), \([0-9]*\) puts, \([0-9]*\) gets, \([0-9]*\) atomics, \([0-9]*\) registrations (\([0-9]*\) fi_mr_reg), \([0-9]*\) sendi.*/\1 \2 \3 \4 \5 \6 \7 \8 \9/p' "$1"
 }
