@@ -151,12 +151,17 @@ typedef struct mca_btl_iwarpx_module_t {
   mca_btl_iwarpx_stats_t stats;
 } mca_btl_iwarpx_module_t;
 
+/* btl_iwarpx_p2p: the channel point-to-point messages travel on. */
+typedef enum { MCA_BTL_IWARPX_P2P_DATAGRAM = 0, MCA_BTL_IWARPX_P2P_SCTP = 1 } mca_btl_iwarpx_p2p_t;
+
 typedef struct mca_btl_iwarpx_component_t {
   mca_btl_base_component_3_0_0_t super; /* must be first: the loader casts the symbol */
   int output;                           /* opal_output stream, -1 while closed */
   int verbose;                          /* btl_iwarpx_verbose */
   bool enable;                          /* btl_iwarpx_enable */
   int num_recvs;                        /* btl_iwarpx_num_recvs */
+  int p2p;                              /* btl_iwarpx_p2p (mca_btl_iwarpx_p2p_t) */
+  char* send_rules;                     /* btl_iwarpx_send_rules, NULL unless set */
   bool mr_cache;                        /* btl_iwarpx_mr_cache */
   int mr_cache_max;                     /* btl_iwarpx_mr_cache_max: MRs before evicting */
   size_t local_reg_threshold;           /* btl_iwarpx_local_registration_threshold */

@@ -18,6 +18,7 @@
 
 #include "btl_iwarpx.h"
 #include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/pmix/pmix.h"
 #include "opal/util/output.h"
@@ -60,6 +61,8 @@ mca_btl_iwarpx_component_t mca_btl_iwarpx_component = {
     .verbose = 0,
     .enable = true,
     .num_recvs = 64,
+    .p2p = MCA_BTL_IWARPX_P2P_DATAGRAM,
+    .send_rules = NULL,
     .mr_cache = true,
     .mr_cache_max = 4096,
     .local_reg_threshold = SIZE_MAX,
@@ -92,6 +95,31 @@ static int iwarpx_register(void) {
       "endpoint (the provider buffers unexpected messages beyond them)",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
       &c->num_recvs);
+
+  static const mca_base_var_enum_value_t kP2pValues[] = {
+      {MCA_BTL_IWARPX_P2P_DATAGRAM, "datagram"}, {MCA_BTL_IWARPX_P2P_SCTP, "sctp"}, {0, NULL}};
+  mca_base_var_enum_t* p2p_enum = NULL;
+  c->p2p = MCA_BTL_IWARPX_P2P_DATAGRAM;
+  if (mca_base_var_enum_create("btl_iwarpx_p2p", kP2pValues, &p2p_enum) == OPAL_SUCCESS) {
+    (void)mca_base_component_var_register(
+        v, "p2p",
+        "Channel for point-to-point messages: datagram (the iwarpx RDM endpoint: reliable "
+        "datagrams over UDP) or sctp (iWARP over SCTP, issue 8: not available yet, the module "
+        "then declines). One-sided operations use RDMA either way",
+        MCA_BASE_VAR_TYPE_INT, p2p_enum, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->p2p);
+    OBJ_RELEASE(p2p_enum);
+  }
+
+  c->send_rules = NULL;
+  (void)mca_base_component_var_register(
+      v, "send_rules",
+      "Send-rule chain for the iwarpx provider, exported as FI_IWARPX_SEND_RULES before "
+      "fi_getinfo when set (unset: the provider's own default or the environment). The "
+      "provider applies rules once its hybrid RDM lands (issue 5); syntax there, e.g. "
+      "\"size<=2048:rc_fp,size<=8192:ud_sr,any:ud_zcopy\"",
+      MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+      &c->send_rules);
 
   c->mr_cache = true;
   (void)mca_base_component_var_register(
@@ -172,6 +200,26 @@ static int publish_address(mca_btl_iwarpx_module_t* m) {
   return rc;
 }
 
+/* btl_iwarpx_send_rules, when set, reaches the provider as FI_IWARPX_SEND_RULES (read when
+ * its endpoint is created). Unset: the environment is left alone. */
+static int export_send_rules(void) {
+  mca_btl_iwarpx_component_t* c = &mca_btl_iwarpx_component;
+  if (c->send_rules == NULL || c->send_rules[0] == '\0') return OPAL_SUCCESS;
+  const char* before = getenv("FI_IWARPX_SEND_RULES");
+  if (before != NULL && strcmp(before, c->send_rules) != 0) {
+    opal_output_verbose(1, c->output,
+                        "btl:iwarpx: btl_iwarpx_send_rules replaces FI_IWARPX_SEND_RULES=\"%s\"",
+                        before);
+  }
+  if (setenv("FI_IWARPX_SEND_RULES", c->send_rules, 1) != 0) {
+    opal_output_verbose(1, c->output, "btl:iwarpx: setenv(FI_IWARPX_SEND_RULES) failed; no module");
+    return OPAL_ERROR;
+  }
+  opal_output_verbose(1, c->output, "btl:iwarpx: FI_IWARPX_SEND_RULES=\"%s\" for the provider",
+                      getenv("FI_IWARPX_SEND_RULES"));
+  return OPAL_SUCCESS;
+}
+
 static mca_btl_base_module_t** iwarpx_init(int* num_btls, bool enable_progress_threads,
                                            bool enable_mpi_threads) {
   mca_btl_iwarpx_component_t* c = &mca_btl_iwarpx_component;
@@ -180,6 +228,13 @@ static mca_btl_base_module_t** iwarpx_init(int* num_btls, bool enable_progress_t
     opal_output_verbose(1, c->output, "btl:iwarpx: disabled by btl_iwarpx_enable=0");
     return NULL;
   }
+  if (c->p2p == MCA_BTL_IWARPX_P2P_SCTP) {
+    opal_output_verbose(1, c->output,
+                        "btl:iwarpx: sctp point-to-point is not available yet (issue 8); no "
+                        "module (btl_iwarpx_p2p=datagram uses the RDM endpoint)");
+    return NULL;
+  }
+  if (export_send_rules() != OPAL_SUCCESS) return NULL;
   mca_btl_iwarpx_module_t* m = malloc(sizeof(*m));
   mca_btl_base_module_t** modules = malloc(sizeof(*modules));
   if (m == NULL || modules == NULL) {
