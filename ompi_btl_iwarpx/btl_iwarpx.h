@@ -80,6 +80,7 @@ typedef struct mca_btl_iwarpx_reg_t {
 struct mca_btl_base_endpoint_t {
   opal_proc_t* proc;
   fi_addr_t addr;
+  volatile int64_t pending; /* sends and RDMA/atomics posted, callback not yet returned */
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef struct mca_btl_base_endpoint_t mca_btl_iwarpx_endpoint_t;
@@ -146,7 +147,8 @@ typedef struct mca_btl_iwarpx_module_t {
   opal_free_list_t rdma_ops;               /* mca_btl_iwarpx_rdma_op_t */
   mca_btl_iwarpx_recv_t* recvs;            /* posted receive buffers */
   int num_recvs;
-  volatile int64_t outstanding; /* RDMA/atomics not yet completed */
+  volatile int64_t outstanding;   /* RDMA/atomics not yet completed */
+  volatile int64_t sends_pending; /* fi_senddata sends not yet completed */
   mca_btl_base_module_error_cb_fn_t error_cb;
   mca_btl_iwarpx_stats_t stats;
 } mca_btl_iwarpx_module_t;
@@ -182,6 +184,15 @@ int mca_btl_iwarpx_post_recv(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_recv_t* 
 
 /* btl_iwarpx_progress.c: reap completions; number handled. */
 int mca_btl_iwarpx_progress(void);
+/* Progress for a caller that waits (flush, drains): the component's progress, or, when this
+ * thread is already inside it (a completion callback waits), the CQ read directly (nested). */
+int mca_btl_iwarpx_drive(mca_btl_iwarpx_module_t* m);
+/* RDMA/atomic callbacks running on this thread now (their operations count as outstanding
+ * until they return, so a flush inside one waits for the others only). */
+int mca_btl_iwarpx_rdma_callbacks_here(void);
+/* Drives progress until *count <= floor or `seconds` pass; true when drained. */
+bool mca_btl_iwarpx_drain(mca_btl_iwarpx_module_t* m, volatile int64_t* count, int64_t floor,
+                          double seconds);
 
 /* btl_iwarpx_send.c: active messages. */
 mca_btl_base_descriptor_t* mca_btl_iwarpx_alloc(mca_btl_base_module_t* btl,
@@ -203,7 +214,8 @@ int mca_btl_iwarpx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep
                          struct opal_convertor_t* convertor, void* header, size_t header_size,
                          size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
                          mca_btl_base_descriptor_t** descriptor);
-void mca_btl_iwarpx_send_complete(mca_btl_iwarpx_frag_t* frag, int status);
+void mca_btl_iwarpx_send_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_frag_t* frag,
+                                  int status);
 void mca_btl_iwarpx_recv_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_recv_t* r, size_t len,
                                   uint64_t data);
 

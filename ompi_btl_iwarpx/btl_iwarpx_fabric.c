@@ -95,6 +95,7 @@ int mca_btl_iwarpx_fabric_open(mca_btl_iwarpx_module_t* m, bool mpi_threads) {
   m->recvs = NULL;
   m->num_recvs = 0;
   m->outstanding = 0;
+  m->sends_pending = 0;
   m->error_cb = NULL;
   memset((void*)&m->stats, 0, sizeof(m->stats));
   OBJ_CONSTRUCT(&m->lock, opal_mutex_t);

@@ -80,16 +80,20 @@ mca_btl_base_descriptor_t* mca_btl_iwarpx_prepare_src(mca_btl_base_module_t* btl
   return des;
 }
 
-void mca_btl_iwarpx_send_complete(mca_btl_iwarpx_frag_t* frag, int status) {
-  mca_btl_iwarpx_module_t* m = mca_btl_iwarpx_component.module;
+void mca_btl_iwarpx_send_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_frag_t* frag,
+                                  int status) {
   /* Saved first: the callback may free the descriptor. */
   const uint32_t flags = frag->base.des_flags;
+  mca_btl_iwarpx_endpoint_t* ep = frag->endpoint;
   if ((flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) != 0 && frag->base.des_cbfunc != NULL) {
-    frag->base.des_cbfunc(&m->super, frag->endpoint, &frag->base, status);
+    frag->base.des_cbfunc(&m->super, ep, &frag->base, status);
   }
   if ((flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) != 0) {
     opal_free_list_return(frag->list, &frag->base.super);
   }
+  /* After the callback: del_procs/finalize drains wait for it. */
+  OPAL_THREAD_ADD_FETCH64(&ep->pending, -1);
+  OPAL_THREAD_ADD_FETCH64(&m->sends_pending, -1);
 }
 
 int mca_btl_iwarpx_send(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
@@ -100,6 +104,10 @@ int mca_btl_iwarpx_send(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
   /* The completion is reported from progress, never inline: always call back. */
   des->des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
   const size_t len = frag->segment.seg_len;
+  /* Counted before posting: the completion may come on another thread at once. */
+  OPAL_THREAD_ADD_FETCH64(&ep->pending, 1);
+  OPAL_THREAD_ADD_FETCH64(&m->sends_pending, 1);
+  int rc = OPAL_ERR_OUT_OF_RESOURCE;
   for (int attempt = 0; attempt < 2; ++attempt) {
     ssize_t ret = fi_senddata(m->ep, frag->segment.seg_addr.pval, len, NULL, (uint64_t)tag,
                               ep->addr, &frag->ctx);
@@ -111,11 +119,14 @@ int mca_btl_iwarpx_send(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
     if (ret != -FI_EAGAIN) {
       opal_output_verbose(1, mca_btl_iwarpx_component.output, "btl:iwarpx: fi_senddata: %s",
                           fi_strerror((int)-ret));
-      return OPAL_ERROR;
+      rc = OPAL_ERROR;
+      break;
     }
     (void)mca_btl_iwarpx_progress();
   }
-  return OPAL_ERR_OUT_OF_RESOURCE;
+  OPAL_THREAD_ADD_FETCH64(&ep->pending, -1);
+  OPAL_THREAD_ADD_FETCH64(&m->sends_pending, -1);
+  return rc;
 }
 
 int mca_btl_iwarpx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
