@@ -8,7 +8,8 @@
  *    fails, so MPI goes on over the other BTLs.
  *  - add_procs makes every proc reachable, the local one too (loopback through the
  *    provider; osc/rdma needs it).
- *  - Active messages travel as fi_senddata with the BTL tag in the CQ data; receives land in
+ *  - Active messages travel as fi_senddata with the BTL tag in the CQ data (sendi: as
+ *    fi_injectdata when header + payload fit the provider's inject size); receives land in
  *    posted bounce buffers of max_send_size bytes and are handed to
  *    mca_btl_base_active_message_trigger[tag] during the component's progress.
  *  - register_mem/deregister_mem go through Open MPI's rcache "grdma" (page-aligned ranges,
