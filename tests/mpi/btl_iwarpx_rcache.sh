@@ -1,8 +1,8 @@
 #!/bin/sh
 # Usage: btl_iwarpx_rcache.sh <mpirun> <Open MPI component dir> <build mca dir> <provider dir>
-#                             <mpi_rcache> cache|nocache
+#                             <mpi_rcache> cache|nocache|cap
 # The BTL's registration cache (rcache grdma) under osc rdma and ob1: mpi_rcache (2 ranks)
-# puts 200 times from one buffer, sends 40 MiB-messages from one buffer and puts from a
+# puts 200 times alternately from two buffers, sends 40 MiB-messages from one buffer and puts from a
 # buffer freed and reallocated 24 times, every byte checked at the target, with
 # btl_iwarpx_local_registration_threshold=0 so osc rdma registers its origin buffers.
 #  cache:   the registration count (register_mem calls) must be > 4x the fi_mr_reg count
@@ -10,7 +10,10 @@
 #           of reallocations that came back at the same address (the freed range was
 #           invalidated, not served from the cache);
 #  nocache: the control, btl_iwarpx_mr_cache=0: every registration is one fi_mr_reg, so
-#           the counters themselves are shown to count.
+#           the counters themselves are shown to count;
+#  cap:     btl_iwarpx_mr_cache_max=2: rank 0's window MR (in use) and one cached MR fill the
+#           cap, so each put from the other buffer must evict the unused one (LRU): rank 0
+#           needs at least one fi_mr_reg per two puts, and the data is still right.
 set -eu
 prog=$5
 mode=$6
@@ -20,9 +23,15 @@ mode=$6
 log=$(mktemp "${TMPDIR:-/tmp}/btl_iwarpx_rcache.XXXXXX")
 trap 'rm -f "$log"' EXIT
 cache=1
-[ "$mode" = nocache ] && cache=0
+max=4096
+case $mode in
+  nocache) cache=0 ;;
+  cap) max=2 ;;
+  cache) ;;
+  *) echo "FAIL: unknown mode $mode"; exit 1 ;;
+esac
 btl_run "$log" 2 "$prog" --mca btl_iwarpx_local_registration_threshold 0 \
-  --mca btl_iwarpx_mr_cache "$cache"
+  --mca btl_iwarpx_mr_cache "$cache" --mca btl_iwarpx_mr_cache_max "$max"
 [ "$rc" -eq 0 ] || { echo "FAIL: mpirun exited $rc"; exit 1; }
 ok=$(sed -n 's/.*mpi_rcache: OK 2 ranks, \([0-9]*\) puts, [0-9]* sends, \([0-9]*\) reallocations, \([0-9]*\) at the same address.*/\1 \2 \3/p' "$log")
 [ -n "$ok" ] || { echo "FAIL: no OK line from mpi_rcache"; exit 1; }
@@ -41,6 +50,14 @@ printf '%s\n' "$counters" | awk -v mode="$mode" -v puts="$puts" -v same="$same" 
     if (mode == "nocache") {
       if (mrs != regs) { print "FAIL: without the cache fi_mr_reg must equal registrations"; exit 1 }
       print "ok: without the cache every registration is an fi_mr_reg"
+      exit 0
+    }
+    if (mode == "cap") {
+      if (r0mrs * 2 < puts) {
+        print "FAIL: with btl_iwarpx_mr_cache_max=2 rank 0 made only " r0mrs " fi_mr_reg for " puts " puts from two buffers: nothing was evicted"
+        exit 1
+      }
+      print "ok: at the cap unused registrations were evicted (" r0mrs " fi_mr_reg on rank 0)"
       exit 0
     }
     if (mrs * 4 >= regs) { print "FAIL: the cache saved too little (fi_mr_reg x4 >= registrations)"; exit 1 }

@@ -2,8 +2,9 @@
  * btl_iwarpx_rcache.sh with btl self,iwarpx, osc rdma and
  * btl_iwarpx_local_registration_threshold=0, so osc rdma registers every origin buffer).
  * Rank 0 is the origin, rank 1 the target (other ranks only take part in the fences).
- *  1. reuse: kReuse puts of 64 KiB from one buffer into rank 1's window, each checked there
- *     (with a registration cache: one registration for all of them);
+ *  1. reuse: kReuse puts of 64 KiB alternately from two buffers into rank 1's window, each
+ *     checked there (with a registration cache: one registration per buffer for all of them,
+ *     unless btl_iwarpx_mr_cache_max forces evictions);
  *  2. ob1: kSends 1 MiB messages from one buffer (ob1's RDMA protocol registers it), checked;
  *  3. free/reallocate: kRealloc rounds of malloc(1 MiB) (mmap'ed: M_MMAP_THRESHOLD is
  *     lowered), fill, put, check at the target, free — the next malloc usually returns the
@@ -65,14 +66,15 @@ int main(int argc, char** argv) {
   MPI_Win win;
   MPI_Win_create(win_mem, (MPI_Aint)kBigSize, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
 
-  /* 1. Many puts from one buffer. */
-  unsigned char* buf = malloc(kPutSize);
-  if (buf == NULL) fail("malloc", 0, (long)kPutSize);
+  /* 1. Many puts, alternately from two buffers. */
+  unsigned char* bufs[2] = {malloc(kPutSize), malloc(kPutSize)};
+  if (bufs[0] == NULL || bufs[1] == NULL) fail("malloc", 0, (long)kPutSize);
   for (int i = 0; i < kReuse; ++i) {
-    if (rank == 0) fill(buf, kPutSize, i);
-    put_round(win, win_mem, buf, kPutSize, i, "reused-buffer put byte");
+    if (rank == 0) fill(bufs[i & 1], kPutSize, i);
+    put_round(win, win_mem, bufs[i & 1], kPutSize, i, "reused-buffer put byte");
   }
-  free(buf);
+  free(bufs[0]);
+  free(bufs[1]);
 
   /* 2. ob1 large messages from one buffer. */
   unsigned char* big = malloc(kBigSize);
