@@ -8,9 +8,13 @@
  *    fails, so MPI goes on over the other BTLs.
  *  - add_procs makes every proc reachable, the local one too (loopback through the
  *    provider; osc/rdma needs it).
- *  - Active messages travel as fi_senddata with the BTL tag in the CQ data; receives land in
+ *  - Active messages travel as fi_senddata with the BTL tag in the CQ data (sendi: as
+ *    fi_injectdata when header + payload fit the provider's inject size); receives land in
  *    posted bounce buffers of max_send_size bytes and are handed to
  *    mca_btl_base_active_message_trigger[tag] during the component's progress.
+ *  - register_mem/deregister_mem go through Open MPI's rcache "grdma" (page-aligned ranges,
+ *    reference counts, an LRU of unused registrations invalidated by Open MPI's memory hooks
+ *    when the memory is freed), fi_mr_reg only on a miss.
  *  - put/get/atomics map to fi_writemsg (FI_DELIVERY_COMPLETE) / fi_readmsg /
  *    fi_(fetch_|compare_)atomicmsg; their callbacks run after remote completion.
  *  - Completions are reaped only in the component's btl_progress (mca_btl_iwarpx_progress),
@@ -33,6 +37,7 @@
 #include "opal/class/opal_free_list.h"
 #include "opal/class/opal_hash_table.h"
 #include "opal/mca/btl/btl.h"
+#include "opal/mca/rcache/rcache.h"
 #include "opal/threads/mutex.h"
 
 #if !defined(OPAL_MAJOR_VERSION) || OPAL_MAJOR_VERSION != 4 || OPAL_MINOR_VERSION != 1
@@ -43,6 +48,9 @@
 #endif
 
 BEGIN_C_DECLS
+
+/* Largest message sendi packs (on the stack) for fi_injectdata. */
+#define MCA_BTL_IWARPX_SENDI_MAX 256
 
 /* Modex blob: what a peer needs to fi_av_insert us. */
 #define MCA_BTL_IWARPX_MODEX_MAGIC 0x69777870u /* "iwxp" */
@@ -62,8 +70,10 @@ struct mca_btl_base_registration_handle_t {
   uint64_t len;
 };
 
-/* What a registration is locally: the handle first (callers copy only that), then the MR. */
+/* What a registration is locally: an rcache (grdma) registration, then the handle callers
+ * see (register_mem returns &handle; peers receive its bytes), then the MR. */
 typedef struct mca_btl_iwarpx_reg_t {
+  mca_rcache_base_registration_t base; /* first: grdma allocates sizeof_reg bytes */
   mca_btl_base_registration_handle_t handle;
   struct fid_mr* mr;
 } mca_btl_iwarpx_reg_t;
@@ -71,6 +81,7 @@ typedef struct mca_btl_iwarpx_reg_t {
 struct mca_btl_base_endpoint_t {
   opal_proc_t* proc;
   fi_addr_t addr;
+  volatile int64_t pending; /* sends and RDMA/atomics posted, callback not yet returned */
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef struct mca_btl_base_endpoint_t mca_btl_iwarpx_endpoint_t;
@@ -114,6 +125,10 @@ OBJ_CLASS_DECLARATION(mca_btl_iwarpx_rdma_op_t);
 
 typedef struct mca_btl_iwarpx_stats_t {
   volatile int64_t sends, send_bytes, recvs, recv_bytes, puts, gets, atomics;
+  volatile int64_t sendi;         /* messages sent by sendi (also counted in sends) */
+  volatile int64_t registrations; /* register_mem calls */
+  volatile int64_t mr_regs;       /* fi_mr_reg calls (cache misses) */
+  volatile int64_t mr_live;       /* MRs open now (cached + in use) */
 } mca_btl_iwarpx_stats_t;
 
 typedef struct mca_btl_iwarpx_module_t {
@@ -124,17 +139,23 @@ typedef struct mca_btl_iwarpx_module_t {
   struct fid_av* av;
   struct fid_cq* cq;
   struct fid_ep* ep;
-  bool virt_addr;                          /* FI_MR_VIRT_ADDR: remote addresses are virtual */
-  opal_mutex_t lock;                       /* endpoints table */
+  mca_rcache_base_module_t* rcache; /* grdma: registration cache */
+  size_t sendi_limit; /* largest sendi message: min(inject_size, eager, SENDI_MAX); 0 = none */
+  bool virt_addr;     /* FI_MR_VIRT_ADDR: remote addresses are virtual */
+  opal_mutex_t lock;  /* endpoints table */
   opal_hash_table_t endpoints;             /* opal_proc_t* -> endpoint */
   opal_free_list_t eager_frags, max_frags; /* send fragments */
   opal_free_list_t rdma_ops;               /* mca_btl_iwarpx_rdma_op_t */
   mca_btl_iwarpx_recv_t* recvs;            /* posted receive buffers */
   int num_recvs;
-  volatile int64_t outstanding; /* RDMA/atomics not yet completed */
+  volatile int64_t outstanding;   /* RDMA/atomics not yet completed */
+  volatile int64_t sends_pending; /* fi_senddata sends not yet completed */
   mca_btl_base_module_error_cb_fn_t error_cb;
   mca_btl_iwarpx_stats_t stats;
 } mca_btl_iwarpx_module_t;
+
+/* btl_iwarpx_p2p: the channel point-to-point messages travel on. */
+typedef enum { MCA_BTL_IWARPX_P2P_DATAGRAM = 0, MCA_BTL_IWARPX_P2P_SCTP = 1 } mca_btl_iwarpx_p2p_t;
 
 typedef struct mca_btl_iwarpx_component_t {
   mca_btl_base_component_3_0_0_t super; /* must be first: the loader casts the symbol */
@@ -142,6 +163,11 @@ typedef struct mca_btl_iwarpx_component_t {
   int verbose;                          /* btl_iwarpx_verbose */
   bool enable;                          /* btl_iwarpx_enable */
   int num_recvs;                        /* btl_iwarpx_num_recvs */
+  int p2p;                              /* btl_iwarpx_p2p (mca_btl_iwarpx_p2p_t) */
+  char* send_rules;                     /* btl_iwarpx_send_rules, NULL unless set */
+  bool mr_cache;                        /* btl_iwarpx_mr_cache */
+  int mr_cache_max;                     /* btl_iwarpx_mr_cache_max: MRs before evicting */
+  size_t local_reg_threshold;           /* btl_iwarpx_local_registration_threshold */
   char* if_include;                     /* btl_iwarpx_if_include, NULL/empty = wildcard */
   mca_btl_iwarpx_module_t* module;      /* the one module, NULL when disqualified */
   opal_mutex_t progress_lock;           /* btl_progress trylock */
@@ -160,6 +186,15 @@ int mca_btl_iwarpx_post_recv(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_recv_t* 
 
 /* btl_iwarpx_progress.c: reap completions; number handled. */
 int mca_btl_iwarpx_progress(void);
+/* Progress for a caller that waits (flush, drains): the component's progress, or, when this
+ * thread is already inside it (a completion callback waits), the CQ read directly (nested). */
+int mca_btl_iwarpx_drive(mca_btl_iwarpx_module_t* m);
+/* RDMA/atomic callbacks running on this thread now (their operations count as outstanding
+ * until they return, so a flush inside one waits for the others only). */
+int mca_btl_iwarpx_rdma_callbacks_here(void);
+/* Drives progress until *count <= floor or `seconds` pass; true when drained. */
+bool mca_btl_iwarpx_drain(mca_btl_iwarpx_module_t* m, volatile int64_t* count, int64_t floor,
+                          double seconds);
 
 /* btl_iwarpx_send.c: active messages. */
 mca_btl_base_descriptor_t* mca_btl_iwarpx_alloc(mca_btl_base_module_t* btl,
@@ -173,11 +208,32 @@ mca_btl_base_descriptor_t* mca_btl_iwarpx_prepare_src(mca_btl_base_module_t* btl
                                                       uint32_t flags);
 int mca_btl_iwarpx_send(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
                         mca_btl_base_descriptor_t* des, mca_btl_base_tag_t tag);
-void mca_btl_iwarpx_send_complete(mca_btl_iwarpx_frag_t* frag, int status);
+/* Immediate send: fi_injectdata of header + payload when they fit sendi_limit (OPAL_SUCCESS,
+ * nothing to complete); otherwise OPAL_ERR_OUT_OF_RESOURCE with *descriptor (if not NULL) a
+ * fresh descriptor of header_size + payload_size bytes, or NULL, and the convertor where it
+ * was. */
+int mca_btl_iwarpx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
+                         struct opal_convertor_t* convertor, void* header, size_t header_size,
+                         size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+                         mca_btl_base_descriptor_t** descriptor);
+void mca_btl_iwarpx_send_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_frag_t* frag,
+                                  int status);
 void mca_btl_iwarpx_recv_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_recv_t* r, size_t len,
                                   uint64_t data);
 
-/* btl_iwarpx_rdma.c: put/get/atomics/flush and memory registration. */
+/* btl_iwarpx_mr.c: memory registration through the rcache (grdma) registration cache. */
+int mca_btl_iwarpx_mr_open(mca_btl_iwarpx_module_t* m);
+void mca_btl_iwarpx_mr_close(mca_btl_iwarpx_module_t* m);
+/* Whether unused registrations stay cached (leave-pinned on and btl_iwarpx_mr_cache). */
+bool mca_btl_iwarpx_mr_keeps_unused(void);
+mca_btl_base_registration_handle_t* mca_btl_iwarpx_register_mem(mca_btl_base_module_t* btl,
+                                                                mca_btl_base_endpoint_t* ep,
+                                                                void* base, size_t size,
+                                                                uint32_t flags);
+int mca_btl_iwarpx_deregister_mem(mca_btl_base_module_t* btl,
+                                  mca_btl_base_registration_handle_t* handle);
+
+/* btl_iwarpx_rdma.c: put/get/atomics/flush. */
 int mca_btl_iwarpx_put(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep, void* local_address,
                        uint64_t remote_address, mca_btl_base_registration_handle_t* local_handle,
                        mca_btl_base_registration_handle_t* remote_handle, size_t size, int flags,
@@ -213,12 +269,6 @@ void mca_btl_iwarpx_rdma_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_rdm
                                   int status);
 /* The atomic capabilities fi_query_atomic reports, as MCA_BTL_ATOMIC_SUPPORTS_* flags. */
 uint32_t mca_btl_iwarpx_query_atomics(mca_btl_iwarpx_module_t* m);
-mca_btl_base_registration_handle_t* mca_btl_iwarpx_register_mem(mca_btl_base_module_t* btl,
-                                                                mca_btl_base_endpoint_t* ep,
-                                                                void* base, size_t size,
-                                                                uint32_t flags);
-int mca_btl_iwarpx_deregister_mem(mca_btl_base_module_t* btl,
-                                  mca_btl_base_registration_handle_t* handle);
 
 /* Report a peer lost (completion error) to the PML's error callback, if one is registered. */
 /* btl_iwarpx_ifaddr.c: the first up IPv4 address selected by if_include (interface names and

@@ -8,6 +8,7 @@
 // clang-format on
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,7 @@
 
 #include "btl_iwarpx.h"
 #include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/pmix/pmix.h"
 #include "opal/util/output.h"
@@ -59,6 +61,11 @@ mca_btl_iwarpx_component_t mca_btl_iwarpx_component = {
     .verbose = 0,
     .enable = true,
     .num_recvs = 64,
+    .p2p = MCA_BTL_IWARPX_P2P_DATAGRAM,
+    .send_rules = NULL,
+    .mr_cache = true,
+    .mr_cache_max = 4096,
+    .local_reg_threshold = SIZE_MAX,
     .module = NULL,
 };
 
@@ -88,6 +95,60 @@ static int iwarpx_register(void) {
       "endpoint (the provider buffers unexpected messages beyond them)",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
       &c->num_recvs);
+
+  static const mca_base_var_enum_value_t kP2pValues[] = {
+      {MCA_BTL_IWARPX_P2P_DATAGRAM, "datagram"}, {MCA_BTL_IWARPX_P2P_SCTP, "sctp"}, {0, NULL}};
+  mca_base_var_enum_t* p2p_enum = NULL;
+  c->p2p = MCA_BTL_IWARPX_P2P_DATAGRAM;
+  if (mca_base_var_enum_create("btl_iwarpx_p2p", kP2pValues, &p2p_enum) == OPAL_SUCCESS) {
+    (void)mca_base_component_var_register(
+        v, "p2p",
+        "Channel for point-to-point messages: datagram (the iwarpx RDM endpoint: reliable "
+        "datagrams over UDP) or sctp (iWARP over SCTP, issue 8: not available yet, the module "
+        "then declines). One-sided operations use RDMA either way",
+        MCA_BASE_VAR_TYPE_INT, p2p_enum, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->p2p);
+    OBJ_RELEASE(p2p_enum);
+  }
+
+  c->send_rules = NULL;
+  (void)mca_base_component_var_register(
+      v, "send_rules",
+      "Send-rule chain for the iwarpx provider, exported as FI_IWARPX_SEND_RULES before "
+      "fi_getinfo when set (unset: the provider's own default or the environment). The "
+      "provider applies rules once its hybrid RDM lands (issue 5); syntax there, e.g. "
+      "\"size<=2048:rc_fp,size<=8192:ud_sr,any:ud_zcopy\"",
+      MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+      &c->send_rules);
+
+  c->mr_cache = true;
+  (void)mca_base_component_var_register(
+      v, "mr_cache",
+      "Whether memory registrations (register_mem) go through Open MPI's registration cache "
+      "(rcache grdma: a range registered again reuses its MR; unused MRs stay cached while "
+      "mpi_leave_pinned is on and are dropped when the memory is freed); false = one fi_mr_reg "
+      "per register_mem, closed at deregister_mem",
+      MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+      &c->mr_cache);
+
+  c->mr_cache_max = 4096;
+  (void)mca_base_component_var_register(
+      v, "mr_cache_max",
+      "Most memory registrations (MRs) kept open; at this number a new registration first "
+      "closes unused cached ones, least recently used first (0 = no limit; registrations in "
+      "use are never closed, so the limit may be exceeded by them)",
+      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+      &c->mr_cache_max);
+
+  c->local_reg_threshold = SIZE_MAX;
+  (void)mca_base_component_var_register(
+      v, "local_registration_threshold",
+      "Put/get/atomic local buffers larger than this many bytes are registered by the caller "
+      "(osc rdma, ob1) before use. The iwarpx provider needs no local registration, so the "
+      "default (SIZE_MAX) never asks for it; a smaller value costs registrations (cached, see "
+      "btl_iwarpx_mr_cache) and is meant for tests",
+      MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+      &c->local_reg_threshold);
 
   c->if_include = NULL;
   (void)mca_base_component_var_register(
@@ -149,6 +210,26 @@ static int publish_address(mca_btl_iwarpx_module_t* m) {
   return rc;
 }
 
+/* btl_iwarpx_send_rules, when set, reaches the provider as FI_IWARPX_SEND_RULES (read when
+ * its endpoint is created). Unset: the environment is left alone. */
+static int export_send_rules(void) {
+  mca_btl_iwarpx_component_t* c = &mca_btl_iwarpx_component;
+  if (c->send_rules == NULL || c->send_rules[0] == '\0') return OPAL_SUCCESS;
+  const char* before = getenv("FI_IWARPX_SEND_RULES");
+  if (before != NULL && strcmp(before, c->send_rules) != 0) {
+    opal_output_verbose(1, c->output,
+                        "btl:iwarpx: btl_iwarpx_send_rules replaces FI_IWARPX_SEND_RULES=\"%s\"",
+                        before);
+  }
+  if (setenv("FI_IWARPX_SEND_RULES", c->send_rules, 1) != 0) {
+    opal_output_verbose(1, c->output, "btl:iwarpx: setenv(FI_IWARPX_SEND_RULES) failed; no module");
+    return OPAL_ERROR;
+  }
+  opal_output_verbose(1, c->output, "btl:iwarpx: FI_IWARPX_SEND_RULES=\"%s\" for the provider",
+                      getenv("FI_IWARPX_SEND_RULES"));
+  return OPAL_SUCCESS;
+}
+
 static mca_btl_base_module_t** iwarpx_init(int* num_btls, bool enable_progress_threads,
                                            bool enable_mpi_threads) {
   mca_btl_iwarpx_component_t* c = &mca_btl_iwarpx_component;
@@ -157,6 +238,13 @@ static mca_btl_base_module_t** iwarpx_init(int* num_btls, bool enable_progress_t
     opal_output_verbose(1, c->output, "btl:iwarpx: disabled by btl_iwarpx_enable=0");
     return NULL;
   }
+  if (c->p2p == MCA_BTL_IWARPX_P2P_SCTP) {
+    opal_output_verbose(1, c->output,
+                        "btl:iwarpx: sctp point-to-point is not available yet (issue 8); no "
+                        "module (btl_iwarpx_p2p=datagram uses the RDM endpoint)");
+    return NULL;
+  }
+  if (export_send_rules() != OPAL_SUCCESS) return NULL;
   mca_btl_iwarpx_module_t* m = malloc(sizeof(*m));
   mca_btl_base_module_t** modules = malloc(sizeof(*modules));
   if (m == NULL || modules == NULL) {
@@ -174,6 +262,13 @@ static mca_btl_base_module_t** iwarpx_init(int* num_btls, bool enable_progress_t
     free(modules);
     return NULL;
   }
+  /* sendi: what fits the provider's inject size (tx_attr->inject_size) and the eager limit. */
+  m->sendi_limit = m->info->tx_attr->inject_size;
+  if (m->sendi_limit > MCA_BTL_IWARPX_SENDI_MAX) m->sendi_limit = MCA_BTL_IWARPX_SENDI_MAX;
+  if (m->sendi_limit > m->super.btl_eager_limit) m->sendi_limit = m->super.btl_eager_limit;
+  if (m->sendi_limit == 0) m->super.btl_sendi = NULL;
+  m->super.btl_get_local_registration_threshold = c->local_reg_threshold;
+  m->super.btl_put_local_registration_threshold = c->local_reg_threshold;
   m->super.btl_atomic_flags &= mca_btl_iwarpx_query_atomics(m);
   if (m->super.btl_atomic_flags == 0) {
     m->super.btl_flags &= ~(uint32_t)(MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS);
@@ -181,12 +276,16 @@ static mca_btl_base_module_t** iwarpx_init(int* num_btls, bool enable_progress_t
   c->module = m;
   modules[0] = &m->super;
   *num_btls = 1;
-  opal_output_verbose(1, c->output,
-                      "btl:iwarpx: module ready on the iwarpx RDM endpoint (eager %zu, max send "
-                      "%zu, put/get limit %zu, flags 0x%x, atomic flags 0x%x, %d receives, "
-                      "progress_threads=%d mpi_threads=%d)",
-                      m->super.btl_eager_limit, m->super.btl_max_send_size, m->super.btl_put_limit,
-                      m->super.btl_flags, m->super.btl_atomic_flags, m->num_recvs,
-                      (int)enable_progress_threads, (int)enable_mpi_threads);
+  opal_output_verbose(
+      1, c->output,
+      "btl:iwarpx: module ready on the iwarpx RDM endpoint (eager %zu, max send "
+      "%zu, put/get limit %zu, flags 0x%x, atomic flags 0x%x, %d receives, sendi up to "
+      "%zu bytes, registration cache %s, progress_threads=%d mpi_threads=%d)",
+      m->super.btl_eager_limit, m->super.btl_max_send_size, m->super.btl_put_limit,
+      m->super.btl_flags, m->super.btl_atomic_flags, m->num_recvs, m->sendi_limit,
+      !c->mr_cache                       ? "off"
+      : mca_btl_iwarpx_mr_keeps_unused() ? "grdma, keeps unused MRs"
+                                         : "grdma, in-use MRs only (leave-pinned off)",
+      (int)enable_progress_threads, (int)enable_mpi_threads);
   return modules;
 }

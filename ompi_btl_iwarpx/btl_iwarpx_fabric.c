@@ -104,9 +104,11 @@ int mca_btl_iwarpx_fabric_open(mca_btl_iwarpx_module_t* m, bool mpi_threads) {
   m->av = NULL;
   m->cq = NULL;
   m->ep = NULL;
+  m->rcache = NULL;
   m->recvs = NULL;
   m->num_recvs = 0;
   m->outstanding = 0;
+  m->sends_pending = 0;
   m->error_cb = NULL;
   memset((void*)&m->stats, 0, sizeof(m->stats));
   OBJ_CONSTRUCT(&m->lock, opal_mutex_t);
@@ -133,6 +135,7 @@ int mca_btl_iwarpx_fabric_open(mca_btl_iwarpx_module_t* m, bool mpi_threads) {
   if (ret != 0) return fail("fi_fabric", ret);
   ret = fi_domain(m->fabric, m->info, &m->domain, NULL);
   if (ret != 0) return fail("fi_domain", ret);
+  if (mca_btl_iwarpx_mr_open(m) != OPAL_SUCCESS) return OPAL_ERROR;
   struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
   ret = fi_av_open(m->domain, &av_attr, &m->av, NULL);
   if (ret != 0) return fail("fi_av_open", ret);
@@ -186,6 +189,8 @@ static void close_fid(struct fid* f, const char* what) {
 }
 
 void mca_btl_iwarpx_fabric_close(mca_btl_iwarpx_module_t* m) {
+  /* Cached registrations first, while their domain is open. */
+  mca_btl_iwarpx_mr_close(m);
   /* The endpoint first: it cancels the posted receives before their buffers go. */
   close_fid(m->ep != NULL ? &m->ep->fid : NULL, "fi_close(ep)");
   close_fid(m->cq != NULL ? &m->cq->fid : NULL, "fi_close(cq)");

@@ -1,13 +1,18 @@
 /*
  * btl/iwarpx progress: reads the module's completion queue (which also drives the provider's
  * manual progress) and dispatches send, receive and RDMA completions. One thread at a time
- * (trylock); a nested call from inside a callback returns 0.
+ * (trylock); a nested mca_btl_iwarpx_progress from inside a callback returns 0 (the PML's
+ * opal_progress must not recurse into its own callbacks). Callers that wait for completions
+ * (flush, del_procs, finalize) use mca_btl_iwarpx_drive instead: from inside a callback on
+ * the thread that holds the progress lock it reads the CQ itself, so a flush called from a
+ * completion callback completes instead of spinning on a lock its own thread holds.
  */
 // clang-format off
 #include "opal_config.h" /* first, see btl_iwarpx.h */
 // clang-format on
 
 #include <stddef.h>
+#include <time.h>
 
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
@@ -19,13 +24,18 @@
 
 #define IWX_CONTAINER(ptr, type, member) ((type*)((char*)(ptr)-offsetof(type, member)))
 
+/* This thread holds the component's progress lock (depth of reaping on this thread). */
+static __thread int tl_reaping;
+/* RDMA/atomic callbacks running on this thread. */
+static __thread int tl_rdma_callbacks;
+
 static void dispatch(mca_btl_iwarpx_module_t* m, void* context, size_t len, uint64_t data,
                      uint64_t flags, int status) {
   mca_btl_iwarpx_ctx_t* ctx = context;
   switch (ctx->kind) {
     case IWX_CTX_SEND: {
       mca_btl_iwarpx_frag_t* frag = IWX_CONTAINER(ctx, mca_btl_iwarpx_frag_t, ctx);
-      mca_btl_iwarpx_send_complete(frag, status);
+      mca_btl_iwarpx_send_complete(m, frag, status);
       break;
     }
     case IWX_CTX_RECV: {
@@ -44,7 +54,9 @@ static void dispatch(mca_btl_iwarpx_module_t* m, void* context, size_t len, uint
     }
     case IWX_CTX_RDMA: {
       mca_btl_iwarpx_rdma_op_t* op = IWX_CONTAINER(ctx, mca_btl_iwarpx_rdma_op_t, ctx);
+      ++tl_rdma_callbacks;
       mca_btl_iwarpx_rdma_complete(m, op, status);
+      --tl_rdma_callbacks;
       break;
     }
   }
@@ -71,30 +83,64 @@ static int read_error(mca_btl_iwarpx_module_t* m) {
   return 1;
 }
 
+/* Reads the CQ until it is empty; the caller holds the progress lock (tl_reaping > 0). */
+static int reap(mca_btl_iwarpx_module_t* m) {
+  int count = 0;
+  if (m == NULL || m->cq == NULL) return 0;
+  struct fi_cq_data_entry entries[IWX_CQ_BATCH];
+  for (;;) {
+    ssize_t n = fi_cq_read(m->cq, entries, IWX_CQ_BATCH);
+    if (n == -FI_EAVAIL) {
+      const int e = read_error(m);
+      if (e == 0) break;
+      count += e;
+      continue;
+    }
+    if (n <= 0) break;
+    for (ssize_t i = 0; i < n; ++i) {
+      dispatch(m, entries[i].op_context, entries[i].len, entries[i].data, entries[i].flags,
+               OPAL_SUCCESS);
+    }
+    count += (int)n;
+    if (n < IWX_CQ_BATCH) break;
+  }
+  return count;
+}
+
 int mca_btl_iwarpx_progress(void) {
   mca_btl_iwarpx_component_t* c = &mca_btl_iwarpx_component;
   if (opal_mutex_trylock(&c->progress_lock) != 0) return 0;
-  mca_btl_iwarpx_module_t* m = c->module;
-  int count = 0;
-  if (m != NULL && m->cq != NULL) {
-    struct fi_cq_data_entry entries[IWX_CQ_BATCH];
-    for (;;) {
-      ssize_t n = fi_cq_read(m->cq, entries, IWX_CQ_BATCH);
-      if (n == -FI_EAVAIL) {
-        const int e = read_error(m);
-        if (e == 0) break;
-        count += e;
-        continue;
-      }
-      if (n <= 0) break;
-      for (ssize_t i = 0; i < n; ++i) {
-        dispatch(m, entries[i].op_context, entries[i].len, entries[i].data, entries[i].flags,
-                 OPAL_SUCCESS);
-      }
-      count += (int)n;
-      if (n < IWX_CQ_BATCH) break;
-    }
-  }
+  ++tl_reaping;
+  const int count = reap(c->module);
+  --tl_reaping;
   opal_mutex_unlock(&c->progress_lock);
   return count;
+}
+
+int mca_btl_iwarpx_drive(mca_btl_iwarpx_module_t* m) {
+  /* Inside a callback of our own progress: the lock is ours, read the CQ directly. */
+  if (tl_reaping > 0) return reap(m);
+  return mca_btl_iwarpx_progress();
+}
+
+int mca_btl_iwarpx_rdma_callbacks_here(void) {
+  return tl_rdma_callbacks;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+bool mca_btl_iwarpx_drain(mca_btl_iwarpx_module_t* m, volatile int64_t* count, int64_t floor,
+                          double seconds) {
+  const double deadline = now_seconds() + seconds;
+  unsigned spins = 0;
+  while (*count > floor) {
+    if (mca_btl_iwarpx_drive(m) == 0 && (++spins & 1023u) == 0 && now_seconds() > deadline) {
+      return *count <= floor;
+    }
+  }
+  return true;
 }

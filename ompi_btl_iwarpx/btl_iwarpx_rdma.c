@@ -1,14 +1,13 @@
 /*
  * btl/iwarpx one-sided operations: put (fi_writemsg with FI_DELIVERY_COMPLETE, so the
  * callback means remote completion), get (fi_readmsg), atomics (fi_atomicmsg /
- * fi_fetch_atomicmsg / fi_compare_atomicmsg on FI_UINT64 or FI_UINT32), flush, and memory
- * registration (fi_mr_reg per call, no cache in this increment).
+ * fi_fetch_atomicmsg / fi_compare_atomicmsg on FI_UINT64 or FI_UINT32) and flush. Memory
+ * registration is in btl_iwarpx_mr.c.
  */
 // clang-format off
 #include "opal_config.h" /* first, see btl_iwarpx.h */
 // clang-format on
 
-#include <stdlib.h>
 #include <string.h>
 
 #include <rdma/fi_atomic.h>
@@ -47,7 +46,9 @@ typedef ssize_t (*post_fn_t)(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_rdma_op_
                              const void* args);
 static int post_op(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_rdma_op_t* op, post_fn_t post,
                    const void* args, const char* what, volatile int64_t* counter) {
+  mca_btl_iwarpx_endpoint_t* ep = op->endpoint;
   OPAL_THREAD_ADD_FETCH64(&m->outstanding, 1);
+  OPAL_THREAD_ADD_FETCH64(&ep->pending, 1);
   for (int attempt = 0; attempt < 2; ++attempt) {
     ssize_t ret = post(m, op, args);
     if (ret == 0) {
@@ -57,12 +58,14 @@ static int post_op(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_rdma_op_t* op, pos
     if (ret != -FI_EAGAIN) {
       opal_output_verbose(1, mca_btl_iwarpx_component.output, "btl:iwarpx: %s: %s", what,
                           fi_strerror((int)-ret));
+      OPAL_THREAD_ADD_FETCH64(&ep->pending, -1);
       OPAL_THREAD_ADD_FETCH64(&m->outstanding, -1);
       opal_free_list_return(&m->rdma_ops, &op->super);
       return OPAL_ERROR;
     }
     (void)mca_btl_iwarpx_progress();
   }
+  OPAL_THREAD_ADD_FETCH64(&ep->pending, -1);
   OPAL_THREAD_ADD_FETCH64(&m->outstanding, -1);
   opal_free_list_return(&m->rdma_ops, &op->super);
   return OPAL_ERR_OUT_OF_RESOURCE;
@@ -70,12 +73,14 @@ static int post_op(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_rdma_op_t* op, pos
 
 void mca_btl_iwarpx_rdma_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_rdma_op_t* op,
                                   int status) {
+  mca_btl_iwarpx_endpoint_t* ep = op->endpoint;
   if (op->cbfunc != NULL) {
-    op->cbfunc(&m->super, op->endpoint, op->local_address, op->local_handle, op->cbcontext,
-               op->cbdata, status);
+    op->cbfunc(&m->super, ep, op->local_address, op->local_handle, op->cbcontext, op->cbdata,
+               status);
   }
   opal_free_list_return(&m->rdma_ops, &op->super);
-  /* After the callback: a flush that sees 0 has seen every callback. */
+  /* After the callback: a flush (or drain) that sees 0 has seen every callback. */
+  OPAL_THREAD_ADD_FETCH64(&ep->pending, -1);
   OPAL_THREAD_ADD_FETCH64(&m->outstanding, -1);
 }
 
@@ -307,45 +312,10 @@ uint32_t mca_btl_iwarpx_query_atomics(mca_btl_iwarpx_module_t* m) {
 int mca_btl_iwarpx_flush(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep) {
   (void)ep; /* all endpoints: one completion queue */
   mca_btl_iwarpx_module_t* m = (mca_btl_iwarpx_module_t*)btl;
-  while (m->outstanding > 0) (void)mca_btl_iwarpx_progress();
+  /* From inside an RDMA callback, that callback's own operation (and any it is nested in)
+   * is complete but still counted until it returns: wait for the others. drive() reads the
+   * CQ itself when this thread already holds the progress lock, so this cannot spin on it. */
+  const int64_t mine = mca_btl_iwarpx_rdma_callbacks_here();
+  while (m->outstanding > mine) (void)mca_btl_iwarpx_drive(m);
   return OPAL_SUCCESS;
-}
-
-/* --- memory registration --------------------------------------------------------------- */
-
-mca_btl_base_registration_handle_t* mca_btl_iwarpx_register_mem(mca_btl_base_module_t* btl,
-                                                                mca_btl_base_endpoint_t* ep,
-                                                                void* base, size_t size,
-                                                                uint32_t flags) {
-  (void)ep;
-  mca_btl_iwarpx_module_t* m = (mca_btl_iwarpx_module_t*)btl;
-  uint64_t access = FI_READ | FI_WRITE;
-  if ((flags & (MCA_BTL_REG_FLAG_REMOTE_READ | MCA_BTL_REG_FLAG_REMOTE_ATOMIC)) != 0) {
-    access |= FI_REMOTE_READ;
-  }
-  if ((flags & (MCA_BTL_REG_FLAG_REMOTE_WRITE | MCA_BTL_REG_FLAG_REMOTE_ATOMIC)) != 0) {
-    access |= FI_REMOTE_WRITE;
-  }
-  mca_btl_iwarpx_reg_t* reg = calloc(1, sizeof(*reg));
-  if (reg == NULL) return NULL;
-  int ret = fi_mr_reg(m->domain, base, size, access, 0, 0, 0, &reg->mr, NULL);
-  if (ret != 0) {
-    opal_output_verbose(1, mca_btl_iwarpx_component.output,
-                        "btl:iwarpx: fi_mr_reg(%p, %zu bytes): %s", base, size, fi_strerror(-ret));
-    free(reg);
-    return NULL;
-  }
-  reg->handle.key = fi_mr_key(reg->mr);
-  reg->handle.base = (uint64_t)(uintptr_t)base;
-  reg->handle.len = size;
-  return &reg->handle;
-}
-
-int mca_btl_iwarpx_deregister_mem(mca_btl_base_module_t* btl,
-                                  mca_btl_base_registration_handle_t* handle) {
-  (void)btl;
-  mca_btl_iwarpx_reg_t* reg = (mca_btl_iwarpx_reg_t*)handle;
-  int ret = fi_close(&reg->mr->fid);
-  free(reg);
-  return ret == 0 ? OPAL_SUCCESS : OPAL_ERROR;
 }

@@ -1,7 +1,9 @@
 /*
  * btl/iwarpx active messages: alloc/free/prepare_src over free-list fragments, send as
- * fi_senddata with the BTL tag in the CQ data, and the receive side that hands a bounce
- * buffer to mca_btl_base_active_message_trigger[tag] and reposts it.
+ * fi_senddata with the BTL tag in the CQ data, sendi (header + payload packed on the stack and
+ * sent with fi_injectdata: no descriptor, no completion) when the message fits the provider's
+ * inject_size, and the receive side that hands a bounce buffer to
+ * mca_btl_base_active_message_trigger[tag] and reposts it.
  */
 // clang-format off
 #include "opal_config.h" /* first, see btl_iwarpx.h */
@@ -78,16 +80,20 @@ mca_btl_base_descriptor_t* mca_btl_iwarpx_prepare_src(mca_btl_base_module_t* btl
   return des;
 }
 
-void mca_btl_iwarpx_send_complete(mca_btl_iwarpx_frag_t* frag, int status) {
-  mca_btl_iwarpx_module_t* m = mca_btl_iwarpx_component.module;
+void mca_btl_iwarpx_send_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_frag_t* frag,
+                                  int status) {
   /* Saved first: the callback may free the descriptor. */
   const uint32_t flags = frag->base.des_flags;
+  mca_btl_iwarpx_endpoint_t* ep = frag->endpoint;
   if ((flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) != 0 && frag->base.des_cbfunc != NULL) {
-    frag->base.des_cbfunc(&m->super, frag->endpoint, &frag->base, status);
+    frag->base.des_cbfunc(&m->super, ep, &frag->base, status);
   }
   if ((flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) != 0) {
     opal_free_list_return(frag->list, &frag->base.super);
   }
+  /* After the callback: del_procs/finalize drains wait for it. */
+  OPAL_THREAD_ADD_FETCH64(&ep->pending, -1);
+  OPAL_THREAD_ADD_FETCH64(&m->sends_pending, -1);
 }
 
 int mca_btl_iwarpx_send(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
@@ -98,6 +104,10 @@ int mca_btl_iwarpx_send(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
   /* The completion is reported from progress, never inline: always call back. */
   des->des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
   const size_t len = frag->segment.seg_len;
+  /* Counted before posting: the completion may come on another thread at once. */
+  OPAL_THREAD_ADD_FETCH64(&ep->pending, 1);
+  OPAL_THREAD_ADD_FETCH64(&m->sends_pending, 1);
+  int rc = OPAL_ERR_OUT_OF_RESOURCE;
   for (int attempt = 0; attempt < 2; ++attempt) {
     ssize_t ret = fi_senddata(m->ep, frag->segment.seg_addr.pval, len, NULL, (uint64_t)tag,
                               ep->addr, &frag->ctx);
@@ -109,10 +119,59 @@ int mca_btl_iwarpx_send(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
     if (ret != -FI_EAGAIN) {
       opal_output_verbose(1, mca_btl_iwarpx_component.output, "btl:iwarpx: fi_senddata: %s",
                           fi_strerror((int)-ret));
-      return OPAL_ERROR;
+      rc = OPAL_ERROR;
+      break;
     }
     (void)mca_btl_iwarpx_progress();
   }
+  OPAL_THREAD_ADD_FETCH64(&ep->pending, -1);
+  OPAL_THREAD_ADD_FETCH64(&m->sends_pending, -1);
+  return rc;
+}
+
+int mca_btl_iwarpx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
+                         struct opal_convertor_t* convertor, void* header, size_t header_size,
+                         size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+                         mca_btl_base_descriptor_t** descriptor) {
+  mca_btl_iwarpx_module_t* m = (mca_btl_iwarpx_module_t*)btl;
+  const size_t len = header_size + payload_size;
+  if (len <= m->sendi_limit && header_size <= len) {
+    unsigned char buf[MCA_BTL_IWARPX_SENDI_MAX];
+    if (header_size > 0) memcpy(buf, header, header_size);
+    /* Packing advances the convertor: put it back if the message does not go now, the
+     * caller packs again into the descriptor (or later, when it retries). */
+    size_t position = convertor != NULL ? convertor->bConverted : 0;
+    bool packed_ok = true;
+    if (payload_size > 0) {
+      struct iovec iov = {.iov_base = buf + header_size, .iov_len = payload_size};
+      uint32_t iov_count = 1;
+      size_t packed = payload_size;
+      packed_ok = convertor != NULL &&
+                  opal_convertor_pack(convertor, &iov, &iov_count, &packed) >= 0 &&
+                  packed == payload_size;
+    }
+    for (int attempt = 0; packed_ok && attempt < 2; ++attempt) {
+      ssize_t ret = fi_injectdata(m->ep, buf, len, (uint64_t)tag, ep->addr);
+      if (ret == 0) {
+        OPAL_THREAD_ADD_FETCH64(&m->stats.sendi, 1);
+        OPAL_THREAD_ADD_FETCH64(&m->stats.sends, 1);
+        OPAL_THREAD_ADD_FETCH64(&m->stats.send_bytes, (int64_t)len);
+        return OPAL_SUCCESS;
+      }
+      if (ret != -FI_EAGAIN) {
+        opal_output_verbose(1, mca_btl_iwarpx_component.output,
+                            "btl:iwarpx: fi_injectdata(%zu bytes): %s", len,
+                            fi_strerror((int)-ret));
+        break;
+      }
+      (void)mca_btl_iwarpx_progress();
+    }
+    if (payload_size > 0 && convertor != NULL) {
+      (void)opal_convertor_set_position(convertor, &position);
+    }
+  }
+  /* Not sent: a descriptor of header + payload bytes for the caller's regular send. */
+  if (descriptor != NULL) *descriptor = mca_btl_iwarpx_alloc(btl, ep, order, len, flags);
   return OPAL_ERR_OUT_OF_RESOURCE;
 }
 

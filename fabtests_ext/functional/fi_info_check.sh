@@ -23,7 +23,7 @@ grep -q 'ofi_rxm' <<<"$out" && fail "ofi_rxm layered over iwarpx (declined on pu
 echo "$out" | grep -E 'provider:|type:|protocol:' | sort | uniq -c
 
 params=$(timeout 30 "$fi_info" -e 2>&1 | tr -d '\0')
-for p in MPA_CRC MPA_REV MPA_MARKERS IRD ORD PROGRESS_THREAD MAX_MR MULPDU DGRAM_CRC FAULT BUSY_POLL RD_TIMEOUT RDM_EAGER RD_SEGMENT STATS; do
+for p in MPA_CRC MPA_REV MPA_MARKERS IRD ORD PROGRESS_THREAD MAX_MR MULPDU DGRAM_CRC FAULT BUSY_POLL RD_TIMEOUT RDM_EAGER RD_SEGMENT SEND_RULES STATS; do
   grep -A1 "^# FI_IWARPX_$p:" <<<"$params" | grep -q '^# iwarpx: ..........' ||
     fail "fi_info -e: FI_IWARPX_$p missing or without help text"
 done

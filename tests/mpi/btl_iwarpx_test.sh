@@ -7,7 +7,8 @@
 # Put/Get with fence, Accumulate under locks) on loopback. With only self and iwarpx, a
 # disqualified BTL makes MPI_Init fail; on top of that every rank must print the BTL's
 # verbose lines, and its finalize counters must show sends, and somewhere puts, gets and
-# atomics (osc rdma's traffic) carried by the BTL. Bounded by timeout; mpirun tears its
+# atomics (osc rdma's traffic) and sendi (immediate sends of small messages) carried by
+# the BTL. Bounded by timeout; mpirun tears its
 # ranks down on SIGTERM.
 # "disabled" is the control: with btl_iwarpx_enable=0 the same command line must fail (MPI
 # cannot reach the peers with btl self alone) within the time bound, so a run in which the
@@ -58,18 +59,20 @@ grep -q "^mpi_smoke: OK $np ranks" "$log" || { echo "FAIL: no OK line from rank 
 n=$(grep -c "btl:iwarpx: module ready on the iwarpx RDM endpoint" "$log" || true)
 [ "$n" -eq "$np" ] || { echo "FAIL: $n 'module ready' lines, expected $np"; fail=1; }
 # "finalize: sent S messages (B bytes), received R (B bytes), P puts, G gets, A atomics"
-stats=$(sed -n 's/.*btl:iwarpx: finalize: sent \([0-9]*\) messages ([0-9]* bytes), received \([0-9]*\) ([0-9]* bytes), \([0-9]*\) puts, \([0-9]*\) gets, \([0-9]*\) atomics.*/\1 \2 \3 \4 \5/p' "$log")
+stats=$(sed -n 's/.*btl:iwarpx: finalize: sent \([0-9]*\) messages ([0-9]* bytes), received \([0-9]*\) ([0-9]* bytes), \([0-9]*\) puts, \([0-9]*\) gets, \([0-9]*\) atomics, [0-9]* registrations ([0-9]* fi_mr_reg), \([0-9]*\) sendi.*/\1 \2 \3 \4 \5 \6/p' "$log")
 n=$(printf '%s\n' "$stats" | grep -c . || true)
 [ "$n" -eq "$np" ] || { echo "FAIL: $n finalize counter lines, expected $np"; fail=1; }
 printf '%s\n' "$stats" | awk -v np="$np" '
-  { if ($1 == 0 || $2 == 0) idle++; puts += $3; gets += $4; amos += $5 }
+  { if ($1 == 0 || $2 == 0) idle++; puts += $3; gets += $4; amos += $5; sendi += $6 }
   END {
     if (idle > 0) { print "FAIL: " idle " rank(s) sent or received nothing over btl iwarpx"; exit 1 }
     if (puts == 0 || gets == 0 || amos == 0) {
       print "FAIL: no puts, gets or atomics over btl iwarpx (puts " puts ", gets " gets ", atomics " amos ")"
       exit 1
     }
-    print "ok: every rank sent and received over btl iwarpx; puts " puts ", gets " gets ", atomics " amos
+    # Small messages (0..64 B in mpi_smoke, collectives) fit the inject size: sendi.
+    if (sendi == 0) { print "FAIL: no message went through sendi"; exit 1 }
+    print "ok: every rank sent and received over btl iwarpx; puts " puts ", gets " gets ", atomics " amos ", sendi " sendi
   }' || fail=1
 [ $fail -eq 0 ] && echo "PASS: btl self,iwarpx + osc rdma, $np ranks"
 exit $fail

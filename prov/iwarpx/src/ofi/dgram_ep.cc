@@ -147,6 +147,7 @@ ssize_t DgramEndpoint::PostSend(const struct iovec* iov, size_t count, fi_addr_t
   wr.sgl = sgl;
   wr.dest = *to;
   wr.dest_qpn = 0;
+  wr.more = (flags & FI_MORE) != 0;  // batched into one sendmmsg with what follows
   if (channel_->qp().PostSend(wr) != qp::QpStatus::kOk) {
     reporter_.FreeTx(index);
     return -FI_EAGAIN;

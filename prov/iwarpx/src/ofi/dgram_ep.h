@@ -11,7 +11,9 @@
 //   fi_enable. Data calls before fi_enable are -FI_EOPBADSTATE.
 // - fi_send/sendv/sendmsg/inject name the peer by fi_addr (an entry of the
 //   bound AV; -FI_EINVAL otherwise). One message is one datagram: at most
-//   max_msg_size (rd::kUdMaxMessage) bytes. A send completes when UDP took
+//   max_msg_size (rd::kUdMaxMessage) bytes. fi_sendmsg with FI_MORE queues
+//   the datagram; the next send without FI_MORE (or the next progress pass)
+//   sends the queue with one sendmmsg per 64 datagrams. A send completes when UDP took
 //   the datagram; delivery is not promised (UD), and a datagram that finds
 //   no posted receive, or fails its CRC, is dropped and counted.
 // - Receives complete in arrival order with FI_RECV | FI_MSG and the length;

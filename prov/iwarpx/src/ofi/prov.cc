@@ -81,6 +81,16 @@ void DefineParams() {
                   "path: 65460 to loopback addresses, 1428 (a 1500-byte MTU) otherwise. A "
                   "datagram larger than the path MTU is fragmented by IP, and losing one "
                   "fragment loses it (docs/wire.md section 3.7). (default: 0)");
+  fi_param_define(&g_provider, "send_rules", FI_PARAM_STRING,
+                  "Send-rule chain of RDM endpoints: which channel carries each message, "
+                  "first matching rule whose channel the peer has, e.g. "
+                  "\"size<=2048:rc_fp,size<=8192:ud_sr,any:rc_rdma,any:ud_zcopy\". Rules are "
+                  "COND:CHANNEL separated by commas; COND is any or terms joined by & of "
+                  "size|peers <=|<|>=|>|== N[k|m|g]; channels ud_sr (eager datagrams), ud_zcopy "
+                  "(rendezvous over datagrams), rc_sr, rc_fp, rc_rdma (connected channels, not "
+                  "yet available: their rules are skipped). The last rule must be any:ud_zcopy. "
+                  "A chain that does not parse makes RDM endpoints refuse to open with a "
+                  "warning saying why. (default: any:ud_sr,any:ud_zcopy)");
   fi_param_define(&g_provider, "stats", FI_PARAM_BOOL,
                   "Print every endpoint's non-zero counters (datagrams dropped and why, "
                   "retransmissions, RESETs, Terminates; struct fi_iwarpx_ep_stats in "
@@ -133,6 +143,10 @@ void ReadParams() {
   ReadInt("mulpdu", 128, 65532, &g_params.mulpdu);
   ReadInt("rd_timeout", 100, 3600000, &g_params.rd_timeout_ms);
   ReadInt("rdm_eager", 256, 1 << 20, &g_params.rdm_eager);
+  char* rules = nullptr;
+  if (fi_param_get_str(&g_provider, "send_rules", &rules) == FI_SUCCESS && rules != nullptr) {
+    g_params.send_rules = rules;  // parsed (and refused) where RDM endpoints open
+  }
   int seg = g_params.rd_segment;
   ReadInt("rd_segment", 0, 65460, &seg);
   if (seg != 0 && seg < 128) {

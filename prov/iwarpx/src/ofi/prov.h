@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "transport/fault.h"
 #include "wire/mpa_negotiate.h"
@@ -27,6 +28,7 @@ struct Params {
   transport::FaultSpec fault;    // FI_IWARPX_FAULT (datagram endpoints; parsed)
   bool fault_invalid = false;    // FI_IWARPX_FAULT did not parse: endpoints refuse to open
   bool stats = false;            // FI_IWARPX_STATS: print endpoint counters at close
+  std::string send_rules;        // FI_IWARPX_SEND_RULES as given ("": the default chain)
 };
 
 // The values in effect (defaults until fi_prov_ini has run).

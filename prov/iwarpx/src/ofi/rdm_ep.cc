@@ -50,6 +50,16 @@ int RdmEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fi
   c.channel.qp.rq_size = 2 * kBouncesPerPeer;
   c.bounce_size = static_cast<size_t>(p.rdm_eager);
   c.bounces_per_peer = kBouncesPerPeer;
+  if (!p.send_rules.empty()) {
+    auto rules = rdm::SendRuleChain::Parse(p.send_rules);
+    if (!rules.ok()) {
+      IWX_WARN(ep_ctrl, "fi_endpoint: FI_IWARPX_SEND_RULES=\"%s\" refused: %s\n",
+               p.send_rules.c_str(), rules.error().c_str());
+      delete e;
+      return -FI_EINVAL;
+    }
+    c.send_rules = std::move(rules).value();
+  }
   {
     std::lock_guard<std::mutex> lock(e->fabric_->engine().mu());
     auto core =
@@ -64,9 +74,11 @@ int RdmEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fi
   }
   e->Install(context, &MsgOps<RdmEndpoint>::kTable, &TaggedOps<RdmEndpoint>::kTable,
              &RmaOps<RdmEndpoint>::kTable, &AtomicOps<RdmEndpoint>::kTable, ep);
-  IWX_INFO(ep_ctrl, "rdm ep %p opened on %s (tx %zu, rx %zu, eager %zu, RD timeout %d ms)\n",
+  IWX_INFO(ep_ctrl,
+           "rdm ep %p opened on %s (tx %zu, rx %zu, eager %zu, RD timeout %d ms, send rules "
+           "%s)\n",
            static_cast<void*>(e), e->core_->local_address().ToString().c_str(), args.tx_size,
-           args.rx_size, e->core_->eager_limit(), p.rd_timeout_ms);
+           args.rx_size, e->core_->eager_limit(), p.rd_timeout_ms, c.send_rules.ToString().c_str());
   const int rcvbuf = e->core_->channel().rcvbuf_bytes();
   if (rcvbuf > 0 && rcvbuf < c.channel.socket_buffer_bytes) {
     IWX_INFO(ep_ctrl,

@@ -52,9 +52,10 @@ transport::Status Engine::Add(Pollable& p) {
 
 void Engine::Remove(Pollable& p) {
   if (p.token_ == 0) return;
+  if (parked_ == &p) parked_ = nullptr;  // its fd is not in the set
   if (p.fd_added_) (void)poller_->Remove(p.fd());
   if ((p.registered_ & transport::Poller::kWritable) != 0) --writers_;
-  if (hot_token_ == p.token_) hot_token_ = 0;
+  if (hot_ == &p) hot_ = nullptr;
   live_.erase(p.token_);
   std::erase(timed_, p.token_);
   std::erase(pending_, p.token_);
@@ -67,6 +68,7 @@ void Engine::Remove(Pollable& p) {
 
 void Engine::Update(Pollable& p) {
   if (p.token_ == 0) return;
+  if (parked_ == &p && (p.interest() & kInterestMask) != p.registered_) Unpark();
   if (p.fd_added_) {
     const uint32_t interest = p.interest() & kInterestMask;
     if (interest != p.registered_) {
@@ -109,24 +111,62 @@ void Engine::Dispatch(Pollable& p, uint32_t events) {
 }
 
 bool Engine::RunDirect(size_t* ran) {
-  if (!hot_polling_ || hot_token_ == 0 || writers_ != 0 || !pending_.empty() ||
+  Pollable* hot = hot_;  // cleared by Remove: a live registered Pollable or null
+  if (!hot_polling_ || hot == nullptr || writers_ != 0 || !pending_.empty() ||
       direct_passes_ >= kDirectPassesMax) {
-    return false;
-  }
-  Pollable* hot = Lookup(hot_token_);
-  if (hot == nullptr) {
-    hot_token_ = 0;
     return false;
   }
   ++direct_passes_;
   if (hot->PollDirect()) {
     hot_misses_ = 0;
-    if (hot->token_ != 0) Update(*hot);
+    if (hot->token_ != 0) {
+      Update(*hot);
+      if (++hot_hits_ >= kParkAfter) MaybePark(*hot);
+    }
     ++*ran;
     return true;
   }
-  if (++hot_misses_ >= kHotMisses) hot_token_ = 0;  // gone quiet: back to epoll
-  return hot_token_ != 0;
+  hot_hits_ = 0;
+  if (++hot_misses_ >= kHotMisses) {  // gone quiet: back to epoll
+    hot_ = nullptr;
+    Unpark();
+  }
+  return hot_ != nullptr;
+}
+
+void Engine::MaybePark(Pollable& hot) {
+  if (parked_ != nullptr || !parking_ || !hot_polling_ || !hot.fd_added_ ||
+      hot.registered_ != transport::Poller::kReadable ||
+      blockers_.load(std::memory_order_relaxed) != 0) {
+    return;
+  }
+  if (!poller_->Remove(hot.fd()).ok()) return;
+  hot.fd_added_ = false;
+  parked_ = &hot;
+}
+
+void Engine::Unpark() {
+  Pollable* p = parked_;
+  if (p == nullptr) return;
+  const uint32_t interest = p->interest() & kInterestMask;
+  if (!poller_->Add(p->fd(), interest, p->token_).ok()) {
+    return;  // stays parked: polled directly, and WaitForEvents sleeps in short slices
+  }
+  parked_ = nullptr;
+  hot_hits_ = 0;
+  p->fd_added_ = true;
+  const uint32_t before = p->registered_ & transport::Poller::kWritable;
+  const uint32_t after = interest & transport::Poller::kWritable;
+  if (before == 0 && after != 0) ++writers_;
+  if (before != 0 && after == 0) --writers_;
+  p->registered_ = interest;
+}
+
+void Engine::PollParked(size_t* ran) {
+  Pollable* p = parked_;
+  if (p == nullptr || !p->PollDirect()) return;
+  ++*ran;
+  if (p->token_ != 0) Update(*p);
 }
 
 size_t Engine::RunOnce(int timeout_ms) {
@@ -136,6 +176,7 @@ size_t Engine::RunOnce(int timeout_ms) {
     return ran;
   }
   direct_passes_ = 0;
+  if (timeout_ms != 0) Unpark();  // epoll must see every descriptor while we wait
   if (!pending_.empty()) timeout_ms = 0;
   const int until_timer = MsUntilNextDeadline();
   if (until_timer >= 0 && (timeout_ms < 0 || until_timer < timeout_ms)) timeout_ms = until_timer;
@@ -145,13 +186,18 @@ size_t Engine::RunOnce(int timeout_ms) {
       Pollable* p = Lookup(events_[i].token);
       if (p == nullptr) continue;  // removed earlier in this pass
       if ((events_[i].events & transport::Poller::kReadable) != 0) {
-        hot_token_ = events_[i].token;
+        if (hot_ != p) {
+          Unpark();  // only the hot descriptor may be out of the set
+          hot_hits_ = 0;
+        }
+        hot_ = p;
         hot_misses_ = 0;
       }
       Dispatch(*p, events_[i].events);
       ++ran;
     }
   }
+  PollParked(&ran);
   if (!timed_.empty()) RunTimers();
   if (!pending_.empty()) RunPending();
   return ran;
@@ -205,11 +251,15 @@ void Engine::WaitForEvents(int timeout_ms, int extra_fd) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!pending_.empty()) return;
+    blockers_.fetch_add(1, std::memory_order_relaxed);  // no parking until we are out
+    Unpark();
     until_timer = MsUntilNextDeadline();
+    if (parked_ != nullptr) until_timer = 1;  // could not re-add it: look again soon
   }
   if (until_timer >= 0 && (timeout_ms < 0 || until_timer < timeout_ms)) timeout_ms = until_timer;
   pollfd pfd[2] = {{poller_->fd(), POLLIN, 0}, {extra_fd, POLLIN, 0}};
   (void)::poll(pfd, extra_fd >= 0 ? 2 : 1, timeout_ms);
+  blockers_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Engine::Wakeup() {

@@ -1,6 +1,7 @@
 #include "rd/dgram_port.h"
 
 #include <algorithm>
+#include <cerrno>
 
 namespace iwarpx::rd {
 
@@ -48,6 +49,40 @@ transport::IoStatus DgramPort::Send(const transport::SockAddr& to, const wire::D
   const transport::IoResult r = socket_.SendTo(to, std::span<const iovec>(iov.data(), n));
   if (r.status == transport::IoStatus::kError) ++counters_.send_errors;
   return r.status;
+}
+
+transport::BatchResult DgramPort::SendBatch(std::span<const OutDgram> out) {
+  constexpr size_t kMax = transport::DatagramSocket::kMaxBatch;
+  constexpr size_t kIovPer = 2 + 8;  // header, ULPDU parts, trailer
+  std::array<wire::DgramFraming, kMax> framing;
+  std::array<std::array<iovec, kIovPer>, kMax> iovs{};
+  std::array<transport::DgramMessage, kMax> msgs;
+  const size_t n = std::min(out.size(), kMax);
+  size_t framed = 0;
+  for (; framed < n; ++framed) {
+    const OutDgram& d = out[framed];
+    auto f = wire::FrameDgram(d.header, d.ulpdu, config_.crc);
+    if (!f.ok() || d.ulpdu.size() > kIovPer - 2) break;
+    framing[framed] = *f;
+    std::array<iovec, kIovPer>& iov = iovs[framed];
+    size_t k = 0;
+    const ByteSpan head = framing[framed].HeaderBytes();
+    iov[k++] = iovec{const_cast<uint8_t*>(head.data()), head.size()};
+    for (const ByteSpan part : d.ulpdu) {
+      if (!part.empty()) iov[k++] = iovec{const_cast<uint8_t*>(part.data()), part.size()};
+    }
+    const ByteSpan tail = framing[framed].TrailerBytes();
+    iov[k++] = iovec{const_cast<uint8_t*>(tail.data()), tail.size()};
+    msgs[framed].addr = *d.to;
+    msgs[framed].iov = std::span<const iovec>(iov.data(), k);
+  }
+  if (framed == 0) {
+    ++counters_.send_errors;  // the first one cannot be framed (too large)
+    return {0, transport::IoStatus::kError, EMSGSIZE};
+  }
+  const transport::BatchResult r = socket_.SendBatch(std::span(msgs.data(), framed));
+  if (r.status == transport::IoStatus::kError) ++counters_.send_errors;
+  return r;
 }
 
 size_t DgramPort::OnReadable(size_t budget) {

@@ -67,6 +67,20 @@ class DgramPort {
   transport::IoStatus Send(const transport::SockAddr& to, const wire::DgramHeader& header,
                            std::span<const ByteSpan> ulpdu);
 
+  // One datagram of a SendBatch: `to` and the ULPDU parts are only read, and
+  // must stay valid during the call.
+  struct OutDgram {
+    const transport::SockAddr* to = nullptr;
+    wire::DgramHeader header;
+    std::span<const ByteSpan> ulpdu;
+  };
+  // Sends up to kMaxBatch datagrams, in order, with one sendmmsg. `count` is
+  // how many the socket took. A short count with kOk: call again for the
+  // rest (the next call says why they stopped). count == 0: kWouldBlock
+  // (nothing more for now) or kError (the first one failed, e.g. EMSGSIZE;
+  // the caller may go on with the ones after it).
+  transport::BatchResult SendBatch(std::span<const OutDgram> out);
+
   // Reads and dispatches up to `budget` datagrams; returns how many were read.
   size_t OnReadable(size_t budget);
 

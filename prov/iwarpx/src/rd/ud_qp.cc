@@ -19,44 +19,84 @@ UdQp::~UdQp() {
   port_.Detach(config_.qpn);
 }
 
-bool UdQp::Transmit(const UdSendWr& wr) {
+size_t UdQp::BuildUlpdu(const UdSendWr& wr, uint32_t msn,
+                        std::array<uint8_t, wire::kDdpMaxHeaderSize>& buf,
+                        std::array<ByteSpan, 1 + qp::kMaxSge>& parts) const {
   wire::SendParams params;
   params.solicited_event = wr.solicited;
-  params.msn = msn_ + 1;
-  std::array<uint8_t, wire::kDdpMaxHeaderSize> ddp{};
-  auto n = wire::EncodeSendHeader(params, ddp);
-  std::array<ByteSpan, 1 + qp::kMaxSge> parts{};
+  params.msn = msn;
+  auto n = wire::EncodeSendHeader(params, buf);
   size_t count = 0;
-  parts[count++] = ByteSpan(ddp.data(), n.ok() ? *n : 0);
+  parts[count++] = ByteSpan(buf.data(), n.ok() ? *n : 0);
   for (uint8_t i = 0; i < wr.sgl.count; ++i) {
     parts[count++] = ByteSpan(static_cast<const uint8_t*>(wr.sgl.sge[i].addr), wr.sgl.sge[i].len);
   }
+  return count;
+}
+
+wire::DgramHeader UdQp::HeaderFor(const UdSendWr& wr) const {
   wire::DgramHeader h;
   h.type = wire::DgramType::kUdData;
   h.dst_qpn = wr.dest_qpn;
   h.src_qpn = config_.qpn;
-  const transport::IoStatus s = port_.Send(wr.dest, h, std::span(parts.data(), count));
-  if (s == transport::IoStatus::kWouldBlock) return false;
+  return h;
+}
+
+void UdQp::Finish(const UdSendWr& wr, transport::IoStatus status) {
   ++msn_;  // RFC 5041: one MSN per message on this queue (§3.5)
-  if (s == transport::IoStatus::kOk) {
+  if (status == transport::IoStatus::kOk) {
     ++counters_.sent;
     if ((wr.flags & qp::kWrSignaled) != 0) sink_.OnSendComplete(wr.context);
   } else {
     sink_.OnError(wr.context, qp::WcOp::kSend, UdError::kSendFailed, 0);
   }
+}
+
+bool UdQp::Transmit(const UdSendWr& wr) {
+  std::array<uint8_t, wire::kDdpMaxHeaderSize> ddp{};
+  std::array<ByteSpan, 1 + qp::kMaxSge> parts{};
+  const size_t count = BuildUlpdu(wr, msn_ + 1, ddp, parts);
+  const transport::IoStatus s = port_.Send(wr.dest, HeaderFor(wr), std::span(parts.data(), count));
+  if (s == transport::IoStatus::kWouldBlock) return false;
+  Finish(wr, s);
   return true;
+}
+
+void UdQp::SendQueued() {
+  constexpr size_t kBatch = transport::DatagramSocket::kMaxBatch;
+  std::array<std::array<uint8_t, wire::kDdpMaxHeaderSize>, kBatch> ddp{};
+  std::array<std::array<ByteSpan, 1 + qp::kMaxSge>, kBatch> parts;
+  std::array<DgramPort::OutDgram, kBatch> out;
+  while (sq_head_ != sq_tail_) {
+    const size_t n = std::min<uint64_t>(sq_tail_ - sq_head_, kBatch);
+    for (size_t i = 0; i < n; ++i) {
+      const UdSendWr& wr = sq_[(sq_head_ + i) % sq_.size()];
+      const size_t count = BuildUlpdu(wr, msn_ + 1 + static_cast<uint32_t>(i), ddp[i], parts[i]);
+      out[i] = DgramPort::OutDgram{&wr.dest, HeaderFor(wr), std::span(parts[i].data(), count)};
+    }
+    const transport::BatchResult r = port_.SendBatch(std::span(out.data(), n));
+    for (size_t i = 0; i < r.count; ++i) {
+      Finish(sq_[sq_head_ % sq_.size()], transport::IoStatus::kOk);
+      ++sq_head_;
+    }
+    if (r.count > 0) continue;
+    if (r.status != transport::IoStatus::kError) return;  // would block: OnWritable goes on
+    Finish(sq_[sq_head_ % sq_.size()], transport::IoStatus::kError);
+    ++sq_head_;
+  }
 }
 
 QpStatus UdQp::PostSend(const UdSendWr& wr) {
   if (!wr.sgl.Valid() || wr.sgl.Length() > kUdMaxMessage) return QpStatus::kInvalid;
-  if (sq_head_ == sq_tail_ && Transmit(wr)) return QpStatus::kOk;
+  if (sq_head_ == sq_tail_ && !wr.more && Transmit(wr)) return QpStatus::kOk;
   if (sq_tail_ - sq_head_ >= sq_.size()) return QpStatus::kQueueFull;
   sq_[sq_tail_++ % sq_.size()] = wr;
+  if (!wr.more) SendQueued();
   return QpStatus::kOk;
 }
 
 void UdQp::OnWritable() {
-  while (sq_head_ != sq_tail_ && Transmit(sq_[sq_head_ % sq_.size()])) ++sq_head_;
+  SendQueued();
 }
 
 QpStatus UdQp::PostRecv(const qp::RecvWr& wr) {

@@ -11,8 +11,11 @@
 // * PostSend sends at once when the socket takes the datagram; otherwise it
 //   queues the WR (its SGL must stay valid until completion) and
 //   wants_write() turns true until OnWritable() has sent the backlog, in post
-//   order. A send completes when UDP accepted the datagram (signaled WRs
-//   only); a socket error completes it with an error.
+//   order. A WR with `more` set (FI_MORE) is queued without sending: the
+//   next WR without it, or the next OnWritable() (the following progress
+//   pass), sends the queue with one sendmmsg per 64 datagrams. A send
+//   completes when UDP accepted the datagram (signaled WRs only); a socket
+//   error completes it with an error and the queue goes on.
 // * A receive completes with the message length and the source (address,
 //   QP number). A message longer than the receive is truncated: the receive
 //   completes with `truncated_bytes` > 0 (libfabric FI_ETRUNC).
@@ -22,6 +25,7 @@
 // * Flush() completes every queued send and posted receive with kFlushed.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -30,6 +34,7 @@
 #include "qp/work_request.h"
 #include "rd/dgram_port.h"
 #include "transport/sock_addr.h"
+#include "wire/ddp.h"
 
 namespace iwarpx::rd {
 
@@ -49,6 +54,7 @@ struct UdSendWr {
   uint32_t dest_qpn = 0;
   uint32_t flags = qp::kWrSignaled;
   bool solicited = false;  // Send with SE
+  bool more = false;       // libfabric FI_MORE: more sends follow, batch them
 };
 
 struct UdRecvInfo {
@@ -100,6 +106,17 @@ class UdQp final : public DgramReceiver {
  private:
   // Sends the WR; false when the socket would block (nothing sent).
   bool Transmit(const UdSendWr& wr);
+  // Sends the queued WRs in batches until the queue is empty or the socket
+  // would block.
+  void SendQueued();
+  // The DDP Send header of `wr` with MSN `msn` into `buf`, and the ULPDU
+  // parts (header, then the SGL) into `parts`; returns the part count.
+  size_t BuildUlpdu(const UdSendWr& wr, uint32_t msn,
+                    std::array<uint8_t, wire::kDdpMaxHeaderSize>& buf,
+                    std::array<ByteSpan, 1 + qp::kMaxSge>& parts) const;
+  [[nodiscard]] wire::DgramHeader HeaderFor(const UdSendWr& wr) const;
+  // Accounts for one WR the socket took (kOk) or refused for good (kError).
+  void Finish(const UdSendWr& wr, transport::IoStatus status);
 
   DgramPort& port_;
   UdConfig config_;

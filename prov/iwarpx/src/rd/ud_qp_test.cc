@@ -251,6 +251,83 @@ TEST_F(UdFakeTest, BlockedSendsQueueInOrderAndFlushCompletesEverything) {
   EXPECT_FALSE(qp_.wants_write());
 }
 
+// FI_MORE: sends marked `more` wait for the next one without it and then go
+// out together through one SendBatch (sendmmsg), in order, with rising MSNs;
+// a queue longer than one batch takes several; a socket that fills up
+// mid-batch leaves the rest for OnWritable; a failed datagram in the middle
+// fails alone.
+TEST_F(UdFakeTest, SendsMarkedMoreGoOutTogetherInOneBatch) {
+  std::vector<Bytes> payloads;
+  for (uint8_t i = 0; i < 100; ++i) payloads.push_back(Pattern(1 + i, i));
+  UdSendWr wr;
+  wr.dest = peer_;
+  wr.dest_qpn = 9;
+  auto post = [&](uint64_t i, bool more) {
+    wr.context = i;
+    wr.more = more;
+    wr.sgl = {};
+    wr.sgl.Add(payloads[i].data(), payloads[i].size());
+    return qp_.PostSend(wr);
+  };
+  for (uint64_t i = 0; i < 4; ++i) ASSERT_EQ(post(i, true), QpStatus::kOk);
+  EXPECT_TRUE(sock_.sent().empty());  // deferred
+  EXPECT_TRUE(sink_.sends.empty());
+  EXPECT_TRUE(qp_.wants_write());  // the next progress pass would send them
+  ASSERT_EQ(post(4, false), QpStatus::kOk);
+  EXPECT_EQ(sock_.batch_calls(), 1u);
+  EXPECT_EQ(sock_.sendto_calls(), 0u);
+  EXPECT_FALSE(qp_.wants_write());
+  EXPECT_EQ(sink_.sends, (std::vector<uint64_t>{0, 1, 2, 3, 4}));
+  ASSERT_EQ(sock_.sent().size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    auto dec = wire::DecodeDgram(sock_.sent()[i].bytes, true);
+    ASSERT_TRUE(dec.ok());
+    auto seg = wire::ParseSegment(dec->ulpdu);
+    ASSERT_TRUE(seg.ok());
+    EXPECT_EQ(seg->ddp.msn, i + 1);
+    EXPECT_EQ(Bytes(seg->payload.begin(), seg->payload.end()), payloads[i]) << i;
+  }
+  // A lone send without `more` still takes the one-datagram path.
+  ASSERT_EQ(post(5, false), QpStatus::kOk);
+  EXPECT_EQ(sock_.sendto_calls(), 1u);
+
+  // 70 sends: two batches (64 + 6). The socket takes 30, then would block.
+  sink_.sends.clear();
+  sock_.clear_sent();
+  sock_.set_send_budget(30);
+  for (uint64_t i = 10; i < 79; ++i) ASSERT_EQ(post(i, true), QpStatus::kOk);
+  ASSERT_EQ(post(79, false), QpStatus::kOk);
+  EXPECT_EQ(sock_.sent().size(), 30u);
+  EXPECT_EQ(sink_.sends.size(), 30u);
+  EXPECT_TRUE(qp_.wants_write());
+  sock_.set_send_budget(SIZE_MAX);
+  const uint64_t batches = sock_.batch_calls();
+  qp_.OnWritable();
+  EXPECT_EQ(sock_.batch_calls(), batches + 1);  // the 40 left fit one batch
+  EXPECT_FALSE(qp_.wants_write());
+  ASSERT_EQ(sink_.sends.size(), 70u);
+  for (uint64_t i = 0; i < 70; ++i) EXPECT_EQ(sink_.sends[i], 10 + i);
+  for (size_t i = 0; i < 70; ++i) {
+    auto seg = wire::ParseSegment(wire::DecodeDgram(sock_.sent()[i].bytes, true)->ulpdu);
+    ASSERT_TRUE(seg.ok());
+    EXPECT_EQ(seg->ddp.msn, 6 + 1 + i);  // six messages went before
+    EXPECT_EQ(Bytes(seg->payload.begin(), seg->payload.end()), payloads[10 + i]) << i;
+  }
+
+  // A hard error on the first datagram of a batch fails that WR only.
+  sink_.sends.clear();
+  ASSERT_EQ(post(90, true), QpStatus::kOk);
+  ASSERT_EQ(post(91, true), QpStatus::kOk);
+  sock_.set_send_error(transport::IoStatus::kError, EMSGSIZE);
+  sock_.set_send_budget(SIZE_MAX);
+  qp_.OnWritable();  // both fail: the socket refuses everything
+  sock_.set_send_error(transport::IoStatus::kOk);
+  ASSERT_EQ(sink_.errors.size(), 2u);
+  EXPECT_EQ(sink_.errors[0], std::make_pair(uint64_t{90}, UdError::kSendFailed));
+  EXPECT_EQ(sink_.errors[1], std::make_pair(uint64_t{91}, UdError::kSendFailed));
+  EXPECT_FALSE(qp_.wants_write());
+}
+
 // Real UDP on loopback: QPs 1 and 2 share one socket, QP 3 has its own.
 TEST(UdUdpTest, SharedSocketQpsExchangeMessagesUpToTheLargest) {
   auto s1 = transport::UdpSocket::Bind(SockAddr::Loopback4(0));

@@ -196,7 +196,11 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
     tx_free_.push_back(*index);
     return s;
   };
-  if (h.size <= eager_limit()) {
+  ChannelLimits limits;
+  limits.max_size[static_cast<int>(Channel::kUdSr)] = eager_limit();
+  const Channel channel = config_.send_rules.Select(
+      h.size, peers_.size(), ChannelSet{Channel::kUdSr, Channel::kUdZcopy}, limits);
+  if (channel == Channel::kUdSr) {
     op.kind = Kind::kEager;
     h.op = wire::RdmOp::kEager;
     auto n = wire::EncodeRdmHeader(h, op.header);

@@ -4,9 +4,10 @@
 // peer), with the message header of wire/rdm_msg.h (docs/wire.md §3.10,
 // docs/design.md "RDM endpoint").
 //
-// * Every message is one RDMAP Send to the peer's QP. Up to eager_limit()
-//   bytes go EAGER (header + data, copied by the QP into the RD stream);
-//   larger ones go RTS: the source iovecs are registered for remote read and
+// * Every message is one RDMAP Send to the peer's QP. The send-rule chain
+//   (config.send_rules) picks its channel: UD-SR goes EAGER (header + data,
+//   copied by the QP into the RD stream; only up to eager_limit() bytes),
+//   UD-ZCopy goes RTS: the source iovecs are registered for remote read and
 //   described in the header, the receiver pulls them with RDMA Reads straight
 //   into the matched receive buffer and answers FIN, which completes the send
 //   (zero-copy rendezvous).
@@ -50,6 +51,7 @@
 #include "progress/engine.h"
 #include "progress/rd_channel.h"
 #include "qp/completion_sink.h"
+#include "rdm/send_rules.h"
 #include "rdm/tag_matcher.h"
 #include "transport/fault.h"
 #include "wire/rdm_msg.h"
@@ -64,6 +66,10 @@ inline constexpr uint32_t kRdmQpn = 1;
 struct RdmConfig {
   progress::RdChannelConfig channel;  // qpn is set to kRdmQpn
   size_t bounce_size = 16384;         // bytes per bounce receive (eager limit + header)
+  // Which channel carries each message (FI_IWARPX_SEND_RULES). Every peer has
+  // the two datagram channels: UD-SR is EAGER (up to eager_limit()), UD-ZCopy
+  // is RTS; the connected channels are issue 5's.
+  SendRuleChain send_rules = SendRuleChain::Default();
   uint32_t bounces_per_peer = 8;
   size_t unexpected_limit = size_t{64} << 20;  // bounce bytes unexpected messages may hold
 };
