@@ -19,13 +19,14 @@
 #       repeat one of these parameters (mpirun refuses a parameter given twice): IWX_BTL
 #       overrides "self,iwarpx", IWX_OOB_IF overrides "lo", IWX_MPIRUN_PREFIX (a word list)
 #       is put in front of the command (e.g. "ip netns exec NS unshare --uts ...").
-#   iwx_check_btl LOG NP RDMA
+#   iwx_check_btl LOG NP REQS
 #       proves the BTL carried the traffic: NP "module ready on the iwarpx RDM endpoint" lines,
 #       NP finalize counter lines ("finalize: sent S messages (B bytes), received R (B bytes),
-#       P puts, G gets, A atomics") in which every rank sent and received; RDMA = "rdma": also
-#       puts + gets > 0 over all ranks, "putget": puts > 0 and gets > 0, "osc": puts,
-#       gets and atomics each > 0, "none": no
-#       RDMA requirement. Prints "ok: ..." or "FAIL: ..." lines; returns 0 or 1.
+#       P puts, G gets, A atomics[, N registrations (M fi_mr_reg), I sendi]") in which every
+#       rank sent and received. REQS is a comma list of further requirements over all ranks:
+#       "rdma" puts + gets > 0, "putget" puts > 0 and gets > 0, "osc" puts, gets and atomics
+#       each > 0, "sendi" sendi > 0 (the line must carry the sendi count), "none" nothing more.
+#       Prints "ok: ..." or "FAIL: ..." lines; returns 0 or 1.
 #   iwx_count LOG ERE
 #       prints how many times the extended regex ERE matches in LOG. mpirun forwards the ranks'
 #       output in pieces, so two ranks' lines can end up on one line of the log: count and
@@ -70,29 +71,41 @@ iwx_mpirun() {
 iwx_check_btl() {
   _log=$1
   _np=$2
-  _rdma=$3
+  _reqs=$3
   _fail=0
   _n=$(iwx_count "$_log" "btl:iwarpx: module ready on the iwarpx RDM endpoint")
   [ "$_n" -eq "$_np" ] || { echo "FAIL: $_n 'module ready' lines, expected $_np"; _fail=1; }
-  _stats=$(iwx_matches "$_log" 'btl:iwarpx: finalize: sent [0-9]+ messages \([0-9]+ bytes\), received [0-9]+ \([0-9]+ bytes\), [0-9]+ puts, [0-9]+ gets, [0-9]+ atomics' |
-    sed 's/.*sent \([0-9]*\) messages ([0-9]* bytes), received \([0-9]*\) ([0-9]* bytes), \([0-9]*\) puts, \([0-9]*\) gets, \([0-9]*\) atomics/\1 \2 \3 \4 \5/')
+  # One "S R P G A I" line per rank; I (sendi) is -1 when the line has no sendi count.
+  _stats=$(iwx_matches "$_log" 'btl:iwarpx: finalize: sent [0-9]+ messages \([0-9]+ bytes\), received [0-9]+ \([0-9]+ bytes\), [0-9]+ puts, [0-9]+ gets, [0-9]+ atomics(, [0-9]+ registrations \([0-9]+ fi_mr_reg\), [0-9]+ sendi)?' |
+    sed -e 's/.*sent \([0-9]*\) messages ([0-9]* bytes), received \([0-9]*\) ([0-9]* bytes), \([0-9]*\) puts, \([0-9]*\) gets, \([0-9]*\) atomics/\1 \2 \3 \4 \5/' \
+      -e 's/^\([0-9 ]*\), [0-9]* registrations ([0-9]* fi_mr_reg), \([0-9]*\) sendi$/\1 \2/' \
+      -e 's/^[0-9]* [0-9]* [0-9]* [0-9]* [0-9]*$/& -1/')
   _n=$(printf '%s\n' "$_stats" | grep -c . || true)
   [ "$_n" -eq "$_np" ] || { echo "FAIL: $_n finalize counter lines, expected $_np"; _fail=1; }
-  printf '%s\n' "$_stats" | awk -v rdma="$_rdma" '
-    NF == 5 { n++; if ($1 == 0 || $2 == 0) idle++; sent += $1; puts += $3; gets += $4; amos += $5 }
+  printf '%s\n' "$_stats" | awk -v reqs=",$_reqs," '
+    NF == 6 {
+      n++; if ($1 == 0 || $2 == 0) idle++
+      sent += $1; puts += $3; gets += $4; amos += $5
+      if ($6 < 0) nosendi++; else sendi += $6
+    }
     END {
       if (n == 0) { print "FAIL: no finalize counters from btl iwarpx"; exit 1 }
       if (idle > 0) { print "FAIL: " idle " rank(s) sent or received nothing over btl iwarpx"; exit 1 }
-      if (rdma == "rdma" && puts + gets == 0) { print "FAIL: no puts or gets over btl iwarpx"; exit 1 }
-      if (rdma == "putget" && (puts == 0 || gets == 0)) {
-        print "FAIL: puts " puts ", gets " gets " over btl iwarpx (both must be > 0)"
-        exit 1
+      bad = 0
+      if (index(reqs, ",rdma,") && puts + gets == 0) { print "FAIL: no puts or gets over btl iwarpx"; bad = 1 }
+      if (index(reqs, ",putget,") && (puts == 0 || gets == 0)) {
+        print "FAIL: puts " puts ", gets " gets " over btl iwarpx (both must be > 0)"; bad = 1
       }
-      if (rdma == "osc" && (puts == 0 || gets == 0 || amos == 0)) {
+      if (index(reqs, ",osc,") && (puts == 0 || gets == 0 || amos == 0)) {
         print "FAIL: no puts, gets or atomics over btl iwarpx (puts " puts ", gets " gets ", atomics " amos ")"
-        exit 1
+        bad = 1
       }
-      print "ok: every rank sent and received over btl iwarpx: " sent " messages, " puts " puts, " gets " gets, " amos " atomics"
+      if (index(reqs, ",sendi,") && (nosendi > 0 || sendi == 0)) {
+        print "FAIL: no message went through sendi (sendi " sendi ", lines without a count " nosendi + 0 ")"
+        bad = 1
+      }
+      if (bad) exit 1
+      print "ok: every rank sent and received over btl iwarpx: " sent " messages, " puts " puts, " gets " gets, " amos " atomics, " sendi " sendi"
     }' || _fail=1
   return $_fail
 }
