@@ -42,6 +42,9 @@ void mpit_check(const unsigned char* buf, size_t n, int from, int tag, const cha
 /* malloc that fails the test instead of returning NULL (n == 0 allocates 1 byte). */
 void* mpit_alloc(size_t n);
 
+/* The same, zero-filled. */
+void* mpit_zalloc(size_t n);
+
 /* The name of the sub-test now running (for mpit_fail's message). */
 extern const char* mpit_current;
 

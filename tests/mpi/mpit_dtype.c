@@ -75,7 +75,7 @@ static void indexed(void) {
     mpit_fail("indexed extent", extent, kSpan);
   int* sparse = mpit_alloc(sizeof(int) * kSpan * kIdxCount);
   int* dense = mpit_alloc(sizeof(int) * kPer * kIdxCount);
-  char* used = calloc(kSpan, 1);
+  char* used = mpit_zalloc(kSpan);
   for (int b = 0; b < 5; ++b)
     for (int k = 0; k < lens[b]; ++k) used[displs[b] + k] = 1;
   for (int i = 0; i < kSpan * kIdxCount; ++i) sparse[i] = mpit_rank * 1000000 + i;

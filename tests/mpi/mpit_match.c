@@ -42,7 +42,7 @@ static void finish_sends(MPI_Request* req, unsigned char** bufs) {
 static void anysrc_round(int round, int any_tag) {
   MPI_Request* req = mpit_alloc(sizeof(MPI_Request) * (size_t)mpit_size);
   unsigned char** bufs = mpit_alloc(sizeof(unsigned char*) * (size_t)mpit_size);
-  int* seen = calloc((size_t)mpit_size, sizeof(int));
+  int* seen = mpit_zalloc(sizeof(int) * (size_t)mpit_size);
   unsigned char* rx = mpit_alloc(kMaxMsg);
   /* Round r uses tag 200*r + sender with any_tag, else 200*r for all senders. */
   const int my_tag = any_tag ? 200 * round + mpit_rank : 200 * round;
@@ -123,7 +123,7 @@ static void many_check(const MPI_Status* st, const unsigned char* rx, int from, 
 
 static void many_receive(void) {
   unsigned char* rx = mpit_alloc(kMaxMsg);
-  int* next = calloc((size_t)mpit_size, sizeof(int));
+  int* next = mpit_zalloc(sizeof(int) * (size_t)mpit_size);
   /* All B messages (odd j), source by source, highest rank first. */
   for (int from = mpit_size - 1; from >= 1; --from) {
     for (int j = 1; j < kMany; j += 2) {

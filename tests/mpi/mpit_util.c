@@ -2,6 +2,7 @@
  * (contracts in mpit.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "mpit.h"
 
@@ -28,5 +29,11 @@ void mpit_check(const unsigned char* buf, size_t n, int from, int tag, const cha
 void* mpit_alloc(size_t n) {
   void* p = malloc(n == 0 ? 1 : n);
   if (p == NULL) mpit_fail("out of memory", (long)n, 0);
+  return p;
+}
+
+void* mpit_zalloc(size_t n) {
+  void* p = mpit_alloc(n);
+  memset(p, 0, n == 0 ? 1 : n);
   return p;
 }
