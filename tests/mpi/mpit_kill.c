@@ -60,7 +60,7 @@ void mpit_kill(void) {
 
 /* killsend: the BTL's own peer-loss path. The runner starts it with --enable-recovery, so the
  * runtime does not abort the job when the victim dies; only the BTL can tell the PML. The
- * survivors keep sending eager messages to the victim (MPI_Send); the victim takes
+ * survivors keep sending eager messages to the victim (MPI_Send, 1 ms apart); the victim takes
  * kMsgsBeforeKill of them from each, prints its PID and raise(SIGKILL)s itself. The survivors'
  * sends then fail in the provider (peer reset or FI_IWARPX_RD_TIMEOUT), the BTL reports the
  * loss to the PML (register_error callback) and ob1 aborts the process. A survivor still
@@ -86,8 +86,12 @@ void mpit_killsend(void) {
   }
   mpit_fill(buf, kSendLen, mpit_rank, kSendTag);
   const double deadline = MPI_Wtime() + 120.0;
-  while (MPI_Wtime() < deadline)
+  /* 1 ms apart: a flood from spinning senders could starve the victim of CPU on an
+   * oversubscribed host and delay its death by tens of seconds. */
+  while (MPI_Wtime() < deadline) {
     MPI_Send(buf, kSendLen, MPI_BYTE, victim, kSendTag, MPI_COMM_WORLD);
+    usleep(1000);
+  }
   fprintf(stderr, "mpit: kill: rank %d returned from a barrier with a dead rank (still sending)\n",
           mpit_rank);
   exit(3);
