@@ -1,0 +1,177 @@
+/*
+ * osc/iwarpx communication calls: MPI_Put/MPI_Get/MPI_Rput/MPI_Rget of contiguous datatypes
+ * as fi_write/fi_read straight into / out of the target's registered window. Checks, in this
+ * order, each with a log line at verbosity 1 and nothing sent on failure:
+ *   target rank valid (OMPI_ERR_RMA_RANGE), an access epoch covers the target
+ *   (OMPI_ERR_RMA_SYNC), both datatypes contiguous (OMPI_ERR_NOT_SUPPORTED: derived
+ *   non-contiguous types are increment 2), origin and target byte counts equal
+ *   (OMPI_ERR_BAD_PARAM), the target range inside the target's window (OMPI_ERR_RMA_RANGE).
+ * Rput/Rget requests complete when every chunk has completed (remotely, for writes).
+ */
+// clang-format off
+#include "ompi_config.h" /* first, see osc_iwarpx.h */
+// clang-format on
+
+#include "ompi/datatype/ompi_datatype.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+#include "osc_iwarpx.h"
+
+OBJ_CLASS_INSTANCE(osc_iwarpx_request_t, ompi_request_t, NULL, NULL);
+
+static int request_free(struct ompi_request_t** rptr) {
+  osc_iwarpx_request_t* r = (osc_iwarpx_request_t*)*rptr;
+  /* MPI_Request_free of an active request: its operations still reference it. */
+  while (r->pending > 0) opal_progress();
+  OMPI_REQUEST_FINI(&r->super);
+  OBJ_RELEASE(r);
+  *rptr = MPI_REQUEST_NULL;
+  return OMPI_SUCCESS;
+}
+
+static int request_cancel(struct ompi_request_t* request, int complete) {
+  (void)request;
+  (void)complete;
+  return OMPI_SUCCESS; /* RMA requests cannot be cancelled; MPI_Wait still completes them */
+}
+
+static osc_iwarpx_request_t* request_new(void) {
+  osc_iwarpx_request_t* r = OBJ_NEW(osc_iwarpx_request_t);
+  if (r == NULL) return NULL;
+  OMPI_REQUEST_INIT(&r->super, false);
+  r->super.req_type = OMPI_REQUEST_WIN;
+  r->super.req_state = OMPI_REQUEST_ACTIVE;
+  r->super.req_free = request_free;
+  r->super.req_cancel = request_cancel;
+  r->super.req_status.MPI_SOURCE = MPI_ANY_SOURCE;
+  r->super.req_status.MPI_TAG = MPI_ANY_TAG;
+  r->super.req_status.MPI_ERROR = MPI_SUCCESS;
+  r->super.req_status._cancelled = 0;
+  r->super.req_status._ucount = 0;
+  r->pending = 1; /* guard held while posting */
+  return r;
+}
+
+static void request_release_guard(osc_iwarpx_request_t* r) {
+  if (OPAL_THREAD_ADD_FETCH32(&r->pending, -1) == 0) ompi_request_complete(&r->super, true);
+}
+
+static int reject(osc_iwarpx_module_t* m, int rc, const char* why, int target) {
+  opal_output_verbose(1, mca_osc_iwarpx_component.output, "osc:iwarpx: rank %d -> %d: %s", m->rank,
+                      target, why);
+  return rc;
+}
+
+/* Validates an access and computes (local pointer, remote address, bytes). */
+static int resolve(osc_iwarpx_module_t* m, const void* origin, int ocount,
+                   struct ompi_datatype_t* odt, int target, ptrdiff_t disp, int tcount,
+                   struct ompi_datatype_t* tdt, char** local, uint64_t* remote, size_t* bytes) {
+  if (target < 0 || target >= m->size) {
+    return reject(m, OMPI_ERR_RMA_RANGE, "target rank outside the window's group", target);
+  }
+  if (!osc_iwarpx_epoch_covers(m, target)) {
+    return reject(m, OMPI_ERR_RMA_SYNC, "no access epoch (fence/lock/lock_all) covers the target",
+                  target);
+  }
+  if (ocount < 0 || tcount < 0) return reject(m, OMPI_ERR_BAD_PARAM, "negative count", target);
+  if (!ompi_datatype_is_contiguous_memory_layout(odt, ocount) ||
+      !ompi_datatype_is_contiguous_memory_layout(tdt, tcount)) {
+    return reject(m, OMPI_ERR_NOT_SUPPORTED,
+                  "non-contiguous datatype (not supported in this version)", target);
+  }
+  size_t osize = 0, tsize = 0;
+  (void)ompi_datatype_type_size(odt, &osize);
+  (void)ompi_datatype_type_size(tdt, &tsize);
+  size_t obytes = 0, tbytes = 0;
+  if (__builtin_mul_overflow(osize, (size_t)ocount, &obytes) ||
+      __builtin_mul_overflow(tsize, (size_t)tcount, &tbytes) || obytes != tbytes) {
+    return reject(m, OMPI_ERR_BAD_PARAM, "origin and target byte counts differ", target);
+  }
+  ptrdiff_t olb = 0, oext = 0, tlb = 0, text = 0;
+  (void)ompi_datatype_get_true_extent(odt, &olb, &oext);
+  (void)ompi_datatype_get_true_extent(tdt, &tlb, &text);
+  const osc_iwarpx_target_t* t = &m->targets[target];
+  int64_t off = 0;
+  if (disp < 0 || __builtin_mul_overflow((int64_t)disp, t->disp_unit, &off) ||
+      __builtin_add_overflow(off, (int64_t)tlb, &off) || off < 0 || (uint64_t)off > t->size ||
+      tbytes > t->size - (uint64_t)off) {
+    opal_output_verbose(1, mca_osc_iwarpx_component.output,
+                        "osc:iwarpx: rank %d -> %d: access of %zu bytes at displacement %td "
+                        "(disp_unit %lld) outside the target's %llu-byte window",
+                        m->rank, target, tbytes, disp, (long long)t->disp_unit,
+                        (unsigned long long)t->size);
+    return OMPI_ERR_RMA_RANGE;
+  }
+  *local = (char*)(uintptr_t)origin + olb;
+  *remote = t->base + (uint64_t)off;
+  *bytes = tbytes;
+  return OMPI_SUCCESS;
+}
+
+static int rma(bool write, const void* origin, int ocount, struct ompi_datatype_t* odt, int target,
+               ptrdiff_t disp, int tcount, struct ompi_datatype_t* tdt, struct ompi_win_t* win,
+               struct ompi_request_t** request) {
+  osc_iwarpx_module_t* m = (osc_iwarpx_module_t*)win->w_osc_module;
+  char* local = NULL;
+  uint64_t remote = 0;
+  size_t bytes = 0;
+  int rc = resolve(m, origin, ocount, odt, target, disp, tcount, tdt, &local, &remote, &bytes);
+  if (rc != OMPI_SUCCESS) return rc;
+  osc_iwarpx_request_t* req = NULL;
+  if (request != NULL) {
+    req = request_new();
+    if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+  }
+  if (bytes > 0) {
+    rc = osc_iwarpx_post_rma(m, &m->targets[target], write, local, remote, bytes, req);
+  }
+  if (write) {
+    m->puts++;
+    m->put_bytes += bytes;
+  } else {
+    m->gets++;
+    m->get_bytes += bytes;
+  }
+  if (req != NULL) {
+    if (rc != OMPI_SUCCESS) {
+      /* Chunks already posted still reference req: let them finish, then drop it. */
+      request_release_guard(req);
+      struct ompi_request_t* tmp = &req->super;
+      (void)request_free(&tmp);
+      return rc;
+    }
+    request_release_guard(req);
+    *request = &req->super;
+  }
+  return rc;
+}
+
+int osc_iwarpx_put(const void* origin_addr, int origin_count, struct ompi_datatype_t* origin_dt,
+                   int target, ptrdiff_t target_disp, int target_count,
+                   struct ompi_datatype_t* target_dt, struct ompi_win_t* win) {
+  return rma(true, origin_addr, origin_count, origin_dt, target, target_disp, target_count,
+             target_dt, win, NULL);
+}
+
+int osc_iwarpx_get(void* origin_addr, int origin_count, struct ompi_datatype_t* origin_dt,
+                   int target, ptrdiff_t target_disp, int target_count,
+                   struct ompi_datatype_t* target_dt, struct ompi_win_t* win) {
+  return rma(false, origin_addr, origin_count, origin_dt, target, target_disp, target_count,
+             target_dt, win, NULL);
+}
+
+int osc_iwarpx_rput(const void* origin_addr, int origin_count, struct ompi_datatype_t* origin_dt,
+                    int target, ptrdiff_t target_disp, int target_count,
+                    struct ompi_datatype_t* target_dt, struct ompi_win_t* win,
+                    struct ompi_request_t** request) {
+  return rma(true, origin_addr, origin_count, origin_dt, target, target_disp, target_count,
+             target_dt, win, request);
+}
+
+int osc_iwarpx_rget(void* origin_addr, int origin_count, struct ompi_datatype_t* origin_dt,
+                    int target, ptrdiff_t target_disp, int target_count,
+                    struct ompi_datatype_t* target_dt, struct ompi_win_t* win,
+                    struct ompi_request_t** request) {
+  return rma(false, origin_addr, origin_count, origin_dt, target, target_disp, target_count,
+             target_dt, win, request);
+}

@@ -1,0 +1,139 @@
+/*
+ * osc/iwarpx module template (copied into every window's module) and the calls this
+ * increment does not implement: each returns OMPI_ERR_NOT_SUPPORTED (MPI_ERR_UNSUPPORTED_
+ * OPERATION to the application) with a log line at verbosity 1. See README.md's status table.
+ */
+// clang-format off
+#include "ompi_config.h" /* first, see osc_iwarpx.h */
+// clang-format on
+
+#include "opal/util/output.h"
+#include "osc_iwarpx.h"
+
+static int unsupported(struct ompi_win_t* win, const char* call) {
+  const osc_iwarpx_module_t* m = (const osc_iwarpx_module_t*)win->w_osc_module;
+  opal_output_verbose(1, mca_osc_iwarpx_component.output,
+                      "osc:iwarpx: rank %d: %s is not supported by this version of osc iwarpx",
+                      m != NULL ? m->rank : -1, call);
+  return OMPI_ERR_NOT_SUPPORTED;
+}
+
+static int shared_query(struct ompi_win_t* win, int rank, size_t* size, int* disp_unit,
+                        void* baseptr) {
+  (void)rank;
+  (void)size;
+  (void)disp_unit;
+  (void)baseptr;
+  return unsupported(win, "MPI_Win_shared_query");
+}
+
+static int attach(struct ompi_win_t* win, void* base, size_t size) {
+  (void)base;
+  (void)size;
+  return unsupported(win, "MPI_Win_attach");
+}
+
+static int detach(struct ompi_win_t* win, const void* base) {
+  (void)base;
+  return unsupported(win, "MPI_Win_detach");
+}
+
+static int accumulate(const void* oa, int oc, struct ompi_datatype_t* odt, int target,
+                      ptrdiff_t disp, int tc, struct ompi_datatype_t* tdt, struct ompi_op_t* op,
+                      struct ompi_win_t* win) {
+  (void)oa, (void)oc, (void)odt, (void)target, (void)disp, (void)tc, (void)tdt, (void)op;
+  return unsupported(win, "MPI_Accumulate");
+}
+
+static int compare_and_swap(const void* oa, const void* ca, void* ra, struct ompi_datatype_t* dt,
+                            int target, ptrdiff_t disp, struct ompi_win_t* win) {
+  (void)oa, (void)ca, (void)ra, (void)dt, (void)target, (void)disp;
+  return unsupported(win, "MPI_Compare_and_swap");
+}
+
+static int fetch_and_op(const void* oa, void* ra, struct ompi_datatype_t* dt, int target,
+                        ptrdiff_t disp, struct ompi_op_t* op, struct ompi_win_t* win) {
+  (void)oa, (void)ra, (void)dt, (void)target, (void)disp, (void)op;
+  return unsupported(win, "MPI_Fetch_and_op");
+}
+
+static int get_accumulate(const void* oa, int oc, struct ompi_datatype_t* odt, void* ra, int rc,
+                          struct ompi_datatype_t* rdt, int target, ptrdiff_t disp, int tc,
+                          struct ompi_datatype_t* tdt, struct ompi_op_t* op,
+                          struct ompi_win_t* win) {
+  (void)oa, (void)oc, (void)odt, (void)ra, (void)rc, (void)rdt, (void)target, (void)disp;
+  (void)tc, (void)tdt, (void)op;
+  return unsupported(win, "MPI_Get_accumulate");
+}
+
+static int raccumulate(const void* oa, int oc, struct ompi_datatype_t* odt, int target,
+                       ptrdiff_t disp, int tc, struct ompi_datatype_t* tdt, struct ompi_op_t* op,
+                       struct ompi_win_t* win, struct ompi_request_t** req) {
+  (void)oa, (void)oc, (void)odt, (void)target, (void)disp, (void)tc, (void)tdt, (void)op;
+  (void)req;
+  return unsupported(win, "MPI_Raccumulate");
+}
+
+static int rget_accumulate(const void* oa, int oc, struct ompi_datatype_t* odt, void* ra, int rc,
+                           struct ompi_datatype_t* rdt, int target, ptrdiff_t disp, int tc,
+                           struct ompi_datatype_t* tdt, struct ompi_op_t* op,
+                           struct ompi_win_t* win, struct ompi_request_t** req) {
+  (void)oa, (void)oc, (void)odt, (void)ra, (void)rc, (void)rdt, (void)target, (void)disp;
+  (void)tc, (void)tdt, (void)op, (void)req;
+  return unsupported(win, "MPI_Rget_accumulate");
+}
+
+static int start(struct ompi_group_t* group, int assert, struct ompi_win_t* win) {
+  (void)group, (void)assert;
+  return unsupported(win, "MPI_Win_start");
+}
+
+static int complete(struct ompi_win_t* win) {
+  return unsupported(win, "MPI_Win_complete");
+}
+
+static int post(struct ompi_group_t* group, int assert, struct ompi_win_t* win) {
+  (void)group, (void)assert;
+  return unsupported(win, "MPI_Win_post");
+}
+
+static int wait_(struct ompi_win_t* win) {
+  return unsupported(win, "MPI_Win_wait");
+}
+
+static int test(struct ompi_win_t* win, int* flag) {
+  (void)flag;
+  return unsupported(win, "MPI_Win_test");
+}
+
+const ompi_osc_base_module_t osc_iwarpx_module_template = {
+    .osc_win_shared_query = shared_query,
+    .osc_win_attach = attach,
+    .osc_win_detach = detach,
+    .osc_free = osc_iwarpx_free,
+    .osc_put = osc_iwarpx_put,
+    .osc_get = osc_iwarpx_get,
+    .osc_accumulate = accumulate,
+    .osc_compare_and_swap = compare_and_swap,
+    .osc_fetch_and_op = fetch_and_op,
+    .osc_get_accumulate = get_accumulate,
+    .osc_rput = osc_iwarpx_rput,
+    .osc_rget = osc_iwarpx_rget,
+    .osc_raccumulate = raccumulate,
+    .osc_rget_accumulate = rget_accumulate,
+    .osc_fence = osc_iwarpx_fence,
+    .osc_start = start,
+    .osc_complete = complete,
+    .osc_post = post,
+    .osc_wait = wait_,
+    .osc_test = test,
+    .osc_lock = osc_iwarpx_lock,
+    .osc_unlock = osc_iwarpx_unlock,
+    .osc_lock_all = osc_iwarpx_lock_all,
+    .osc_unlock_all = osc_iwarpx_unlock_all,
+    .osc_sync = osc_iwarpx_sync,
+    .osc_flush = osc_iwarpx_flush,
+    .osc_flush_all = osc_iwarpx_flush_all,
+    .osc_flush_local = osc_iwarpx_flush,
+    .osc_flush_local_all = osc_iwarpx_flush_all,
+};

@@ -1,0 +1,137 @@
+/*
+ * osc/iwarpx operation posting and waiting. Every operation carries an osc_iwarpx_op_t
+ * context and is counted in its window's and its target's `outstanding` until its completion
+ * is reaped by osc_iwarpx_progress. Writes use FI_DELIVERY_COMPLETE, so every completion is a
+ * remote completion (flush, unlock and fence just wait for the counters to reach 0).
+ * -FI_EAGAIN (send queue full) is retried after driving progress, without bound: the queue
+ * drains as completions are reaped.
+ */
+// clang-format off
+#include "ompi_config.h" /* first, see osc_iwarpx.h */
+// clang-format on
+
+#include <stdlib.h>
+
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+#include "osc_iwarpx.h"
+
+static osc_iwarpx_op_t* op_new(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t,
+                               osc_iwarpx_request_t* req, volatile int* done) {
+  osc_iwarpx_op_t* op = calloc(1, sizeof(*op));
+  if (op == NULL) return NULL;
+  op->module = m;
+  op->target = t;
+  op->request = req;
+  op->done = done;
+  OPAL_THREAD_ADD_FETCH64(&m->outstanding, 1);
+  OPAL_THREAD_ADD_FETCH64(&t->outstanding, 1);
+  if (req != NULL) OPAL_THREAD_ADD_FETCH32(&req->pending, 1);
+  return op;
+}
+
+/* Undoes op_new for an operation that was never posted. */
+static void op_drop(osc_iwarpx_op_t* op) {
+  if (op->request != NULL) OPAL_THREAD_ADD_FETCH32(&op->request->pending, -1);
+  OPAL_THREAD_ADD_FETCH64(&op->target->outstanding, -1);
+  OPAL_THREAD_ADD_FETCH64(&op->module->outstanding, -1);
+  free(op);
+}
+
+static int check_post(ssize_t ret, const char* what, osc_iwarpx_op_t* op) {
+  if (ret == 0) return OMPI_SUCCESS;
+  opal_output_verbose(1, mca_osc_iwarpx_component.output, "osc:iwarpx: %s: %s (%zd)", what,
+                      fi_strerror((int)-ret), ret);
+  op_drop(op);
+  return OMPI_ERROR;
+}
+
+int osc_iwarpx_post_rma(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write, void* local,
+                        uint64_t remote, size_t len, osc_iwarpx_request_t* req) {
+  osc_iwarpx_fabric_t* f = mca_osc_iwarpx_component.fabric;
+  char* p = local;
+  while (len > 0) {
+    const size_t chunk = len < f->max_msg ? len : f->max_msg;
+    osc_iwarpx_op_t* op = op_new(m, t, req, NULL);
+    if (op == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+    struct iovec iov = {.iov_base = p, .iov_len = chunk};
+    struct fi_rma_iov rma = {
+        .addr = f->virt_addr ? remote : remote - t->base, .len = chunk, .key = t->key};
+    struct fi_msg_rma msg = {.msg_iov = &iov,
+                             .desc = NULL,
+                             .iov_count = 1,
+                             .addr = t->addr,
+                             .rma_iov = &rma,
+                             .rma_iov_count = 1,
+                             .context = op,
+                             .data = 0};
+    ssize_t ret;
+    for (;;) {
+      ret = write ? fi_writemsg(f->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)
+                  : fi_readmsg(f->ep, &msg, FI_COMPLETION);
+      if (ret != -FI_EAGAIN) break;
+      opal_progress();
+    }
+    const int rc = check_post(ret, write ? "fi_writemsg" : "fi_readmsg", op);
+    if (rc != OMPI_SUCCESS) return rc;
+    p += chunk;
+    remote += chunk;
+    len -= chunk;
+  }
+  return OMPI_SUCCESS;
+}
+
+int osc_iwarpx_atomic_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, enum fi_op op_code,
+                           uint64_t operand, uint64_t compare, uint64_t* fetched) {
+  osc_iwarpx_fabric_t* f = mca_osc_iwarpx_component.fabric;
+  volatile int done = 0;
+  uint64_t result = 0;
+  osc_iwarpx_op_t* op = op_new(m, t, NULL, &done);
+  if (op == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+  op->operand[0] = operand;
+  op->operand[1] = compare;
+  struct fi_ioc ioc = {.addr = &op->operand[0], .count = 1};
+  struct fi_rma_ioc rma = {
+      .addr = f->virt_addr ? t->state_base : 0, .count = 1, .key = t->state_key};
+  struct fi_msg_atomic msg = {.msg_iov = &ioc,
+                              .desc = NULL,
+                              .iov_count = 1,
+                              .addr = t->addr,
+                              .rma_iov = &rma,
+                              .rma_iov_count = 1,
+                              .datatype = FI_UINT64,
+                              .op = op_code,
+                              .context = op,
+                              .data = 0};
+  struct fi_ioc res = {.addr = &result, .count = 1};
+  struct fi_ioc cmp = {.addr = &op->operand[1], .count = 1};
+  ssize_t ret;
+  for (;;) {
+    ret = op_code == FI_CSWAP
+              ? fi_compare_atomicmsg(f->ep, &msg, &cmp, NULL, 1, &res, NULL, 1, FI_COMPLETION)
+              : fi_fetch_atomicmsg(f->ep, &msg, &res, NULL, 1, FI_COMPLETION);
+    if (ret != -FI_EAGAIN) break;
+    opal_progress();
+  }
+  const int rc =
+      check_post(ret, op_code == FI_CSWAP ? "fi_compare_atomicmsg" : "fi_fetch_atomicmsg", op);
+  if (rc != OMPI_SUCCESS) return rc;
+  m->atomics++;
+  while (done == 0) opal_progress();
+  if (done < 0) return OMPI_ERROR;
+  if (fetched != NULL) *fetched = result;
+  return OMPI_SUCCESS;
+}
+
+void osc_iwarpx_wait_target(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t) {
+  (void)m;
+  while (t->outstanding > 0) opal_progress();
+}
+
+void osc_iwarpx_wait_all(osc_iwarpx_module_t* m) {
+  while (m->outstanding > 0) opal_progress();
+}

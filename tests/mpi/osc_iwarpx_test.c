@@ -1,0 +1,281 @@
+/*
+ * One-sided (MPI RMA) checks for osc iwarpx, run by osc_iwarpx_test.sh at 2..4 ranks with
+ * `--mca osc iwarpx`. Every check verifies data; rank 0 prints "osc_iwarpx_test: OK <n> ranks"
+ * only when every rank passed every check (the script also proves osc iwarpx served the
+ * windows from its verbose lines). Initialised with MPI_THREAD_MULTIPLE like mpi4py.
+ *  1. fence: Put then Get of 1 B .. 4 MiB to/from the right neighbour (allocate flavor), and
+ *     MPI_INT with a disp_unit of 4 and a displacement (create flavor);
+ *  2. exclusive lock: every rank increments a counter at rank 0 with Get+flush+Put under
+ *     MPI_LOCK_EXCLUSIVE (a broken lock loses increments) and puts its own block there;
+ *  3. lock_all + flush/flush_all: all-to-all puts, read back with Get;
+ *  4. Rput/Rget + MPI_Wait/MPI_Test;
+ *  5. errors with MPI_ERRORS_RETURN: access beyond the window (MPI_ERR_RMA_RANGE, memory beyond
+ *     untouched), Put outside any epoch (MPI_ERR_RMA_SYNC), Accumulate (not supported yet).
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int g_rank, g_size, g_fail;
+
+#define CHECK(cond, ...)                                                    \
+  do {                                                                      \
+    if (!(cond)) {                                                          \
+      fprintf(stderr, "rank %d: FAIL %s:%d: ", g_rank, __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                                         \
+      fprintf(stderr, "\n");                                                \
+      ++g_fail;                                                             \
+    }                                                                       \
+  } while (0)
+
+static uint8_t pattern(int seed, size_t i, size_t n) {
+  return (uint8_t)((size_t)seed * 131u + i * 7u + n);
+}
+
+static size_t first_mismatch(const uint8_t* p, int seed, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i] != pattern(seed, i, n)) return i;
+  }
+  return n;
+}
+
+#define MAX_BYTES ((size_t)4 << 20)
+
+static void test_fence_sizes(void) {
+  uint8_t* win_mem = NULL;
+  MPI_Win win;
+  MPI_Win_allocate((MPI_Aint)MAX_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win_mem, &win);
+  uint8_t* src = malloc(MAX_BYTES);
+  uint8_t* dst = malloc(MAX_BYTES);
+  const int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+  const size_t sizes[] = {1, 7, 64, 1000, 4096, 65536, 1u << 20, MAX_BYTES};
+  for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); ++k) {
+    const size_t n = sizes[k];
+    for (size_t i = 0; i < n; ++i) src[i] = pattern(g_rank, i, n);
+    memset(win_mem, 0, n + (n < MAX_BYTES ? 1 : 0));
+    MPI_Win_fence(0, win);
+    CHECK(MPI_Put(src, (int)n, MPI_BYTE, right, 0, (int)n, MPI_BYTE, win) == MPI_SUCCESS, "put %zu",
+          n);
+    MPI_Win_fence(0, win);
+    size_t bad = first_mismatch(win_mem, left, n);
+    CHECK(bad == n, "fence put %zu B from %d: byte %zu differs", n, left, bad);
+    if (n < MAX_BYTES) CHECK(win_mem[n] == 0, "fence put %zu B wrote past its end", n);
+    /* Get what our right neighbour received (from us) back. */
+    memset(dst, 0, n);
+    CHECK(MPI_Get(dst, (int)n, MPI_BYTE, right, 0, (int)n, MPI_BYTE, win) == MPI_SUCCESS, "get %zu",
+          n);
+    MPI_Win_fence(0, win);
+    bad = first_mismatch(dst, g_rank, n);
+    CHECK(bad == n, "fence get %zu B from %d: byte %zu differs", n, right, bad);
+  }
+  MPI_Win_free(&win);
+  free(src);
+  free(dst);
+
+  /* create flavor, MPI_INT, disp_unit 4, displacement 3. */
+  int mem[64];
+  int out[16], back[16];
+  for (int i = 0; i < 64; ++i) mem[i] = -1;
+  MPI_Win_create(mem, sizeof(mem), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+  for (int i = 0; i < 16; ++i) out[i] = g_rank * 1000 + i;
+  MPI_Win_fence(0, win);
+  MPI_Put(out, 16, MPI_INT, right, 3, 16, MPI_INT, win);
+  MPI_Win_fence(0, win);
+  for (int i = 0; i < 64; ++i) {
+    const int want = (i >= 3 && i < 19) ? left * 1000 + (i - 3) : -1;
+    CHECK(mem[i] == want, "create/MPI_INT: mem[%d] = %d, want %d", i, mem[i], want);
+  }
+  MPI_Get(back, 16, MPI_INT, right, 3, 16, MPI_INT, win);
+  MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+  for (int i = 0; i < 16; ++i) CHECK(back[i] == out[i], "create/MPI_INT get[%d]", i);
+  MPI_Win_free(&win);
+}
+
+#define ITERS 50
+#define BLOCK 4096
+
+static void test_lock_exclusive(void) {
+  /* Window at rank 0: [0] counter, then one BLOCK per rank. */
+  const MPI_Aint bytes = g_rank == 0 ? (MPI_Aint)(8 + (size_t)g_size * BLOCK) : 0;
+  uint8_t* mem = NULL;
+  MPI_Win win;
+  MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
+  if (g_rank == 0) memset(mem, 0, (size_t)bytes);
+  MPI_Barrier(MPI_COMM_WORLD);
+  uint8_t block[BLOCK];
+  for (int it = 0; it < ITERS; ++it) {
+    int64_t v = 0;
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+    MPI_Get(&v, 1, MPI_INT64_T, 0, 0, 1, MPI_INT64_T, win);
+    MPI_Win_flush(0, win);
+    ++v;
+    MPI_Put(&v, 1, MPI_INT64_T, 0, 0, 1, MPI_INT64_T, win);
+    for (size_t i = 0; i < BLOCK; ++i) block[i] = pattern(g_rank + it, i, BLOCK);
+    MPI_Put(block, BLOCK, MPI_BYTE, 0, 8 + (MPI_Aint)g_rank * BLOCK, BLOCK, MPI_BYTE, win);
+    MPI_Win_unlock(0, win);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+    int64_t v;
+    memcpy(&v, mem, sizeof(v));
+    CHECK(v == (int64_t)g_size * ITERS, "exclusive lock counter %lld, want %lld (lost updates)",
+          (long long)v, (long long)g_size * ITERS);
+    for (int r = 0; r < g_size; ++r) {
+      const size_t bad = first_mismatch(mem + 8 + (size_t)r * BLOCK, r + ITERS - 1, BLOCK);
+      CHECK(bad == BLOCK, "exclusive lock: block of rank %d differs at %zu", r, bad);
+    }
+    MPI_Win_unlock(0, win);
+  }
+  MPI_Win_free(&win);
+}
+
+static void test_lock_all_flush(void) {
+  int64_t* mem = NULL;
+  MPI_Win win;
+  MPI_Win_allocate((MPI_Aint)((size_t)g_size * sizeof(int64_t)), sizeof(int64_t), MPI_INFO_NULL,
+                   MPI_COMM_WORLD, &mem, &win);
+  for (int i = 0; i < g_size; ++i) mem[i] = -1;
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Win_lock_all(0, win);
+  int64_t* vals = malloc((size_t)g_size * sizeof(int64_t));
+  for (int t = 0; t < g_size; ++t) {
+    vals[t] = (int64_t)g_rank * 100 + t;
+    MPI_Put(&vals[t], 1, MPI_INT64_T, t, g_rank, 1, MPI_INT64_T, win);
+  }
+  MPI_Win_flush_all(win);
+  for (int t = 0; t < g_size; ++t) {
+    int64_t got = 0;
+    MPI_Get(&got, 1, MPI_INT64_T, t, g_rank, 1, MPI_INT64_T, win);
+    MPI_Win_flush(t, win);
+    CHECK(got == vals[t], "lock_all: read back %lld from %d, want %lld", (long long)got, t,
+          (long long)vals[t]);
+  }
+  MPI_Win_flush_local_all(win);
+  MPI_Win_unlock_all(win);
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Win_sync(win);
+  for (int r = 0; r < g_size; ++r) {
+    CHECK(mem[r] == (int64_t)r * 100 + g_rank, "lock_all: slot %d = %lld", r, (long long)mem[r]);
+  }
+  free(vals);
+  MPI_Win_free(&win);
+}
+
+static void test_rput_rget(void) {
+  const size_t n = 65536 + 3;
+  uint8_t* mem = NULL;
+  MPI_Win win;
+  MPI_Win_allocate((MPI_Aint)n, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
+  memset(mem, 0, n);
+  MPI_Barrier(MPI_COMM_WORLD);
+  uint8_t* src = malloc(n);
+  uint8_t* dst = calloc(1, n);
+  for (size_t i = 0; i < n; ++i) src[i] = pattern(g_rank + 7, i, n);
+  const int right = (g_rank + 1) % g_size;
+  MPI_Win_lock_all(0, win);
+  MPI_Request req;
+  CHECK(MPI_Rput(src, (int)n, MPI_BYTE, right, 0, (int)n, MPI_BYTE, win, &req) == MPI_SUCCESS,
+        "rput");
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  CHECK(req == MPI_REQUEST_NULL, "rput request not freed by MPI_Wait");
+  CHECK(MPI_Rget(dst, (int)n, MPI_BYTE, right, 0, (int)n, MPI_BYTE, win, &req) == MPI_SUCCESS,
+        "rget");
+  int done = 0;
+  for (long spins = 0; !done && spins < 100000000L; ++spins)
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+  CHECK(done, "rget never completed under MPI_Test");
+  const size_t bad = first_mismatch(dst, g_rank + 7, n);
+  CHECK(bad == n, "rput/rget: byte %zu differs", bad);
+  MPI_Win_unlock_all(win);
+  free(src);
+  free(dst);
+  MPI_Win_free(&win);
+}
+
+#define WBYTES 1024
+#define GUARD 1024
+
+static void test_errors(void) {
+  /* create flavor over the first WBYTES of a buffer whose tail is a guard. */
+  uint8_t* buf = malloc(WBYTES + GUARD);
+  memset(buf, 0x11, WBYTES);
+  memset(buf + WBYTES, 0xAB, GUARD);
+  MPI_Win win;
+  MPI_Win_create(buf, WBYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+  MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+  const int right = (g_rank + 1) % g_size;
+  uint8_t src[64], dst[64];
+  memset(src, 0xEE, sizeof(src));
+  int cls = 0;
+
+  /* Outside any epoch. */
+  int rc = MPI_Put(src, 1, MPI_BYTE, right, 0, 1, MPI_BYTE, win);
+  MPI_Error_class(rc, &cls);
+  CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_RMA_SYNC, "put without epoch: rc %d class %d", rc, cls);
+
+  MPI_Win_fence(0, win);
+  rc = MPI_Put(src, 16, MPI_BYTE, right, WBYTES - 8, 16, MPI_BYTE, win);
+  MPI_Error_class(rc, &cls);
+  CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_RMA_RANGE, "put across the end: rc %d class %d", rc,
+        cls);
+  rc = MPI_Put(src, 1, MPI_BYTE, right, WBYTES, 1, MPI_BYTE, win);
+  MPI_Error_class(rc, &cls);
+  CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_RMA_RANGE, "put at the end: rc %d class %d", rc, cls);
+  rc = MPI_Put(src, 8, MPI_INT64_T, right, 1000, 8, MPI_INT64_T, win);
+  MPI_Error_class(rc, &cls);
+  CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_RMA_RANGE, "put far beyond: rc %d class %d", rc, cls);
+  rc = MPI_Get(dst, 64, MPI_BYTE, right, WBYTES - 63, 64, MPI_BYTE, win);
+  MPI_Error_class(rc, &cls);
+  CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_RMA_RANGE, "get across the end: rc %d class %d", rc,
+        cls);
+  int64_t one = 1;
+  rc = MPI_Accumulate(&one, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, MPI_SUM, win);
+  CHECK(rc != MPI_SUCCESS, "accumulate is not implemented yet but returned success");
+  /* The last bytes inside the window are fine. */
+  rc = MPI_Put(src, 8, MPI_BYTE, right, WBYTES - 8, 8, MPI_BYTE, win);
+  CHECK(rc == MPI_SUCCESS, "put of the last 8 bytes: rc %d", rc);
+  MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+
+  for (size_t i = 0; i < WBYTES; ++i) {
+    const uint8_t want = i >= WBYTES - 8 ? 0xEE : 0x11;
+    if (buf[i] != want) {
+      CHECK(0, "window byte %zu = 0x%02x, want 0x%02x", i, buf[i], want);
+      break;
+    }
+  }
+  for (size_t i = 0; i < GUARD; ++i) {
+    if (buf[WBYTES + i] != 0xAB) {
+      CHECK(0, "guard byte %zu beyond the window was written (0x%02x)", i, buf[WBYTES + i]);
+      break;
+    }
+  }
+  MPI_Win_free(&win);
+  free(buf);
+}
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  const char* only = argc > 1 ? argv[1] : "all";
+  if (!strcmp(only, "all") || !strcmp(only, "fence")) test_fence_sizes();
+  if (!strcmp(only, "all") || !strcmp(only, "lock")) test_lock_exclusive();
+  if (!strcmp(only, "all") || !strcmp(only, "lock_all")) test_lock_all_flush();
+  if (!strcmp(only, "all") || !strcmp(only, "rput")) test_rput_rget();
+  if (!strcmp(only, "all") || !strcmp(only, "errors")) test_errors();
+  int total = 0;
+  MPI_Allreduce(&g_fail, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    if (total == 0) {
+      printf("osc_iwarpx_test: OK %d ranks (%s, thread level %d)\n", g_size, only, provided);
+    } else {
+      printf("osc_iwarpx_test: FAILED %d check(s)\n", total);
+    }
+  }
+  MPI_Finalize();
+  return total == 0 ? 0 : 1;
+}
