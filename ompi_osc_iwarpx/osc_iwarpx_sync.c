@@ -60,18 +60,18 @@ static int release(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, int lock_type
   return osc_iwarpx_atomic_sync(m, t, FI_SUM, delta, 0, NULL);
 }
 
-int osc_iwarpx_fence(int assert, struct ompi_win_t* win) {
+int osc_iwarpx_fence(int mode, struct ompi_win_t* win) {
   osc_iwarpx_module_t* m = module_of(win);
   if (m->lock_all || m->passive_count > 0) {
     return sync_error(m, "MPI_Win_fence", "inside a passive target epoch", -1);
   }
   osc_iwarpx_wait_all(m);
   int rc = m->comm->c_coll->coll_barrier(m->comm, m->comm->c_coll->coll_barrier_module);
-  m->fence_epoch = (assert& MPI_MODE_NOSUCCEED) == 0;
+  m->fence_epoch = (mode & MPI_MODE_NOSUCCEED) == 0;
   return rc;
 }
 
-int osc_iwarpx_lock(int lock_type, int target, int assert, struct ompi_win_t* win) {
+int osc_iwarpx_lock(int lock_type, int target, int mode, struct ompi_win_t* win) {
   osc_iwarpx_module_t* m = module_of(win);
   if (target < 0 || target >= m->size) return OMPI_ERR_RMA_RANGE;
   if (lock_type != MPI_LOCK_SHARED && lock_type != MPI_LOCK_EXCLUSIVE) return OMPI_ERR_BAD_PARAM;
@@ -79,7 +79,7 @@ int osc_iwarpx_lock(int lock_type, int target, int assert, struct ompi_win_t* wi
   if (m->lock_all || t->lock_type != 0) {
     return sync_error(m, "MPI_Win_lock", "target already locked by this rank", target);
   }
-  const bool nocheck = (assert& MPI_MODE_NOCHECK) != 0;
+  const bool nocheck = (mode & MPI_MODE_NOCHECK) != 0;
   if (!nocheck) {
     int rc = acquire(m, t, lock_type);
     if (rc != OMPI_SUCCESS) return rc;
@@ -107,12 +107,12 @@ int osc_iwarpx_unlock(int target, struct ompi_win_t* win) {
   return rc;
 }
 
-int osc_iwarpx_lock_all(int assert, struct ompi_win_t* win) {
+int osc_iwarpx_lock_all(int mode, struct ompi_win_t* win) {
   osc_iwarpx_module_t* m = module_of(win);
   if (m->lock_all || m->passive_count > 0) {
     return sync_error(m, "MPI_Win_lock_all", "already in a passive target epoch", -1);
   }
-  const bool nocheck = (assert& MPI_MODE_NOCHECK) != 0;
+  const bool nocheck = (mode & MPI_MODE_NOCHECK) != 0;
   for (int i = 0; !nocheck && i < m->size; ++i) {
     int rc = acquire(m, &m->targets[i], MPI_LOCK_SHARED);
     if (rc != OMPI_SUCCESS) {

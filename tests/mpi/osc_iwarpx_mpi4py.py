@@ -1,0 +1,59 @@
+"""mpi4py one-sided checks for osc iwarpx (run by osc_iwarpx_test.sh with /usr/bin/python3).
+
+mpi4py initialises MPI with MPI_THREAD_MULTIPLE, the level osc pt2pt refuses. Two windows:
+Win.Allocate (Put with Fence, Get under a shared Lock) and Win.Create over a bytearray
+(Put under an exclusive Lock from every rank into its own slot at rank 0, then Flush/Unlock).
+Rank 0 prints "osc_iwarpx_test: OK <n> ranks (mpi4py)" only if every rank passed.
+"""
+from array import array
+
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+rank, size = comm.rank, comm.size
+errors = []
+if MPI.Query_thread() != MPI.THREAD_MULTIPLE:
+    errors.append("thread level %d, want MPI_THREAD_MULTIPLE" % MPI.Query_thread())
+
+N = 1024
+right, left = (rank + 1) % size, (rank - 1) % size
+win = MPI.Win.Allocate(8 * N, 8, comm=comm)
+mem = memoryview(win.tomemory()).cast("B").cast("q")
+for i in range(N):
+    mem[i] = -1
+win.Fence()
+src = array("q", [1000 * rank + i for i in range(N)])
+win.Put([src, MPI.INT64_T], right)
+win.Fence()
+if any(mem[i] != 1000 * left + i for i in range(N)):
+    errors.append("fence Put: window content differs")
+got = array("q", [0] * N)
+win.Lock(right, MPI.LOCK_SHARED)
+win.Get([got, MPI.INT64_T], right)
+win.Unlock(right)
+if got != src:
+    errors.append("Get under a shared lock differs")
+win.Free()
+
+buf = bytearray(64 * size)
+win = MPI.Win.Create(buf, 1, comm=comm)
+mine = bytearray([rank + 1] * 64)
+win.Lock(0, MPI.LOCK_EXCLUSIVE)
+win.Put([mine, MPI.BYTE], 0, target=(64 * rank, 64, MPI.BYTE))
+win.Flush(0)
+win.Unlock(0)
+comm.Barrier()
+if rank == 0:
+    win.Lock(0, MPI.LOCK_EXCLUSIVE)
+    for r in range(size):
+        if buf[64 * r : 64 * (r + 1)] != bytearray([r + 1] * 64):
+            errors.append("exclusive-lock Put of rank %d missing" % r)
+    win.Unlock(0)
+win.Free()
+
+for e in errors:
+    print("rank %d: FAIL %s" % (rank, e), flush=True)
+total = comm.allreduce(len(errors))
+if rank == 0:
+    print("osc_iwarpx_test: %s %d ranks (mpi4py)" % ("OK" if total == 0 else "FAILED", size))
+raise SystemExit(0 if total == 0 else 1)
