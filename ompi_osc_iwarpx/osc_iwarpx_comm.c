@@ -3,7 +3,7 @@
  * as fi_write/fi_read straight into / out of the target's registered window. Checks, in this
  * order, each with a log line at verbosity 1 and nothing sent on failure:
  *   target rank valid (OMPI_ERR_RMA_RANGE), an access epoch covers the target
- *   (OMPI_ERR_RMA_SYNC), both datatypes contiguous (OMPI_ERR_NOT_SUPPORTED: derived
+ *   (OMPI_ERR_RMA_SYNC), both datatypes contiguous (MPI_ERR_UNSUPPORTED_OPERATION: derived
  *   non-contiguous types are increment 2), origin and target byte counts equal
  *   (OMPI_ERR_BAD_PARAM), the target range inside the target's window (OMPI_ERR_RMA_RANGE).
  * Rput/Rget requests complete when every chunk has completed (remotely, for writes).
@@ -76,7 +76,7 @@ static int resolve(osc_iwarpx_module_t* m, const void* origin, int ocount,
   if (ocount < 0 || tcount < 0) return reject(m, OMPI_ERR_BAD_PARAM, "negative count", target);
   if (!ompi_datatype_is_contiguous_memory_layout(odt, ocount) ||
       !ompi_datatype_is_contiguous_memory_layout(tdt, tcount)) {
-    return reject(m, OMPI_ERR_NOT_SUPPORTED,
+    return reject(m, MPI_ERR_UNSUPPORTED_OPERATION,
                   "non-contiguous datatype (not supported in this version)", target);
   }
   size_t osize = 0, tsize = 0;

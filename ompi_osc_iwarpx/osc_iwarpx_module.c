@@ -1,7 +1,8 @@
 /*
  * osc/iwarpx module template (copied into every window's module) and the calls this
- * increment does not implement: each returns OMPI_ERR_NOT_SUPPORTED (MPI_ERR_UNSUPPORTED_
- * OPERATION to the application) with a log line at verbosity 1. See README.md's status table.
+ * increment does not implement: each returns MPI_ERR_UNSUPPORTED_OPERATION (an MPI code is
+ * passed through unchanged by the MPI layer; OMPI_ERR_NOT_SUPPORTED would map to
+ * MPI_ERR_INTERN) with a log line at verbosity 1. See README.md's status table.
  */
 // clang-format off
 #include "ompi_config.h" /* first, see osc_iwarpx.h */
@@ -15,7 +16,7 @@ static int unsupported(struct ompi_win_t* win, const char* call) {
   opal_output_verbose(1, mca_osc_iwarpx_component.output,
                       "osc:iwarpx: rank %d: %s is not supported by this version of osc iwarpx",
                       m != NULL ? m->rank : -1, call);
-  return OMPI_ERR_NOT_SUPPORTED;
+  return MPI_ERR_UNSUPPORTED_OPERATION;
 }
 
 static int shared_query(struct ompi_win_t* win, int rank, size_t* size, int* disp_unit,

@@ -148,6 +148,13 @@ int osc_iwarpx_free(struct ompi_win_t* win) {
   osc_iwarpx_module_t* m = (osc_iwarpx_module_t*)win->w_osc_module;
   mca_osc_iwarpx_component_t* c = &mca_osc_iwarpx_component;
   if (m == NULL) return OMPI_SUCCESS;
+  if (m->lock_all || m->passive_count > 0) {
+    opal_output_verbose(1, c->output,
+                        "osc:iwarpx: rank %d: MPI_Win_free inside a passive target epoch "
+                        "(unlock first)",
+                        m->rank);
+    return OMPI_ERR_RMA_SYNC;
+  }
   osc_iwarpx_wait_all(m);
   /* Nobody may still target our memory once everyone is past this barrier. */
   int rc = m->comm->c_coll->coll_barrier(m->comm, m->comm->c_coll->coll_barrier_module);

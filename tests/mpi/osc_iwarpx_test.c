@@ -10,7 +10,8 @@
  *  3. lock_all + flush/flush_all: all-to-all puts, read back with Get;
  *  4. Rput/Rget + MPI_Wait/MPI_Test;
  *  5. errors with MPI_ERRORS_RETURN: access beyond the window (MPI_ERR_RMA_RANGE, memory beyond
- *     untouched), Put outside any epoch (MPI_ERR_RMA_SYNC), Accumulate (not supported yet).
+ *     untouched), Put outside any epoch (MPI_ERR_RMA_SYNC), Accumulate and a non-contiguous
+ *     datatype (MPI_ERR_UNSUPPORTED_OPERATION: not implemented yet), window unchanged by all.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -233,7 +234,17 @@ static void test_errors(void) {
         cls);
   int64_t one = 1;
   rc = MPI_Accumulate(&one, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, MPI_SUM, win);
-  CHECK(rc != MPI_SUCCESS, "accumulate is not implemented yet but returned success");
+  MPI_Error_class(rc, &cls);
+  CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_UNSUPPORTED_OPERATION,
+        "accumulate (not implemented yet): rc %d class %d", rc, cls);
+  MPI_Datatype vec;
+  MPI_Type_vector(4, 2, 4, MPI_BYTE, &vec);
+  MPI_Type_commit(&vec);
+  rc = MPI_Put(src, 1, vec, right, 0, 1, vec, win);
+  MPI_Error_class(rc, &cls);
+  CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_UNSUPPORTED_OPERATION,
+        "non-contiguous put (not implemented yet): rc %d class %d", rc, cls);
+  MPI_Type_free(&vec);
   /* The last bytes inside the window are fine. */
   rc = MPI_Put(src, 8, MPI_BYTE, right, WBYTES - 8, 8, MPI_BYTE, win);
   CHECK(rc == MPI_SUCCESS, "put of the last 8 bytes: rc %d", rc);
