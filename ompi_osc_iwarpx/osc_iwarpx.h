@@ -13,6 +13,8 @@
  *  - Put/Get/Rput/Rget of contiguous datatypes are fi_write (FI_DELIVERY_COMPLETE) / fi_read
  *    straight into / out of the target window, bounds-checked against the target's size
  *    (OMPI_ERR_RMA_RANGE, nothing sent). Every completion therefore means remote completion.
+ *  - Accumulate family: one fi_atomic per element for MPI_SUM/MPI_REPLACE/MPI_NO_OP on 32/64-bit
+ *    integers, and FI_CSWAP for MPI_Compare_and_swap (osc_iwarpx_atomic.c); others unsupported.
  *  - Locks are a 64-bit word in the target's state region changed with fi_atomic only
  *    (FI_CSWAP for exclusive, fetching FI_SUM for shared).
  */
@@ -156,6 +158,22 @@ void osc_iwarpx_progress_enable(bool on); /* (un)register with opal_progress */
 /* osc_iwarpx_ops.c: posting (retries -FI_EAGAIN with progress) and waiting. */
 int osc_iwarpx_post_rma(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write, void* local,
                         uint64_t remote, size_t len, osc_iwarpx_request_t* req);
+/* One remote atomic on one 32/64-bit integer: plain (result NULL), fetching (result set) or
+ * compare-and-swap (compare set). Operands are copied; result is written at completion. */
+typedef struct osc_iwarpx_amo_t {
+  enum fi_op op;
+  enum fi_datatype datatype; /* FI_INT32/FI_UINT32/FI_INT64/FI_UINT64 */
+  uint64_t remote;           /* target virtual address */
+  uint64_t region_base;      /* base of the target's MR (offset addressing) */
+  uint64_t key;
+  const void* operand;
+  const void* compare;
+  void* result;
+} osc_iwarpx_amo_t;
+int osc_iwarpx_post_atomic(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t,
+                           const osc_iwarpx_amo_t* a, osc_iwarpx_request_t* req,
+                           volatile int* done);
+/* Blocking 64-bit atomic on the target's lock word (state region). */
 int osc_iwarpx_atomic_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, enum fi_op op,
                            uint64_t operand, uint64_t compare, uint64_t* fetched);
 void osc_iwarpx_wait_target(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t);
@@ -166,7 +184,19 @@ int osc_iwarpx_window_create(struct ompi_win_t* win, void** base, size_t size, i
                              struct ompi_communicator_t* comm, int flavor);
 int osc_iwarpx_free(struct ompi_win_t* win);
 
+/* osc_iwarpx_request.c: a new active request (guard held), and the end of the posting call:
+ * drops the guard; on success stores the request in *out, on failure frees it (after its
+ * posted operations) and returns rc. req may be NULL (then just rc). */
+osc_iwarpx_request_t* osc_iwarpx_request_new(void);
+int osc_iwarpx_request_finish(osc_iwarpx_request_t* req, int rc, struct ompi_request_t** out);
+
 /* osc_iwarpx_comm.c */
+/* Validates an access (target, epoch, contiguous datatypes, equal byte counts, range in the
+ * target's window) and computes the local pointer, remote address and byte count; an error
+ * code (logged) if it is not allowed. */
+int osc_iwarpx_resolve(osc_iwarpx_module_t* m, const void* origin, int ocount,
+                       struct ompi_datatype_t* odt, int target, ptrdiff_t disp, int tcount,
+                       struct ompi_datatype_t* tdt, char** local, uint64_t* remote, size_t* bytes);
 int osc_iwarpx_put(const void* origin_addr, int origin_count, struct ompi_datatype_t* origin_dt,
                    int target, ptrdiff_t target_disp, int target_count,
                    struct ompi_datatype_t* target_dt, struct ompi_win_t* win);
@@ -181,6 +211,35 @@ int osc_iwarpx_rget(void* origin_addr, int origin_count, struct ompi_datatype_t*
                     int target, ptrdiff_t target_disp, int target_count,
                     struct ompi_datatype_t* target_dt, struct ompi_win_t* win,
                     struct ompi_request_t** request);
+
+/* osc_iwarpx_atomic.c */
+int osc_iwarpx_accumulate(const void* origin_addr, int origin_count,
+                          struct ompi_datatype_t* origin_dt, int target, ptrdiff_t target_disp,
+                          int target_count, struct ompi_datatype_t* target_dt, struct ompi_op_t* op,
+                          struct ompi_win_t* win);
+int osc_iwarpx_raccumulate(const void* origin_addr, int origin_count,
+                           struct ompi_datatype_t* origin_dt, int target, ptrdiff_t target_disp,
+                           int target_count, struct ompi_datatype_t* target_dt,
+                           struct ompi_op_t* op, struct ompi_win_t* win,
+                           struct ompi_request_t** request);
+int osc_iwarpx_get_accumulate(const void* origin_addr, int origin_count,
+                              struct ompi_datatype_t* origin_dt, void* result_addr,
+                              int result_count, struct ompi_datatype_t* result_dt, int target,
+                              ptrdiff_t target_disp, int target_count,
+                              struct ompi_datatype_t* target_dt, struct ompi_op_t* op,
+                              struct ompi_win_t* win);
+int osc_iwarpx_rget_accumulate(const void* origin_addr, int origin_count,
+                               struct ompi_datatype_t* origin_dt, void* result_addr,
+                               int result_count, struct ompi_datatype_t* result_dt, int target,
+                               ptrdiff_t target_disp, int target_count,
+                               struct ompi_datatype_t* target_dt, struct ompi_op_t* op,
+                               struct ompi_win_t* win, struct ompi_request_t** request);
+int osc_iwarpx_fetch_and_op(const void* origin_addr, void* result_addr, struct ompi_datatype_t* dt,
+                            int target, ptrdiff_t target_disp, struct ompi_op_t* op,
+                            struct ompi_win_t* win);
+int osc_iwarpx_compare_and_swap(const void* origin_addr, const void* compare_addr,
+                                void* result_addr, struct ompi_datatype_t* dt, int target,
+                                ptrdiff_t target_disp, struct ompi_win_t* win);
 
 /* osc_iwarpx_sync.c */
 int osc_iwarpx_fence(int assert, struct ompi_win_t* win);

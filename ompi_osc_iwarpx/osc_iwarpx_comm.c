@@ -13,48 +13,8 @@
 // clang-format on
 
 #include "ompi/datatype/ompi_datatype.h"
-#include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 #include "osc_iwarpx.h"
-
-OBJ_CLASS_INSTANCE(osc_iwarpx_request_t, ompi_request_t, NULL, NULL);
-
-static int request_free(struct ompi_request_t** rptr) {
-  osc_iwarpx_request_t* r = (osc_iwarpx_request_t*)*rptr;
-  /* MPI_Request_free of an active request: its operations still reference it. */
-  while (r->pending > 0) opal_progress();
-  OMPI_REQUEST_FINI(&r->super);
-  OBJ_RELEASE(r);
-  *rptr = MPI_REQUEST_NULL;
-  return OMPI_SUCCESS;
-}
-
-static int request_cancel(struct ompi_request_t* request, int complete) {
-  (void)request;
-  (void)complete;
-  return OMPI_SUCCESS; /* RMA requests cannot be cancelled; MPI_Wait still completes them */
-}
-
-static osc_iwarpx_request_t* request_new(void) {
-  osc_iwarpx_request_t* r = OBJ_NEW(osc_iwarpx_request_t);
-  if (r == NULL) return NULL;
-  OMPI_REQUEST_INIT(&r->super, false);
-  r->super.req_type = OMPI_REQUEST_WIN;
-  r->super.req_state = OMPI_REQUEST_ACTIVE;
-  r->super.req_free = request_free;
-  r->super.req_cancel = request_cancel;
-  r->super.req_status.MPI_SOURCE = MPI_ANY_SOURCE;
-  r->super.req_status.MPI_TAG = MPI_ANY_TAG;
-  r->super.req_status.MPI_ERROR = MPI_SUCCESS;
-  r->super.req_status._cancelled = 0;
-  r->super.req_status._ucount = 0;
-  r->pending = 1; /* guard held while posting */
-  return r;
-}
-
-static void request_release_guard(osc_iwarpx_request_t* r) {
-  if (OPAL_THREAD_ADD_FETCH32(&r->pending, -1) == 0) ompi_request_complete(&r->super, true);
-}
 
 static int reject(osc_iwarpx_module_t* m, int rc, const char* why, int target) {
   opal_output_verbose(1, mca_osc_iwarpx_component.output, "osc:iwarpx: rank %d -> %d: %s", m->rank,
@@ -62,10 +22,9 @@ static int reject(osc_iwarpx_module_t* m, int rc, const char* why, int target) {
   return rc;
 }
 
-/* Validates an access and computes (local pointer, remote address, bytes). */
-static int resolve(osc_iwarpx_module_t* m, const void* origin, int ocount,
-                   struct ompi_datatype_t* odt, int target, ptrdiff_t disp, int tcount,
-                   struct ompi_datatype_t* tdt, char** local, uint64_t* remote, size_t* bytes) {
+int osc_iwarpx_resolve(osc_iwarpx_module_t* m, const void* origin, int ocount,
+                       struct ompi_datatype_t* odt, int target, ptrdiff_t disp, int tcount,
+                       struct ompi_datatype_t* tdt, char** local, uint64_t* remote, size_t* bytes) {
   if (target < 0 || target >= m->size) {
     return reject(m, OMPI_ERR_RMA_RANGE, "target rank outside the window's group", target);
   }
@@ -115,11 +74,12 @@ static int rma(bool write, const void* origin, int ocount, struct ompi_datatype_
   char* local = NULL;
   uint64_t remote = 0;
   size_t bytes = 0;
-  int rc = resolve(m, origin, ocount, odt, target, disp, tcount, tdt, &local, &remote, &bytes);
+  int rc = osc_iwarpx_resolve(m, origin, ocount, odt, target, disp, tcount, tdt, &local, &remote,
+                              &bytes);
   if (rc != OMPI_SUCCESS) return rc;
   osc_iwarpx_request_t* req = NULL;
   if (request != NULL) {
-    req = request_new();
+    req = osc_iwarpx_request_new();
     if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
   }
   if (bytes > 0) {
@@ -132,18 +92,7 @@ static int rma(bool write, const void* origin, int ocount, struct ompi_datatype_
     m->gets++;
     m->get_bytes += bytes;
   }
-  if (req != NULL) {
-    if (rc != OMPI_SUCCESS) {
-      /* Chunks already posted still reference req: let them finish, then drop it. */
-      request_release_guard(req);
-      struct ompi_request_t* tmp = &req->super;
-      (void)request_free(&tmp);
-      return rc;
-    }
-    request_release_guard(req);
-    *request = &req->super;
-  }
-  return rc;
+  return osc_iwarpx_request_finish(req, rc, request);
 }
 
 int osc_iwarpx_put(const void* origin_addr, int origin_count, struct ompi_datatype_t* origin_dt,

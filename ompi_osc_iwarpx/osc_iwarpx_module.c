@@ -1,8 +1,9 @@
 /*
  * osc/iwarpx module template (copied into every window's module) and the calls this
- * increment does not implement: each returns MPI_ERR_UNSUPPORTED_OPERATION (an MPI code is
- * passed through unchanged by the MPI layer; OMPI_ERR_NOT_SUPPORTED would map to
- * MPI_ERR_INTERN) with a log line at verbosity 1. See README.md's status table.
+ * increment does not implement (dynamic-window attach/detach, shared query, PSCW): each returns
+ * MPI_ERR_UNSUPPORTED_OPERATION (an MPI code is passed through unchanged by the MPI layer;
+ * OMPI_ERR_NOT_SUPPORTED would map to MPI_ERR_INTERN) with a log line at verbosity 1. See
+ * README.md's status table.
  */
 // clang-format off
 #include "ompi_config.h" /* first, see osc_iwarpx.h */
@@ -39,51 +40,6 @@ static int detach(struct ompi_win_t* win, const void* base) {
   return unsupported(win, "MPI_Win_detach");
 }
 
-static int accumulate(const void* oa, int oc, struct ompi_datatype_t* odt, int target,
-                      ptrdiff_t disp, int tc, struct ompi_datatype_t* tdt, struct ompi_op_t* op,
-                      struct ompi_win_t* win) {
-  (void)oa, (void)oc, (void)odt, (void)target, (void)disp, (void)tc, (void)tdt, (void)op;
-  return unsupported(win, "MPI_Accumulate");
-}
-
-static int compare_and_swap(const void* oa, const void* ca, void* ra, struct ompi_datatype_t* dt,
-                            int target, ptrdiff_t disp, struct ompi_win_t* win) {
-  (void)oa, (void)ca, (void)ra, (void)dt, (void)target, (void)disp;
-  return unsupported(win, "MPI_Compare_and_swap");
-}
-
-static int fetch_and_op(const void* oa, void* ra, struct ompi_datatype_t* dt, int target,
-                        ptrdiff_t disp, struct ompi_op_t* op, struct ompi_win_t* win) {
-  (void)oa, (void)ra, (void)dt, (void)target, (void)disp, (void)op;
-  return unsupported(win, "MPI_Fetch_and_op");
-}
-
-static int get_accumulate(const void* oa, int oc, struct ompi_datatype_t* odt, void* ra, int rc,
-                          struct ompi_datatype_t* rdt, int target, ptrdiff_t disp, int tc,
-                          struct ompi_datatype_t* tdt, struct ompi_op_t* op,
-                          struct ompi_win_t* win) {
-  (void)oa, (void)oc, (void)odt, (void)ra, (void)rc, (void)rdt, (void)target, (void)disp;
-  (void)tc, (void)tdt, (void)op;
-  return unsupported(win, "MPI_Get_accumulate");
-}
-
-static int raccumulate(const void* oa, int oc, struct ompi_datatype_t* odt, int target,
-                       ptrdiff_t disp, int tc, struct ompi_datatype_t* tdt, struct ompi_op_t* op,
-                       struct ompi_win_t* win, struct ompi_request_t** req) {
-  (void)oa, (void)oc, (void)odt, (void)target, (void)disp, (void)tc, (void)tdt, (void)op;
-  (void)req;
-  return unsupported(win, "MPI_Raccumulate");
-}
-
-static int rget_accumulate(const void* oa, int oc, struct ompi_datatype_t* odt, void* ra, int rc,
-                           struct ompi_datatype_t* rdt, int target, ptrdiff_t disp, int tc,
-                           struct ompi_datatype_t* tdt, struct ompi_op_t* op,
-                           struct ompi_win_t* win, struct ompi_request_t** req) {
-  (void)oa, (void)oc, (void)odt, (void)ra, (void)rc, (void)rdt, (void)target, (void)disp;
-  (void)tc, (void)tdt, (void)op, (void)req;
-  return unsupported(win, "MPI_Rget_accumulate");
-}
-
 static int start(struct ompi_group_t* group, int assert, struct ompi_win_t* win) {
   (void)group, (void)assert;
   return unsupported(win, "MPI_Win_start");
@@ -114,14 +70,14 @@ const ompi_osc_base_module_t osc_iwarpx_module_template = {
     .osc_free = osc_iwarpx_free,
     .osc_put = osc_iwarpx_put,
     .osc_get = osc_iwarpx_get,
-    .osc_accumulate = accumulate,
-    .osc_compare_and_swap = compare_and_swap,
-    .osc_fetch_and_op = fetch_and_op,
-    .osc_get_accumulate = get_accumulate,
+    .osc_accumulate = osc_iwarpx_accumulate,
+    .osc_compare_and_swap = osc_iwarpx_compare_and_swap,
+    .osc_fetch_and_op = osc_iwarpx_fetch_and_op,
+    .osc_get_accumulate = osc_iwarpx_get_accumulate,
     .osc_rput = osc_iwarpx_rput,
     .osc_rget = osc_iwarpx_rget,
-    .osc_raccumulate = raccumulate,
-    .osc_rget_accumulate = rget_accumulate,
+    .osc_raccumulate = osc_iwarpx_raccumulate,
+    .osc_rget_accumulate = osc_iwarpx_rget_accumulate,
     .osc_fence = osc_iwarpx_fence,
     .osc_start = start,
     .osc_complete = complete,

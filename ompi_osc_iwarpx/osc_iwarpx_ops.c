@@ -11,6 +11,7 @@
 // clang-format on
 
 #include <stdlib.h>
+#include <string.h>
 
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_errno.h>
@@ -85,42 +86,66 @@ int osc_iwarpx_post_rma(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool wri
   return OMPI_SUCCESS;
 }
 
-int osc_iwarpx_atomic_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, enum fi_op op_code,
-                           uint64_t operand, uint64_t compare, uint64_t* fetched) {
+int osc_iwarpx_post_atomic(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t,
+                           const osc_iwarpx_amo_t* a, osc_iwarpx_request_t* req,
+                           volatile int* done) {
   osc_iwarpx_fabric_t* f = mca_osc_iwarpx_component.fabric;
-  volatile int done = 0;
-  uint64_t result = 0;
-  osc_iwarpx_op_t* op = op_new(m, t, NULL, &done);
+  osc_iwarpx_op_t* op = op_new(m, t, req, done);
   if (op == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
-  op->operand[0] = operand;
-  op->operand[1] = compare;
+  /* Operands live in the context until completion (the caller's may go away). */
+  const size_t size = a->datatype == FI_UINT32 || a->datatype == FI_INT32 ? 4 : 8;
+  memcpy(&op->operand[0], a->operand, size);
+  if (a->compare != NULL) memcpy(&op->operand[1], a->compare, size);
   struct fi_ioc ioc = {.addr = &op->operand[0], .count = 1};
   struct fi_rma_ioc rma = {
-      .addr = f->virt_addr ? t->state_base : 0, .count = 1, .key = t->state_key};
+      .addr = f->virt_addr ? a->remote : a->remote - a->region_base, .count = 1, .key = a->key};
   struct fi_msg_atomic msg = {.msg_iov = &ioc,
                               .desc = NULL,
                               .iov_count = 1,
                               .addr = t->addr,
                               .rma_iov = &rma,
                               .rma_iov_count = 1,
-                              .datatype = FI_UINT64,
-                              .op = op_code,
+                              .datatype = a->datatype,
+                              .op = a->op,
                               .context = op,
                               .data = 0};
-  struct fi_ioc res = {.addr = &result, .count = 1};
+  struct fi_ioc res = {.addr = a->result, .count = 1};
   struct fi_ioc cmp = {.addr = &op->operand[1], .count = 1};
   ssize_t ret;
+  const char* what;
   for (;;) {
-    ret = op_code == FI_CSWAP
-              ? fi_compare_atomicmsg(f->ep, &msg, &cmp, NULL, 1, &res, NULL, 1, FI_COMPLETION)
-              : fi_fetch_atomicmsg(f->ep, &msg, &res, NULL, 1, FI_COMPLETION);
+    if (a->compare != NULL) {
+      what = "fi_compare_atomicmsg";
+      ret = fi_compare_atomicmsg(f->ep, &msg, &cmp, NULL, 1, &res, NULL, 1, FI_COMPLETION);
+    } else if (a->result != NULL) {
+      what = "fi_fetch_atomicmsg";
+      ret = fi_fetch_atomicmsg(f->ep, &msg, &res, NULL, 1, FI_COMPLETION);
+    } else {
+      what = "fi_atomicmsg";
+      ret = fi_atomicmsg(f->ep, &msg, FI_COMPLETION); /* completes at the response */
+    }
     if (ret != -FI_EAGAIN) break;
     opal_progress();
   }
-  const int rc =
-      check_post(ret, op_code == FI_CSWAP ? "fi_compare_atomicmsg" : "fi_fetch_atomicmsg", op);
+  const int rc = check_post(ret, what, op);
+  if (rc == OMPI_SUCCESS) m->atomics++;
+  return rc;
+}
+
+int osc_iwarpx_atomic_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, enum fi_op op_code,
+                           uint64_t operand, uint64_t compare, uint64_t* fetched) {
+  volatile int done = 0;
+  uint64_t result = 0;
+  const osc_iwarpx_amo_t a = {.op = op_code,
+                              .datatype = FI_UINT64,
+                              .remote = t->state_base,
+                              .region_base = t->state_base,
+                              .key = t->state_key,
+                              .operand = &operand,
+                              .compare = op_code == FI_CSWAP ? &compare : NULL,
+                              .result = &result};
+  const int rc = osc_iwarpx_post_atomic(m, t, &a, NULL, &done);
   if (rc != OMPI_SUCCESS) return rc;
-  m->atomics++;
   while (done == 0) opal_progress();
   if (done < 0) return OMPI_ERROR;
   if (fetched != NULL) *fetched = result;

@@ -1,7 +1,8 @@
 """mpi4py one-sided checks for osc iwarpx (run by osc_iwarpx_test.sh with /usr/bin/python3).
 
 mpi4py initialises MPI with MPI_THREAD_MULTIPLE, the level osc pt2pt refuses. Two windows:
-Win.Allocate (Put with Fence, Get under a shared Lock) and Win.Create over a bytearray
+Win.Allocate (Put with Fence, Get under a shared Lock, Accumulate(SUM) from all ranks under
+Lock_all) and Win.Create over a bytearray
 (Put under an exclusive Lock from every rank into its own slot at rank 0, then Flush/Unlock).
 Rank 0 prints "osc_iwarpx_test: OK <n> ranks (mpi4py)" only if every rank passed.
 """
@@ -33,6 +34,20 @@ win.Get([got, MPI.INT64_T], right)
 win.Unlock(right)
 if got != src:
     errors.append("Get under a shared lock differs")
+# Accumulate(MPI.SUM) on int64 from every rank into rank 0's first slot (20 times each).
+win.Fence()
+if rank == 0:
+    mem[0] = 0
+win.Fence()
+one = array("q", [1])
+win.Lock_all()
+for _ in range(20):
+    win.Accumulate([one, MPI.INT64_T], 0, op=MPI.SUM)
+win.Flush_all()
+win.Unlock_all()
+comm.Barrier()
+if rank == 0 and mem[0] != 20 * size:
+    errors.append("Accumulate(SUM): counter %d, want %d" % (mem[0], 20 * size))
 win.Free()
 
 buf = bytearray(64 * size)

@@ -10,8 +10,13 @@
  *  3. lock_all + flush/flush_all: all-to-all puts, read back with Get;
  *  4. Rput/Rget + MPI_Wait/MPI_Test;
  *  5. errors with MPI_ERRORS_RETURN: access beyond the window (MPI_ERR_RMA_RANGE, memory beyond
- *     untouched), Put outside any epoch (MPI_ERR_RMA_SYNC), Accumulate and a non-contiguous
- *     datatype (MPI_ERR_UNSUPPORTED_OPERATION: not implemented yet), window unchanged by all.
+ *     untouched), Put outside any epoch (MPI_ERR_RMA_SYNC), Accumulate with MPI_MAX or on
+ *     MPI_DOUBLE and a non-contiguous datatype (MPI_ERR_UNSUPPORTED_OPERATION: not implemented
+ *     yet), window unchanged by all;
+ *  6. atomics under lock_all from every rank at rank 0: MPI_Accumulate(MPI_SUM) on int64 and
+ *     int (no lost update), MPI_Fetch_and_op tickets (all distinct: a permutation), one
+ *     MPI_Compare_and_swap winner, Get_accumulate(MPI_NO_OP), Raccumulate and
+ *     Rget_accumulate(MPI_REPLACE).
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -233,10 +238,19 @@ static void test_errors(void) {
   CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_RMA_RANGE, "get across the end: rc %d class %d", rc,
         cls);
   int64_t one = 1;
-  rc = MPI_Accumulate(&one, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, MPI_SUM, win);
+  rc = MPI_Accumulate(&one, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, MPI_MAX, win);
   MPI_Error_class(rc, &cls);
   CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_UNSUPPORTED_OPERATION,
-        "accumulate (not implemented yet): rc %d class %d", rc, cls);
+        "accumulate with MPI_MAX (not implemented yet): rc %d class %d", rc, cls);
+  double d = 1.0;
+  rc = MPI_Accumulate(&d, 1, MPI_DOUBLE, right, 0, 1, MPI_DOUBLE, MPI_SUM, win);
+  MPI_Error_class(rc, &cls);
+  CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_UNSUPPORTED_OPERATION,
+        "accumulate on MPI_DOUBLE (not implemented yet): rc %d class %d", rc, cls);
+  rc = MPI_Accumulate(&one, 1, MPI_INT64_T, right, WBYTES - 4, 1, MPI_INT64_T, MPI_SUM, win);
+  MPI_Error_class(rc, &cls);
+  CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_RMA_RANGE, "accumulate across the end: rc %d class %d",
+        rc, cls);
   MPI_Datatype vec;
   MPI_Type_vector(4, 2, 4, MPI_BYTE, &vec);
   MPI_Type_commit(&vec);
@@ -267,6 +281,104 @@ static void test_errors(void) {
   free(buf);
 }
 
+#define AITERS 100
+
+static void test_atomics(void) {
+  /* At rank 0: [0] SUM counter, [1] ticket counter, [2] low half: int counter, [3] CAS word,
+   * [4 + r] REPLACE slot of rank r. */
+  const int nslots = 4 + g_size;
+  int64_t* mem = NULL;
+  MPI_Win win;
+  MPI_Win_allocate((MPI_Aint)((size_t)nslots * 8), 8, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
+  memset(mem, 0, (size_t)nslots * 8);
+  mem[3] = -1;
+  MPI_Barrier(MPI_COMM_WORLD);
+  int64_t* tickets = malloc(AITERS * sizeof(int64_t));
+  const int64_t one = 1;
+  const int two = 2;
+  MPI_Win_lock_all(0, win);
+  for (int it = 0; it < AITERS; ++it) {
+    CHECK(MPI_Accumulate(&one, 1, MPI_INT64_T, 0, 0, 1, MPI_INT64_T, MPI_SUM, win) == MPI_SUCCESS,
+          "accumulate int64");
+    CHECK(MPI_Fetch_and_op(&one, &tickets[it], MPI_INT64_T, 0, 1, MPI_SUM, win) == MPI_SUCCESS,
+          "fetch_and_op");
+    /* disp_unit 8: the int at byte 16 is displacement 2 */
+    CHECK(MPI_Accumulate(&two, 1, MPI_INT, 0, 2, 1, MPI_INT, MPI_SUM, win) == MPI_SUCCESS,
+          "accumulate int");
+  }
+  const int64_t me = g_rank, minus_one = -1;
+  int64_t cas_old = -2;
+  CHECK(MPI_Compare_and_swap(&me, &minus_one, &cas_old, MPI_INT64_T, 0, 3, win) == MPI_SUCCESS,
+        "compare_and_swap");
+  MPI_Win_flush_all(win);
+  for (int it = 1; it < AITERS; ++it) {
+    CHECK(tickets[it] > tickets[it - 1], "tickets of one origin not increasing at %d", it);
+  }
+  MPI_Win_unlock_all(win);
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  MPI_Win_lock_all(0, win);
+  int64_t seen = -1;
+  MPI_Get_accumulate(NULL, 0, MPI_INT64_T, &seen, 1, MPI_INT64_T, 0, 0, 1, MPI_INT64_T, MPI_NO_OP,
+                     win);
+  MPI_Request req;
+  const int64_t mine = 10 * (int64_t)g_rank + 5;
+  int64_t old = -1;
+  MPI_Rget_accumulate(&mine, 1, MPI_INT64_T, &old, 1, MPI_INT64_T, 0, 4 + g_rank, 1, MPI_INT64_T,
+                      MPI_REPLACE, win, &req);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  CHECK(old == 0, "rget_accumulate(REPLACE) fetched %lld, want 0", (long long)old);
+  MPI_Raccumulate(&mine, 1, MPI_INT64_T, 0, 4 + g_rank, 1, MPI_INT64_T, MPI_SUM, win, &req);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  MPI_Win_flush(0, win);
+  MPI_Win_unlock_all(win);
+  CHECK(seen == (int64_t)g_size * AITERS, "get_accumulate(NO_OP) read %lld, want %lld",
+        (long long)seen, (long long)g_size * AITERS);
+
+  int64_t* all_tickets = g_rank == 0 ? malloc((size_t)g_size * AITERS * sizeof(int64_t)) : NULL;
+  int64_t* all_cas = g_rank == 0 ? malloc((size_t)g_size * sizeof(int64_t)) : NULL;
+  MPI_Gather(tickets, AITERS, MPI_INT64_T, all_tickets, AITERS, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  MPI_Gather(&cas_old, 1, MPI_INT64_T, all_cas, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+    const int64_t total = (int64_t)g_size * AITERS;
+    CHECK(mem[0] == total, "accumulate(SUM) int64 counter %lld, want %lld (lost updates)",
+          (long long)mem[0], (long long)total);
+    CHECK(mem[1] == total, "fetch_and_op counter %lld, want %lld", (long long)mem[1],
+          (long long)total);
+    int ival;
+    memcpy(&ival, &mem[2], sizeof(ival));
+    CHECK(ival == 2 * (int)total, "accumulate(SUM) int counter %d, want %d", ival, 2 * (int)total);
+    char* hit = calloc((size_t)total, 1);
+    for (int64_t i = 0; i < total; ++i) {
+      const int64_t v = all_tickets[i];
+      if (v < 0 || v >= total || hit[v]) {
+        CHECK(0, "fetch_and_op ticket %lld duplicated or out of range", (long long)v);
+        break;
+      }
+      hit[v] = 1;
+    }
+    free(hit);
+    int winners = 0;
+    for (int r = 0; r < g_size; ++r) winners += all_cas[r] == -1;
+    CHECK(winners == 1, "compare_and_swap: %d winners, want 1", winners);
+    CHECK(mem[3] >= 0 && mem[3] < g_size && all_cas[mem[3]] == -1,
+          "compare_and_swap: word %lld is not the winner", (long long)mem[3]);
+    for (int r = 0; r < g_size; ++r) {
+      CHECK(all_cas[r] == -1 || all_cas[r] == mem[3], "compare_and_swap: rank %d saw %lld", r,
+            (long long)all_cas[r]);
+      CHECK(mem[4 + r] == 2 * (10 * (int64_t)r + 5), "REPLACE+SUM slot of rank %d = %lld", r,
+            (long long)mem[4 + r]);
+    }
+    MPI_Win_unlock(0, win);
+  }
+  free(all_tickets);
+  free(all_cas);
+  free(tickets);
+  MPI_Win_free(&win);
+}
+
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -278,6 +390,7 @@ int main(int argc, char** argv) {
   if (!strcmp(only, "all") || !strcmp(only, "lock_all")) test_lock_all_flush();
   if (!strcmp(only, "all") || !strcmp(only, "rput")) test_rput_rget();
   if (!strcmp(only, "all") || !strcmp(only, "errors")) test_errors();
+  if (!strcmp(only, "all") || !strcmp(only, "atomics")) test_atomics();
   int total = 0;
   MPI_Allreduce(&g_fail, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0) {
