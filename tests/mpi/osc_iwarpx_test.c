@@ -16,9 +16,12 @@
  *  6. atomics under lock_all from every rank at rank 0: MPI_Accumulate(MPI_SUM) on int64 and
  *     int (no lost update), MPI_Fetch_and_op tickets (all distinct: a permutation), one
  *     MPI_Compare_and_swap winner, Get_accumulate(MPI_NO_OP), Raccumulate and
- *     Rget_accumulate(MPI_REPLACE).
+ *     Rget_accumulate(MPI_REPLACE);
+ *  7. MPI_THREAD_MULTIPLE: 4 threads per rank issue Put + Accumulate(SUM) + flush to rank 0 at
+ *     once inside one lock_all epoch; every update must arrive.
  */
 #include <mpi.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -379,6 +382,72 @@ static void test_atomics(void) {
   MPI_Win_free(&win);
 }
 
+#define NTHREADS 4
+#define TITERS 50
+
+typedef struct thread_arg_t {
+  MPI_Win win;
+  int index;
+  int ok;
+} thread_arg_t;
+
+static void* rma_thread(void* p) {
+  thread_arg_t* a = p;
+  const int64_t one = 1;
+  a->ok = 1;
+  for (int it = 0; it < TITERS; ++it) {
+    /* Slot 0: shared counter; slot 1 + rank*NTHREADS + index: last iteration seen. */
+    const int64_t v = it;
+    if (MPI_Accumulate(&one, 1, MPI_INT64_T, 0, 0, 1, MPI_INT64_T, MPI_SUM, a->win) !=
+            MPI_SUCCESS ||
+        MPI_Put(&v, 1, MPI_INT64_T, 0, 1 + g_rank * NTHREADS + a->index, 1, MPI_INT64_T, a->win) !=
+            MPI_SUCCESS ||
+        MPI_Win_flush(0, a->win) != MPI_SUCCESS) {
+      a->ok = 0;
+    }
+  }
+  return NULL;
+}
+
+static void test_threads(int provided) {
+  if (provided < MPI_THREAD_MULTIPLE) {
+    CHECK(0, "MPI_THREAD_MULTIPLE not provided (%d): cannot run the thread test", provided);
+    return;
+  }
+  const int nslots = 1 + g_size * NTHREADS;
+  int64_t* mem = NULL;
+  MPI_Win win;
+  MPI_Win_allocate(g_rank == 0 ? (MPI_Aint)((size_t)nslots * 8) : 0, 8, MPI_INFO_NULL,
+                   MPI_COMM_WORLD, &mem, &win);
+  if (g_rank == 0) memset(mem, 0, (size_t)nslots * 8);
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Win_lock_all(0, win);
+  pthread_t th[NTHREADS];
+  thread_arg_t args[NTHREADS];
+  for (int i = 0; i < NTHREADS; ++i) {
+    args[i].win = win;
+    args[i].index = i;
+    args[i].ok = 0;
+    CHECK(pthread_create(&th[i], NULL, rma_thread, &args[i]) == 0, "pthread_create");
+  }
+  for (int i = 0; i < NTHREADS; ++i) {
+    pthread_join(th[i], NULL);
+    CHECK(args[i].ok, "thread %d: an RMA call failed", i);
+  }
+  MPI_Win_unlock_all(win);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+    CHECK(mem[0] == (int64_t)g_size * NTHREADS * TITERS, "threads: counter %lld, want %lld",
+          (long long)mem[0], (long long)g_size * NTHREADS * TITERS);
+    for (int i = 1; i < nslots; ++i) {
+      CHECK(mem[i] == TITERS - 1, "threads: slot %d = %lld", i, (long long)mem[i]);
+    }
+    MPI_Win_unlock(0, win);
+  }
+  MPI_Win_free(&win);
+}
+
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -391,6 +460,7 @@ int main(int argc, char** argv) {
   if (!strcmp(only, "all") || !strcmp(only, "rput")) test_rput_rget();
   if (!strcmp(only, "all") || !strcmp(only, "errors")) test_errors();
   if (!strcmp(only, "all") || !strcmp(only, "atomics")) test_atomics();
+  if (!strcmp(only, "all") || !strcmp(only, "threads")) test_threads(provided);
   int total = 0;
   MPI_Allreduce(&g_fail, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0) {
