@@ -131,6 +131,7 @@ int osc_iwarpx_window_create(struct ompi_win_t* win, void** base, size_t size, i
   if (rc == OMPI_SUCCESS && !ok) rc = OMPI_ERR_WIN;
   if (rc != OMPI_SUCCESS) {
     module_release(m);
+    if (c->windows == 0) osc_iwarpx_progress_enable(false);
     return rc;
   }
   if (flavor == MPI_WIN_FLAVOR_ALLOCATE) *base = m->base;
