@@ -10,9 +10,10 @@
  *  - Per window (flavors create and allocate): the window memory and a small state region (the
  *    lock word) are registered once (FI_REMOTE_READ|FI_REMOTE_WRITE); addresses, keys, bases,
  *    sizes and disp_units are exchanged with one allgather over a dup of the communicator.
- *  - Put/Get/Rput/Rget of contiguous datatypes are fi_write (FI_DELIVERY_COMPLETE) / fi_read
- *    straight into / out of the target window, bounds-checked against the target's size
- *    (OMPI_ERR_RMA_RANGE, nothing sent). Every completion therefore means remote completion.
+ *  - Put/Get/Rput/Rget (any datatype; derived ones flattened into segments) are fi_write
+ * (FI_DELIVERY_COMPLETE) / fi_read straight into / out of the target window, bounds-checked against
+ * the target's size (OMPI_ERR_RMA_RANGE, nothing sent). Every completion therefore means remote
+ * completion.
  *  - Accumulate family: one fi_atomic per element for MPI_SUM/MPI_REPLACE/MPI_NO_OP on 32/64-bit
  *    integers, and FI_CSWAP for MPI_Compare_and_swap (osc_iwarpx_atomic.c); others unsupported.
  *  - Locks are a 64-bit word in the target's state region changed with fi_atomic only
@@ -240,6 +241,12 @@ int osc_iwarpx_fetch_and_op(const void* origin_addr, void* result_addr, struct o
 int osc_iwarpx_compare_and_swap(const void* origin_addr, const void* compare_addr,
                                 void* result_addr, struct ompi_datatype_t* dt, int target,
                                 ptrdiff_t target_disp, struct ompi_win_t* win);
+
+/* osc_iwarpx_dtype.c: Put/Get when either datatype is non-contiguous (access already checked);
+ * *bytes gets the transfer size. */
+int osc_iwarpx_rma_noncontig(osc_iwarpx_module_t* m, bool write, const void* origin, int ocount,
+                             struct ompi_datatype_t* odt, int target, ptrdiff_t disp, int tcount,
+                             struct ompi_datatype_t* tdt, osc_iwarpx_request_t* req, size_t* bytes);
 
 /* osc_iwarpx_sync.c */
 int osc_iwarpx_fence(int assert, struct ompi_win_t* win);

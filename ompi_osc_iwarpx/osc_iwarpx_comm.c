@@ -1,11 +1,12 @@
 /*
- * osc/iwarpx communication calls: MPI_Put/MPI_Get/MPI_Rput/MPI_Rget of contiguous datatypes
- * as fi_write/fi_read straight into / out of the target's registered window. Checks, in this
- * order, each with a log line at verbosity 1 and nothing sent on failure:
+ * osc/iwarpx communication calls: MPI_Put/MPI_Get/MPI_Rput/MPI_Rget as fi_write/fi_read
+ * straight into / out of the target's registered window; contiguous datatypes here (one
+ * transfer), non-contiguous ones in osc_iwarpx_dtype.c (one transfer per segment overlap).
+ * Checks, in this order, each with a log line at verbosity 1 and nothing sent on failure:
  *   target rank valid (OMPI_ERR_RMA_RANGE), an access epoch covers the target
- *   (OMPI_ERR_RMA_SYNC), both datatypes contiguous (MPI_ERR_UNSUPPORTED_OPERATION: derived
- *   non-contiguous types are increment 2), origin and target byte counts equal
- *   (OMPI_ERR_BAD_PARAM), the target range inside the target's window (OMPI_ERR_RMA_RANGE).
+ *   (OMPI_ERR_RMA_SYNC), origin and target byte counts equal (OMPI_ERR_BAD_PARAM), the target
+ *   range inside the target's window (OMPI_ERR_RMA_RANGE). osc_iwarpx_resolve (also used by the
+ *   accumulate calls) rejects non-contiguous datatypes (MPI_ERR_UNSUPPORTED_OPERATION).
  * Rput/Rget requests complete when every chunk has completed (remotely, for writes).
  */
 // clang-format off
@@ -22,9 +23,7 @@ static int reject(osc_iwarpx_module_t* m, int rc, const char* why, int target) {
   return rc;
 }
 
-int osc_iwarpx_resolve(osc_iwarpx_module_t* m, const void* origin, int ocount,
-                       struct ompi_datatype_t* odt, int target, ptrdiff_t disp, int tcount,
-                       struct ompi_datatype_t* tdt, char** local, uint64_t* remote, size_t* bytes) {
+static int check_access(osc_iwarpx_module_t* m, int target, int ocount, int tcount) {
   if (target < 0 || target >= m->size) {
     return reject(m, OMPI_ERR_RMA_RANGE, "target rank outside the window's group", target);
   }
@@ -33,6 +32,14 @@ int osc_iwarpx_resolve(osc_iwarpx_module_t* m, const void* origin, int ocount,
                   target);
   }
   if (ocount < 0 || tcount < 0) return reject(m, OMPI_ERR_BAD_PARAM, "negative count", target);
+  return OMPI_SUCCESS;
+}
+
+int osc_iwarpx_resolve(osc_iwarpx_module_t* m, const void* origin, int ocount,
+                       struct ompi_datatype_t* odt, int target, ptrdiff_t disp, int tcount,
+                       struct ompi_datatype_t* tdt, char** local, uint64_t* remote, size_t* bytes) {
+  int rc = check_access(m, target, ocount, tcount);
+  if (rc != OMPI_SUCCESS) return rc;
   if (!ompi_datatype_is_contiguous_memory_layout(odt, ocount) ||
       !ompi_datatype_is_contiguous_memory_layout(tdt, tcount)) {
     return reject(m, MPI_ERR_UNSUPPORTED_OPERATION,
@@ -71,18 +78,24 @@ static int rma(bool write, const void* origin, int ocount, struct ompi_datatype_
                ptrdiff_t disp, int tcount, struct ompi_datatype_t* tdt, struct ompi_win_t* win,
                struct ompi_request_t** request) {
   osc_iwarpx_module_t* m = (osc_iwarpx_module_t*)win->w_osc_module;
+  const bool contiguous = ompi_datatype_is_contiguous_memory_layout(odt, ocount) &&
+                          ompi_datatype_is_contiguous_memory_layout(tdt, tcount);
   char* local = NULL;
   uint64_t remote = 0;
   size_t bytes = 0;
-  int rc = osc_iwarpx_resolve(m, origin, ocount, odt, target, disp, tcount, tdt, &local, &remote,
-                              &bytes);
+  int rc = contiguous ? osc_iwarpx_resolve(m, origin, ocount, odt, target, disp, tcount, tdt,
+                                           &local, &remote, &bytes)
+                      : check_access(m, target, ocount, tcount);
   if (rc != OMPI_SUCCESS) return rc;
   osc_iwarpx_request_t* req = NULL;
   if (request != NULL) {
     req = osc_iwarpx_request_new();
     if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
   }
-  if (bytes > 0) {
+  if (!contiguous) {
+    rc = osc_iwarpx_rma_noncontig(m, write, origin, ocount, odt, target, disp, tcount, tdt, req,
+                                  &bytes);
+  } else if (bytes > 0) {
     rc = osc_iwarpx_post_rma(m, &m->targets[target], write, local, remote, bytes, req);
   }
   if (write) {
