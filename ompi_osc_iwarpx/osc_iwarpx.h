@@ -16,6 +16,8 @@
  * completion.
  *  - Accumulate family: one fi_atomic per element for MPI_SUM/MPI_REPLACE/MPI_NO_OP on 32/64-bit
  *    integers, and FI_CSWAP for MPI_Compare_and_swap (osc_iwarpx_atomic.c); others unsupported.
+ *  - PSCW: monotonic post/complete counters in the state region, bumped by remote atomics
+ *    (osc_iwarpx_pscw.c).
  *  - Locks are a 64-bit word in the target's state region changed with fi_atomic only
  *    (FI_CSWAP for exclusive, fetching FI_SUM for shared).
  */
@@ -87,13 +89,19 @@ typedef struct osc_iwarpx_target_t {
   fi_addr_t addr;
   volatile int64_t outstanding; /* our operations to it not yet completed */
   int lock_type;                /* 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE held by us */
+  bool pscw;                    /* in our MPI_Win_start access group */
   bool nocheck;                 /* locked with MPI_MODE_NOCHECK: no lock word taken */
 } osc_iwarpx_target_t;
 
-/* The state region every window registers (remote side of the lock protocol). */
+/* The state region every window registers: the remote side of the lock and PSCW protocols,
+ * changed only by remote atomics (fi_atomic, the owner's own ones through loopback too). */
 typedef struct osc_iwarpx_state_t {
-  volatile uint64_t lock; /* readers in the low bits, OSC_IWARPX_LOCK_EXCL when exclusive */
+  volatile uint64_t lock;           /* readers in the low bits, OSC_IWARPX_LOCK_EXCL if exclusive */
+  volatile uint64_t complete_count; /* MPI_Win_complete calls aimed at this rank, ever */
+  volatile uint64_t post_count[];   /* [size]: MPI_Win_post calls of rank i including us, ever */
 } osc_iwarpx_state_t;
+#define OSC_IWARPX_STATE_BYTES(n) \
+  ((sizeof(osc_iwarpx_state_t) + (size_t)(n) * sizeof(uint64_t) + 63) & ~(size_t)63)
 #define OSC_IWARPX_LOCK_EXCL (UINT64_C(1) << 62)
 
 typedef struct osc_iwarpx_module_t {
@@ -114,6 +122,12 @@ typedef struct osc_iwarpx_module_t {
   bool lock_all;                /* inside lock_all */
   bool lock_all_nocheck;        /* lock_all with MPI_MODE_NOCHECK: no lock words taken */
   int passive_count;            /* targets locked with MPI_Win_lock */
+  int* access_group;            /* MPI_Win_start group as window ranks, NULL outside */
+  int access_n;
+  int* exposure_group; /* MPI_Win_post group as window ranks, NULL outside */
+  int exposure_n;
+  uint64_t* post_seen;    /* [size]: posts of rank i consumed by our starts */
+  uint64_t complete_seen; /* completes consumed by our waits */
   uint64_t puts, gets, put_bytes, get_bytes, atomics; /* counters printed at free */
 } osc_iwarpx_module_t;
 
@@ -257,6 +271,16 @@ int osc_iwarpx_unlock_all(struct ompi_win_t* win);
 int osc_iwarpx_sync(struct ompi_win_t* win);
 int osc_iwarpx_flush(int target, struct ompi_win_t* win);
 int osc_iwarpx_flush_all(struct ompi_win_t* win);
+/* osc_iwarpx_pscw.c */
+int osc_iwarpx_start(struct ompi_group_t* group, int mode, struct ompi_win_t* win);
+int osc_iwarpx_complete(struct ompi_win_t* win);
+int osc_iwarpx_post(struct ompi_group_t* group, int mode, struct ompi_win_t* win);
+int osc_iwarpx_wait(struct ompi_win_t* win);
+int osc_iwarpx_test(struct ompi_win_t* win, int* flag);
+/* A non-blocking remote atomic on the state region of target t (offset into it). */
+int osc_iwarpx_state_add(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, size_t offset,
+                         uint64_t delta);
+
 /* May origin rank access target now? (an access epoch covers it) */
 bool osc_iwarpx_epoch_covers(osc_iwarpx_module_t* m, int target);
 

@@ -1,6 +1,6 @@
 /*
  * osc/iwarpx module template (copied into every window's module) and the calls this
- * increment does not implement (dynamic-window attach/detach, shared query, PSCW): each returns
+ * increment does not implement (dynamic-window attach/detach, shared query): each returns
  * MPI_ERR_UNSUPPORTED_OPERATION (an MPI code is passed through unchanged by the MPI layer;
  * OMPI_ERR_NOT_SUPPORTED would map to MPI_ERR_INTERN) with a log line at verbosity 1. See
  * README.md's status table.
@@ -40,29 +40,6 @@ static int detach(struct ompi_win_t* win, const void* base) {
   return unsupported(win, "MPI_Win_detach");
 }
 
-static int start(struct ompi_group_t* group, int assert, struct ompi_win_t* win) {
-  (void)group, (void)assert;
-  return unsupported(win, "MPI_Win_start");
-}
-
-static int complete(struct ompi_win_t* win) {
-  return unsupported(win, "MPI_Win_complete");
-}
-
-static int post(struct ompi_group_t* group, int assert, struct ompi_win_t* win) {
-  (void)group, (void)assert;
-  return unsupported(win, "MPI_Win_post");
-}
-
-static int wait_(struct ompi_win_t* win) {
-  return unsupported(win, "MPI_Win_wait");
-}
-
-static int test(struct ompi_win_t* win, int* flag) {
-  (void)flag;
-  return unsupported(win, "MPI_Win_test");
-}
-
 const ompi_osc_base_module_t osc_iwarpx_module_template = {
     .osc_win_shared_query = shared_query,
     .osc_win_attach = attach,
@@ -79,11 +56,11 @@ const ompi_osc_base_module_t osc_iwarpx_module_template = {
     .osc_raccumulate = osc_iwarpx_raccumulate,
     .osc_rget_accumulate = osc_iwarpx_rget_accumulate,
     .osc_fence = osc_iwarpx_fence,
-    .osc_start = start,
-    .osc_complete = complete,
-    .osc_post = post,
-    .osc_wait = wait_,
-    .osc_test = test,
+    .osc_start = osc_iwarpx_start,
+    .osc_complete = osc_iwarpx_complete,
+    .osc_post = osc_iwarpx_post,
+    .osc_wait = osc_iwarpx_wait,
+    .osc_test = osc_iwarpx_test,
     .osc_lock = osc_iwarpx_lock,
     .osc_unlock = osc_iwarpx_unlock,
     .osc_lock_all = osc_iwarpx_lock_all,

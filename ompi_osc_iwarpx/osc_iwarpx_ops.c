@@ -152,6 +152,19 @@ int osc_iwarpx_atomic_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, enum 
   return OMPI_SUCCESS;
 }
 
+int osc_iwarpx_state_add(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, size_t offset,
+                         uint64_t delta) {
+  const osc_iwarpx_amo_t a = {.op = FI_SUM,
+                              .datatype = FI_UINT64,
+                              .remote = t->state_base + offset,
+                              .region_base = t->state_base,
+                              .key = t->state_key,
+                              .operand = &delta,
+                              .compare = NULL,
+                              .result = NULL};
+  return osc_iwarpx_post_atomic(m, t, &a, NULL, NULL);
+}
+
 void osc_iwarpx_wait_target(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t) {
   (void)m;
   while (t->outstanding > 0) opal_progress();

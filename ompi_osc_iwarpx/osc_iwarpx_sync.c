@@ -34,7 +34,8 @@ static int sync_error(osc_iwarpx_module_t* m, const char* call, const char* why,
 }
 
 bool osc_iwarpx_epoch_covers(osc_iwarpx_module_t* m, int target) {
-  return m->fence_epoch || m->lock_all || m->targets[target].lock_type != 0;
+  return m->fence_epoch || m->lock_all || m->targets[target].lock_type != 0 ||
+         m->targets[target].pscw;
 }
 
 static int acquire(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, int lock_type) {

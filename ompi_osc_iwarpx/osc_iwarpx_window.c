@@ -39,6 +39,9 @@ static void module_release(osc_iwarpx_module_t* m) {
   if (m->state_mr != NULL) (void)fi_close(&m->state_mr->fid);
   free(m->state);
   free(m->targets);
+  free(m->post_seen);
+  free(m->access_group);
+  free(m->exposure_group);
   if (m->free_base) free(m->base);
   if (m->comm != NULL) (void)ompi_comm_free(&m->comm);
   OBJ_DESTRUCT(&m->lock);
@@ -120,11 +123,14 @@ int osc_iwarpx_window_create(struct ompi_win_t* win, void** base, size_t size, i
   }
   m->targets = calloc((size_t)m->size, sizeof(*m->targets));
   void* st = NULL;
-  ok = ok && m->targets != NULL && posix_memalign(&st, 64, 64) == 0;
+  const size_t state_bytes = OSC_IWARPX_STATE_BYTES(m->size);
+  m->post_seen = calloc((size_t)m->size, sizeof(*m->post_seen));
+  ok =
+      ok && m->targets != NULL && m->post_seen != NULL && posix_memalign(&st, 64, state_bytes) == 0;
   m->state = st;
-  if (ok) memset(m->state, 0, 64);
+  if (ok) memset(m->state, 0, state_bytes);
   if (ok && size > 0) ok = reg(f, m->base, size, &m->win_mr, &(uint64_t){0}, "window") == 0;
-  if (ok) ok = reg(f, m->state, 64, &m->state_mr, &(uint64_t){0}, "state") == 0;
+  if (ok) ok = reg(f, m->state, state_bytes, &m->state_mr, &(uint64_t){0}, "state") == 0;
 
   osc_iwarpx_progress_enable(true); /* before any peer can target us */
   rc = exchange(m, f, disp_unit, ok);
@@ -149,10 +155,10 @@ int osc_iwarpx_free(struct ompi_win_t* win) {
   osc_iwarpx_module_t* m = (osc_iwarpx_module_t*)win->w_osc_module;
   mca_osc_iwarpx_component_t* c = &mca_osc_iwarpx_component;
   if (m == NULL) return OMPI_SUCCESS;
-  if (m->lock_all || m->passive_count > 0) {
+  if (m->lock_all || m->passive_count > 0 || m->access_group != NULL || m->exposure_group != NULL) {
     opal_output_verbose(1, c->output,
-                        "osc:iwarpx: rank %d: MPI_Win_free inside a passive target epoch "
-                        "(unlock first)",
+                        "osc:iwarpx: rank %d: MPI_Win_free inside a passive target or PSCW epoch "
+                        "(unlock/complete/wait first)",
                         m->rank);
     return OMPI_ERR_RMA_SYNC;
   }

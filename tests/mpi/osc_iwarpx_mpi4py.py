@@ -1,9 +1,9 @@
 """mpi4py one-sided checks for osc iwarpx (run by osc_iwarpx_test.sh with /usr/bin/python3).
 
-mpi4py initialises MPI with MPI_THREAD_MULTIPLE, the level osc pt2pt refuses. Two windows:
+mpi4py initialises MPI with MPI_THREAD_MULTIPLE, the level osc pt2pt refuses. Three windows:
 Win.Allocate (Put with Fence, Get under a shared Lock, Accumulate(SUM) from all ranks under
-Lock_all) and Win.Create over a bytearray
-(Put under an exclusive Lock from every rank into its own slot at rank 0, then Flush/Unlock).
+Lock_all), Win.Create over a bytearray (Put under an exclusive Lock from every rank into its own
+slot at rank 0, then Flush/Unlock) and a Post/Start/Complete/Wait ring.
 Rank 0 prints "osc_iwarpx_test: OK <n> ranks (mpi4py)" only if every rank passed.
 """
 from array import array
@@ -64,6 +64,24 @@ if rank == 0:
         if buf[64 * r : 64 * (r + 1)] != bytearray([r + 1] * 64):
             errors.append("exclusive-lock Put of rank %d missing" % r)
     win.Unlock(0)
+win.Free()
+
+# PSCW ring: expose to the left neighbour, access the right one.
+win = MPI.Win.Allocate(8, 8, comm=comm)
+cell = memoryview(win.tomemory()).cast("B").cast("q")
+world = comm.Get_group()
+gl, gr = world.Incl([left]), world.Incl([right])
+for epoch in range(5):
+    win.Post(gl)
+    win.Start(gr)
+    win.Put([array("q", [100 * epoch + rank]), MPI.INT64_T], right)
+    win.Complete()
+    win.Wait()
+    if cell[0] != 100 * epoch + left:
+        errors.append("PSCW epoch %d: got %d, want %d" % (epoch, cell[0], 100 * epoch + left))
+gl.Free()
+gr.Free()
+world.Free()
 win.Free()
 
 for e in errors:

@@ -19,6 +19,9 @@
  *     Rget_accumulate(MPI_REPLACE);
  *  8. derived datatypes (vector, indexed with out-of-order blocks, struct with holes, resized
  *     count > 1) at origin, target or both, Put and Get with fence; gaps stay untouched.
+ *  9. PSCW: a ring (each rank exposes to its left neighbour and accesses its right one) for 20
+ *     epochs whose data must not leak between epochs; rank 0 exposed to all others, waited
+ *     with MPI_Win_test; MPI_Win_complete without start is MPI_ERR_RMA_SYNC.
  *  7. MPI_THREAD_MULTIPLE: 4 threads per rank issue Put + Accumulate(SUM) + flush to rank 0 at
  *     once inside one lock_all epoch; every update must arrive.
  */
@@ -524,6 +527,80 @@ static void test_datatypes(void) {
   MPI_Win_free(&win);
 }
 
+static MPI_Group group_of(const int* ranks, int n) {
+  MPI_Group world, g;
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  MPI_Group_incl(world, n, ranks, &g);
+  MPI_Group_free(&world);
+  return g;
+}
+
+static void test_pscw(void) {
+  enum { EPOCHS = 20, NV = 512 };
+  int64_t* mem = NULL;
+  MPI_Win win;
+  MPI_Win_allocate((MPI_Aint)((size_t)(NV + g_size) * 8), 8, MPI_INFO_NULL, MPI_COMM_WORLD, &mem,
+                   &win);
+  for (int i = 0; i < NV + g_size; ++i) mem[i] = -1;
+  MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+  int cls = 0;
+  int rc = MPI_Win_complete(win);
+  MPI_Error_class(rc, &cls);
+  CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_RMA_SYNC, "complete without start: rc %d", rc);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+  MPI_Group gl = group_of(&left, 1), gr = group_of(&right, 1);
+  int64_t* src = malloc(NV * sizeof(int64_t));
+  for (int e = 0; e < EPOCHS; ++e) {
+    for (int i = 0; i < NV; ++i) src[i] = (int64_t)e * 1000000 + g_rank * 1000 + i;
+    CHECK(MPI_Win_post(gl, 0, win) == MPI_SUCCESS, "post");
+    CHECK(MPI_Win_start(gr, 0, win) == MPI_SUCCESS, "start");
+    CHECK(MPI_Put(src, NV, MPI_INT64_T, right, 0, NV, MPI_INT64_T, win) == MPI_SUCCESS, "put");
+    CHECK(MPI_Win_complete(win) == MPI_SUCCESS, "complete");
+    CHECK(MPI_Win_wait(win) == MPI_SUCCESS, "wait");
+    /* Progress for 1 ms: an origin that did not wait for our next post would overwrite now. */
+    for (const double t0 = MPI_Wtime(); MPI_Wtime() - t0 < 1e-3;) {
+      int flag;
+      MPI_Iprobe(MPI_ANY_SOURCE, 12345, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    }
+    for (int i = 0; i < NV; ++i) {
+      const int64_t want = (int64_t)e * 1000000 + left * 1000 + i;
+      if (mem[i] != want) {
+        CHECK(0, "pscw ring epoch %d: slot %d = %lld, want %lld", e, i, (long long)mem[i],
+              (long long)want);
+        break;
+      }
+    }
+  }
+  /* Star: rank 0 exposes to everybody else, who each write their slot; MPI_Win_test. */
+  int* others = malloc((size_t)g_size * sizeof(int));
+  for (int r = 1; r < g_size; ++r) others[r - 1] = r;
+  const int zero = 0;
+  if (g_rank == 0) {
+    MPI_Group g = group_of(others, g_size - 1);
+    MPI_Win_post(g, 0, win);
+    int flag = 0;
+    for (long spins = 0; !flag && spins < 100000000L; ++spins) MPI_Win_test(win, &flag);
+    CHECK(flag, "MPI_Win_test never reported the end of the exposure epoch");
+    for (int r = 1; r < g_size; ++r) {
+      CHECK(mem[NV + r] == 7 * r, "pscw star: slot of rank %d = %lld", r, (long long)mem[NV + r]);
+    }
+    MPI_Group_free(&g);
+  } else {
+    MPI_Group g = group_of(&zero, 1);
+    const int64_t v = 7 * g_rank;
+    MPI_Win_start(g, 0, win);
+    MPI_Put(&v, 1, MPI_INT64_T, 0, NV + g_rank, 1, MPI_INT64_T, win);
+    MPI_Win_complete(win);
+    MPI_Group_free(&g);
+  }
+  free(others);
+  free(src);
+  MPI_Group_free(&gl);
+  MPI_Group_free(&gr);
+  MPI_Win_free(&win);
+}
+
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -538,6 +615,12 @@ int main(int argc, char** argv) {
   if (!strcmp(only, "all") || !strcmp(only, "atomics")) test_atomics();
   if (!strcmp(only, "all") || !strcmp(only, "threads")) test_threads(provided);
   if (!strcmp(only, "all") || !strcmp(only, "datatypes")) test_datatypes();
+  if (!strcmp(only, "all") || !strcmp(only, "pscw")) test_pscw();
+  const char* known[] = {"all",    "fence",   "lock",    "lock_all",  "rput",
+                         "errors", "atomics", "threads", "datatypes", "pscw"};
+  int found = 0;
+  for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); ++i) found |= !strcmp(only, known[i]);
+  CHECK(found, "unknown check '%s'", only);
   int total = 0;
   MPI_Allreduce(&g_fail, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0) {

@@ -3,7 +3,7 @@
 #                           <osc_iwarpx_test | osc_iwarpx_mpi4py.py> <ranks> <tcp|iwarpx|control>
 # The project's one-sided component (ompi_osc_iwarpx) runs osc_iwarpx_test (fence Put/Get
 # 1 B..4 MiB, exclusive lock with concurrent updates, lock_all + flush, Rput/Rget, range and
-# epoch errors, accumulate/fetch_and_op/compare_and_swap atomicity, 4 threads per rank, derived datatypes) on loopback with
+# epoch errors, accumulate/fetch_and_op/compare_and_swap atomicity, 4 threads per rank, derived datatypes, PSCW) on loopback with
 #   --mca osc iwarpx --mca pml ob1 --mca btl self,<tcp|iwarpx>
 # and must print the program's OK line, one "window ready" line per rank and window, and
 # finalize counters showing puts, gets and atomics done by osc iwarpx on every rank - so a run
@@ -19,10 +19,10 @@ export FI_PROVIDER_PATH="$4"
 prog=$5
 np=$6
 mode=$7
-windows=9 # windows osc_iwarpx_test creates
+windows=10 # windows osc_iwarpx_test creates
 run="$prog"
 case $prog in
-  *.py) windows=2 run="/usr/bin/python3 $prog" ;;
+  *.py) windows=3 run="/usr/bin/python3 $prog" ;;
 esac
 for v in $(env | sed -n 's/^\(OMPI_MCA_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 for f in "$mca_dir/mca_osc_iwarpx.so" "$FI_PROVIDER_PATH/libiwarpx-fi.so" "$prog"; do
