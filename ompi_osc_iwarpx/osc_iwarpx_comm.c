@@ -28,8 +28,8 @@ static int check_access(osc_iwarpx_module_t* m, int target, int ocount, int tcou
     return reject(m, OMPI_ERR_RMA_RANGE, "target rank outside the window's group", target);
   }
   if (!osc_iwarpx_epoch_covers(m, target)) {
-    return reject(m, OMPI_ERR_RMA_SYNC, "no access epoch (fence/lock/lock_all) covers the target",
-                  target);
+    return reject(m, OMPI_ERR_RMA_SYNC,
+                  "no access epoch (fence/start/lock/lock_all) covers the target", target);
   }
   if (ocount < 0 || tcount < 0) return reject(m, OMPI_ERR_BAD_PARAM, "negative count", target);
   return OMPI_SUCCESS;

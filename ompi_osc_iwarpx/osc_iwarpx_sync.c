@@ -10,7 +10,8 @@
  *   shared:    fetching FI_SUM(+1); if the old value had OSC_IWARPX_LOCK_EXCL, FI_SUM(-1) and
  *              retry;
  *   unlock:    wait for our operations to that target, then FI_SUM(-1) or FI_SUM(-EXCL).
- * Misuse (unlock without lock, lock twice, flush outside a passive epoch, fence inside one)
+ * Misuse (unlock without lock, lock twice, flush outside a passive epoch, fence inside one or
+ * inside a PSCW epoch)
  * returns OMPI_ERR_RMA_SYNC with a log line.
  */
 // clang-format off
@@ -63,8 +64,8 @@ static int release(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, int lock_type
 
 int osc_iwarpx_fence(int mode, struct ompi_win_t* win) {
   osc_iwarpx_module_t* m = module_of(win);
-  if (m->lock_all || m->passive_count > 0) {
-    return sync_error(m, "MPI_Win_fence", "inside a passive target epoch", -1);
+  if (m->lock_all || m->passive_count > 0 || m->access_group != NULL || m->exposure_group != NULL) {
+    return sync_error(m, "MPI_Win_fence", "inside a passive target or PSCW epoch", -1);
   }
   osc_iwarpx_wait_all(m);
   int rc = m->comm->c_coll->coll_barrier(m->comm, m->comm->c_coll->coll_barrier_module);
