@@ -1,6 +1,7 @@
 /*
- * osc/iwarpx component: parameters, open/close, init/finalize, and an osc_query that
- * declines every window (placeholder until the iwarpx RDMA path lands).
+ * osc/iwarpx component: parameters, open/close, init/finalize, and query/select: windows of
+ * flavor create and allocate are accepted (priority osc_iwarpx_priority) when the iwarpx
+ * provider opens; shared and dynamic are declined with a log line.
  */
 // clang-format off
 #include "ompi_config.h" /* first, see osc_iwarpx.h */
@@ -53,7 +54,12 @@ mca_osc_iwarpx_component_t mca_osc_iwarpx_component = {
         },
     .output = -1,
     .verbose = 0,
-    .priority = 0,
+    .priority = 20,
+    .mpi_threads = false,
+    .fabric = NULL,
+    .fabric_failed = false,
+    .windows = 0,
+    .errors = 0,
 };
 
 /* Also run by ompi_info (without open), so it must not touch anything but the variables. */
@@ -68,12 +74,12 @@ static int iwarpx_register(void) {
       "decisions, 100 = everything)",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &c->verbose);
 
-  c->priority = 0;
+  c->priority = 20;
   (void)mca_base_component_var_register(
       v, "priority",
-      "Selection priority of the iwarpx one-sided component (reference: rdma 101, sm 100, "
-      "ucx 60, pt2pt 10). PLACEHOLDER: in this version osc_query declines every window (-1) "
-      "whatever the priority, so windows use the other osc components",
+      "Selection priority of the iwarpx one-sided component for windows of flavor create and "
+      "allocate (reference: rdma 101, sm 100, ucx 60, pt2pt 10). The default, 20, is above "
+      "pt2pt and below rdma/sm, so `--mca osc iwarpx` (or this parameter above 101) selects it",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
       &c->priority);
   return OMPI_SUCCESS;
@@ -100,46 +106,75 @@ static int iwarpx_close(void) {
 }
 
 static int iwarpx_init(bool enable_progress_threads, bool enable_mpi_threads) {
+  mca_osc_iwarpx_component.mpi_threads = enable_mpi_threads;
   opal_output_verbose(1, mca_osc_iwarpx_component.output,
-                      "osc:iwarpx: placeholder component initialised; it declines every window "
-                      "until the iwarpx RDMA path lands (progress_threads=%d mpi_threads=%d)",
+                      "osc:iwarpx: component initialised (progress_threads=%d mpi_threads=%d); "
+                      "the endpoint opens at the first window",
                       (int)enable_progress_threads, (int)enable_mpi_threads);
   return OMPI_SUCCESS;
 }
 
 static int iwarpx_finalize(void) {
-  opal_output_verbose(20, mca_osc_iwarpx_component.output, "osc:iwarpx: component finalize");
+  mca_osc_iwarpx_component_t* c = &mca_osc_iwarpx_component;
+  opal_output_verbose(20, c->output,
+                      "osc:iwarpx: component finalize (%d windows left, %lld "
+                      "completion errors)",
+                      (int)c->windows, (long long)c->errors);
+  osc_iwarpx_fabric_close();
   return OMPI_SUCCESS;
 }
 
+static const char* flavor_name(int flavor) {
+  switch (flavor) {
+    case MPI_WIN_FLAVOR_CREATE: return "create";
+    case MPI_WIN_FLAVOR_ALLOCATE: return "allocate";
+    case MPI_WIN_FLAVOR_DYNAMIC: return "dynamic";
+    case MPI_WIN_FLAVOR_SHARED: return "shared";
+    default: return "unknown";
+  }
+}
+
+/* Runs on every rank for every window. The answer must be the same on all ranks: flavors are
+ * collective arguments, and an endpoint that fails to open fails the same way everywhere on
+ * one host type (a mixed answer would make ranks pick different components). */
 static int iwarpx_query(struct ompi_win_t* win, void** base, size_t size, int disp_unit,
                         struct ompi_communicator_t* comm, struct opal_info_t* info, int flavor) {
+  mca_osc_iwarpx_component_t* c = &mca_osc_iwarpx_component;
   (void)win;
   (void)base;
   (void)disp_unit;
   (void)comm;
   (void)info;
-  opal_output_verbose(1, mca_osc_iwarpx_component.output,
-                      "osc:iwarpx: placeholder declines window (flavor %d, size %zu); "
-                      "osc_query returns -1",
-                      flavor, size);
-  return -1;
+  if (flavor != MPI_WIN_FLAVOR_CREATE && flavor != MPI_WIN_FLAVOR_ALLOCATE) {
+    opal_output_verbose(1, c->output,
+                        "osc:iwarpx: declines %s window (only create and allocate are "
+                        "implemented; dynamic comes next, shared belongs to osc sm)",
+                        flavor_name(flavor));
+    return -1;
+  }
+  osc_iwarpx_fabric_t* f = NULL;
+  if (osc_iwarpx_fabric_get(&f) != OMPI_SUCCESS) {
+    opal_output_verbose(1, c->output,
+                        "osc:iwarpx: declines %s window: the iwarpx provider is not usable "
+                        "(see the fi_getinfo/fi_* line above)",
+                        flavor_name(flavor));
+    return -1;
+  }
+  opal_output_verbose(20, c->output, "osc:iwarpx: query %s window of %zu bytes: priority %d",
+                      flavor_name(flavor), size, c->priority);
+  return c->priority;
 }
 
-/* Never reached while query declines; fail cleanly should a future change get here. */
 static int iwarpx_select(struct ompi_win_t* win, void** base, size_t size, int disp_unit,
                          struct ompi_communicator_t* comm, struct opal_info_t* info, int flavor,
                          int* model) {
-  (void)win;
-  (void)base;
-  (void)size;
-  (void)disp_unit;
-  (void)comm;
   (void)info;
-  (void)model;
-  opal_output_verbose(1, mca_osc_iwarpx_component.output,
-                      "osc:iwarpx: osc_select called (flavor %d) but the component is a "
-                      "placeholder: OMPI_ERR_NOT_SUPPORTED",
-                      flavor);
-  return OMPI_ERR_NOT_SUPPORTED;
+  int rc = osc_iwarpx_window_create(win, base, size, disp_unit, comm, flavor);
+  if (rc != OMPI_SUCCESS) {
+    opal_output_verbose(1, mca_osc_iwarpx_component.output,
+                        "osc:iwarpx: %s window setup failed (%d)", flavor_name(flavor), rc);
+    return rc;
+  }
+  *model = MPI_WIN_UNIFIED;
+  return OMPI_SUCCESS;
 }

@@ -67,5 +67,5 @@ count_re() {
   fi
 }
 count_re "btl:iwarpx: (module ready|no module)" 2 "btl_init ran on both ranks"
-count "osc:iwarpx: placeholder component initialised" 2 "osc_init ran on both ranks"
+count "osc:iwarpx: component initialised" 2 "osc_init ran on both ranks"
 exit $fail

@@ -1,0 +1,234 @@
+/*
+ * osc/iwarpx: the process-wide libfabric objects (one RDM endpoint shared by every window),
+ * the peer address cache (one AV entry per peer process, whatever the number of windows) and
+ * the completion-queue progress that finishes operations.
+ *
+ * Why one endpoint per process and not per window: windows are cheap to create that way (no
+ * sockets per window), the AV does not grow with the number of windows, and one progress
+ * function serves all. FI_THREAD_SAFE makes concurrent posting from MPI_THREAD_MULTIPLE
+ * callers legal; the CQ is read by one thread at a time (trylock).
+ */
+// clang-format off
+#include "ompi_config.h" /* first, see osc_iwarpx.h */
+// clang-format on
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+#include "osc_iwarpx.h"
+
+#define OSC_IWX_FI_VERSION FI_VERSION(1, 17)
+#define OSC_IWX_CQ_BATCH 32
+
+static int fail(const char* call, int ret) {
+  opal_output_verbose(1, mca_osc_iwarpx_component.output, "osc:iwarpx: %s failed: %s (%d)", call,
+                      fi_strerror(ret < 0 ? -ret : ret), ret);
+  return OMPI_ERROR;
+}
+
+static struct fi_info* getinfo(void) {
+  struct fi_info* hints = fi_allocinfo();
+  struct fi_info* info = NULL;
+  if (hints == NULL) return NULL;
+  hints->caps = FI_RMA | FI_ATOMIC;
+  hints->mode = 0;
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->fabric_attr->prov_name = strdup("iwarpx");
+  hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  hints->domain_attr->threading = FI_THREAD_SAFE;
+  hints->domain_attr->av_type = FI_AV_TABLE;
+  int ret = fi_getinfo(OSC_IWX_FI_VERSION, NULL, NULL, 0, hints, &info);
+  fi_freeinfo(hints);
+  if (ret != 0) {
+    (void)fail("fi_getinfo(prov_name iwarpx, FI_EP_RDM, FI_RMA|FI_ATOMIC)", ret);
+    return NULL;
+  }
+  return info;
+}
+
+static void close_fid(struct fid* f, const char* what) {
+  if (f == NULL) return;
+  int ret = fi_close(f);
+  if (ret != 0) (void)fail(what, ret);
+}
+
+static void fabric_destroy(osc_iwarpx_fabric_t* f) {
+  close_fid(f->ep != NULL ? &f->ep->fid : NULL, "fi_close(ep)");
+  close_fid(f->cq != NULL ? &f->cq->fid : NULL, "fi_close(cq)");
+  close_fid(f->av != NULL ? &f->av->fid : NULL, "fi_close(av)");
+  close_fid(f->domain != NULL ? &f->domain->fid : NULL, "fi_close(domain)");
+  close_fid(f->fabric != NULL ? &f->fabric->fid : NULL, "fi_close(fabric)");
+  if (f->info != NULL) fi_freeinfo(f->info);
+  OBJ_DESTRUCT(&f->av_cache);
+  OBJ_DESTRUCT(&f->cq_lock);
+  OBJ_DESTRUCT(&f->lock);
+  free(f);
+}
+
+static int fabric_open(osc_iwarpx_fabric_t* f) {
+  f->info = getinfo();
+  if (f->info == NULL) return OMPI_ERROR;
+  const struct fi_info* info = f->info;
+  const uint64_t mr_mode = (uint64_t)info->domain_attr->mr_mode;
+  if ((mr_mode & FI_MR_LOCAL) != 0) {
+    opal_output_verbose(1, mca_osc_iwarpx_component.output,
+                        "osc:iwarpx: the provider wants FI_MR_LOCAL (mr_mode 0x%lx): not "
+                        "supported",
+                        (unsigned long)mr_mode);
+    return OMPI_ERROR;
+  }
+  f->virt_addr = (mr_mode & FI_MR_VIRT_ADDR) != 0;
+  f->max_msg = info->ep_attr->max_msg_size;
+  if (f->max_msg == 0) f->max_msg = (size_t)1 << 30;
+
+  int ret = fi_fabric(info->fabric_attr, &f->fabric, NULL);
+  if (ret != 0) return fail("fi_fabric", ret);
+  ret = fi_domain(f->fabric, f->info, &f->domain, NULL);
+  if (ret != 0) return fail("fi_domain", ret);
+  struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+  ret = fi_av_open(f->domain, &av_attr, &f->av, NULL);
+  if (ret != 0) return fail("fi_av_open", ret);
+  struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE};
+  ret = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL);
+  if (ret != 0) return fail("fi_cq_open", ret);
+  ret = fi_endpoint(f->domain, f->info, &f->ep, NULL);
+  if (ret != 0) return fail("fi_endpoint", ret);
+  ret = fi_ep_bind(f->ep, &f->av->fid, 0);
+  if (ret != 0) return fail("fi_ep_bind(av)", ret);
+  ret = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV);
+  if (ret != 0) return fail("fi_ep_bind(cq)", ret);
+  ret = fi_enable(f->ep);
+  if (ret != 0) return fail("fi_enable", ret);
+  f->addrlen = sizeof(f->addr);
+  ret = fi_getname(&f->ep->fid, f->addr, &f->addrlen);
+  if (ret != 0) return fail("fi_getname", ret);
+  if (opal_hash_table_init(&f->av_cache, 256) != OPAL_SUCCESS) return OMPI_ERROR;
+  return OMPI_SUCCESS;
+}
+
+int osc_iwarpx_fabric_get(osc_iwarpx_fabric_t** out) {
+  mca_osc_iwarpx_component_t* c = &mca_osc_iwarpx_component;
+  /* Called from osc_query, which MPI serialises per window creation; windows are created
+   * collectively, so two threads creating windows at once is already erroneous MPI. */
+  if (c->fabric != NULL) {
+    *out = c->fabric;
+    return OMPI_SUCCESS;
+  }
+  if (c->fabric_failed) return OMPI_ERROR;
+  osc_iwarpx_fabric_t* f = calloc(1, sizeof(*f));
+  if (f == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+  OBJ_CONSTRUCT(&f->lock, opal_mutex_t);
+  OBJ_CONSTRUCT(&f->cq_lock, opal_mutex_t);
+  OBJ_CONSTRUCT(&f->av_cache, opal_hash_table_t);
+  if (fabric_open(f) != OMPI_SUCCESS) {
+    fabric_destroy(f);
+    c->fabric_failed = true;
+    return OMPI_ERROR;
+  }
+  opal_output_verbose(1, c->output,
+                      "osc:iwarpx: endpoint ready on provider %s (max_msg_size %zu, %s "
+                      "remote addresses)",
+                      f->info->fabric_attr->prov_name, f->max_msg,
+                      f->virt_addr ? "virtual" : "offset");
+  c->fabric = f;
+  *out = f;
+  return OMPI_SUCCESS;
+}
+
+void osc_iwarpx_fabric_close(void) {
+  mca_osc_iwarpx_component_t* c = &mca_osc_iwarpx_component;
+  if (c->fabric == NULL) return;
+  osc_iwarpx_progress_enable(false);
+  fabric_destroy(c->fabric);
+  c->fabric = NULL;
+}
+
+int osc_iwarpx_fabric_lookup(osc_iwarpx_fabric_t* f, ompi_proc_t* proc, const void* addr,
+                             size_t addrlen, fi_addr_t* out) {
+  const uint64_t key = (uint64_t)(uintptr_t)proc;
+  void* value = NULL;
+  int rc = OMPI_SUCCESS;
+  opal_mutex_lock(&f->lock);
+  if (opal_hash_table_get_value_uint64(&f->av_cache, key, &value) == OPAL_SUCCESS) {
+    *out = (fi_addr_t)(uintptr_t)value;
+  } else {
+    fi_addr_t fa = FI_ADDR_NOTAVAIL;
+    const int n = fi_av_insert(f->av, addr, 1, &fa, 0, NULL);
+    if (n != 1 || fa == FI_ADDR_NOTAVAIL) {
+      opal_output_verbose(1, mca_osc_iwarpx_component.output,
+                          "osc:iwarpx: fi_av_insert of a peer address (%zu bytes) failed (%d)",
+                          addrlen, n);
+      rc = OMPI_ERROR;
+    } else {
+      (void)opal_hash_table_set_value_uint64(&f->av_cache, key, (void*)(uintptr_t)fa);
+      *out = fa;
+    }
+  }
+  opal_mutex_unlock(&f->lock);
+  return rc;
+}
+
+/* Finishes one operation: counters, request, waiter flag. */
+static void complete_op(osc_iwarpx_op_t* op, int status) {
+  if (status != OMPI_SUCCESS) OPAL_THREAD_ADD_FETCH64(&mca_osc_iwarpx_component.errors, 1);
+  if (op->request != NULL) {
+    osc_iwarpx_request_t* r = op->request;
+    if (status != OMPI_SUCCESS) r->super.req_status.MPI_ERROR = MPI_ERR_OTHER;
+    if (OPAL_THREAD_ADD_FETCH32(&r->pending, -1) == 0) ompi_request_complete(&r->super, true);
+  }
+  if (op->done != NULL) *op->done = status == OMPI_SUCCESS ? 1 : -1;
+  /* Counters last: a waiter that sees 0 has seen the request and flag updates. */
+  OPAL_THREAD_ADD_FETCH64(&op->target->outstanding, -1);
+  OPAL_THREAD_ADD_FETCH64(&op->module->outstanding, -1);
+  free(op);
+}
+
+static int read_error(osc_iwarpx_fabric_t* f) {
+  struct fi_cq_err_entry e = {0};
+  if (fi_cq_readerr(f->cq, &e, 0) != 1) return 0;
+  opal_output_verbose(1, mca_osc_iwarpx_component.output,
+                      "osc:iwarpx: operation failed: %s (%d, provider errno %d)",
+                      fi_strerror(e.err), e.err, e.prov_errno);
+  if (e.op_context != NULL) complete_op(e.op_context, OMPI_ERROR);
+  return 1;
+}
+
+int osc_iwarpx_progress(void) {
+  osc_iwarpx_fabric_t* f = mca_osc_iwarpx_component.fabric;
+  if (f == NULL || opal_mutex_trylock(&f->cq_lock) != 0) return 0;
+  int count = 0;
+  struct fi_cq_entry entries[OSC_IWX_CQ_BATCH];
+  for (;;) {
+    ssize_t n = fi_cq_read(f->cq, entries, OSC_IWX_CQ_BATCH);
+    if (n == -FI_EAVAIL) {
+      const int e = read_error(f);
+      if (e == 0) break;
+      count += e;
+      continue;
+    }
+    if (n <= 0) break;
+    for (ssize_t i = 0; i < n; ++i) complete_op(entries[i].op_context, OMPI_SUCCESS);
+    count += (int)n;
+    if (n < OSC_IWX_CQ_BATCH) break;
+  }
+  opal_mutex_unlock(&f->cq_lock);
+  return count;
+}
+
+void osc_iwarpx_progress_enable(bool on) {
+  osc_iwarpx_fabric_t* f = mca_osc_iwarpx_component.fabric;
+  if (f == NULL || f->progress_registered == on) return;
+  if (on) {
+    (void)opal_progress_register(osc_iwarpx_progress);
+  } else {
+    (void)opal_progress_unregister(osc_iwarpx_progress);
+  }
+  f->progress_registered = on;
+}

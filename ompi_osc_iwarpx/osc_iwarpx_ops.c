@@ -1,0 +1,175 @@
+/*
+ * osc/iwarpx operation posting and waiting. Every operation carries an osc_iwarpx_op_t
+ * context and is counted in its window's and its target's `outstanding` until its completion
+ * is reaped by osc_iwarpx_progress. Writes use FI_DELIVERY_COMPLETE, so every completion is a
+ * remote completion (flush, unlock and fence just wait for the counters to reach 0).
+ * -FI_EAGAIN (send queue full) is retried after driving progress, without bound: the queue
+ * drains as completions are reaped.
+ */
+// clang-format off
+#include "ompi_config.h" /* first, see osc_iwarpx.h */
+// clang-format on
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+#include "osc_iwarpx.h"
+
+static osc_iwarpx_op_t* op_new(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t,
+                               osc_iwarpx_request_t* req, volatile int* done) {
+  osc_iwarpx_op_t* op = calloc(1, sizeof(*op));
+  if (op == NULL) return NULL;
+  op->module = m;
+  op->target = t;
+  op->request = req;
+  op->done = done;
+  OPAL_THREAD_ADD_FETCH64(&m->outstanding, 1);
+  OPAL_THREAD_ADD_FETCH64(&t->outstanding, 1);
+  if (req != NULL) OPAL_THREAD_ADD_FETCH32(&req->pending, 1);
+  return op;
+}
+
+/* Undoes op_new for an operation that was never posted. */
+static void op_drop(osc_iwarpx_op_t* op) {
+  if (op->request != NULL) OPAL_THREAD_ADD_FETCH32(&op->request->pending, -1);
+  OPAL_THREAD_ADD_FETCH64(&op->target->outstanding, -1);
+  OPAL_THREAD_ADD_FETCH64(&op->module->outstanding, -1);
+  free(op);
+}
+
+static int check_post(ssize_t ret, const char* what, osc_iwarpx_op_t* op) {
+  if (ret == 0) return OMPI_SUCCESS;
+  opal_output_verbose(1, mca_osc_iwarpx_component.output, "osc:iwarpx: %s: %s (%zd)", what,
+                      fi_strerror((int)-ret), ret);
+  op_drop(op);
+  return OMPI_ERROR;
+}
+
+int osc_iwarpx_post_rma(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write, void* local,
+                        uint64_t remote, size_t len, osc_iwarpx_request_t* req) {
+  osc_iwarpx_fabric_t* f = mca_osc_iwarpx_component.fabric;
+  char* p = local;
+  while (len > 0) {
+    const size_t chunk = len < f->max_msg ? len : f->max_msg;
+    osc_iwarpx_op_t* op = op_new(m, t, req, NULL);
+    if (op == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+    struct iovec iov = {.iov_base = p, .iov_len = chunk};
+    struct fi_rma_iov rma = {
+        .addr = f->virt_addr ? remote : remote - t->base, .len = chunk, .key = t->key};
+    struct fi_msg_rma msg = {.msg_iov = &iov,
+                             .desc = NULL,
+                             .iov_count = 1,
+                             .addr = t->addr,
+                             .rma_iov = &rma,
+                             .rma_iov_count = 1,
+                             .context = op,
+                             .data = 0};
+    ssize_t ret;
+    for (;;) {
+      ret = write ? fi_writemsg(f->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)
+                  : fi_readmsg(f->ep, &msg, FI_COMPLETION);
+      if (ret != -FI_EAGAIN) break;
+      opal_progress();
+    }
+    const int rc = check_post(ret, write ? "fi_writemsg" : "fi_readmsg", op);
+    if (rc != OMPI_SUCCESS) return rc;
+    p += chunk;
+    remote += chunk;
+    len -= chunk;
+  }
+  return OMPI_SUCCESS;
+}
+
+int osc_iwarpx_post_atomic(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t,
+                           const osc_iwarpx_amo_t* a, osc_iwarpx_request_t* req,
+                           volatile int* done) {
+  osc_iwarpx_fabric_t* f = mca_osc_iwarpx_component.fabric;
+  osc_iwarpx_op_t* op = op_new(m, t, req, done);
+  if (op == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+  /* Operands live in the context until completion (the caller's may go away). */
+  const size_t size = a->datatype == FI_UINT32 || a->datatype == FI_INT32 ? 4 : 8;
+  memcpy(&op->operand[0], a->operand, size);
+  if (a->compare != NULL) memcpy(&op->operand[1], a->compare, size);
+  struct fi_ioc ioc = {.addr = &op->operand[0], .count = 1};
+  struct fi_rma_ioc rma = {
+      .addr = f->virt_addr ? a->remote : a->remote - a->region_base, .count = 1, .key = a->key};
+  struct fi_msg_atomic msg = {.msg_iov = &ioc,
+                              .desc = NULL,
+                              .iov_count = 1,
+                              .addr = t->addr,
+                              .rma_iov = &rma,
+                              .rma_iov_count = 1,
+                              .datatype = a->datatype,
+                              .op = a->op,
+                              .context = op,
+                              .data = 0};
+  struct fi_ioc res = {.addr = a->result, .count = 1};
+  struct fi_ioc cmp = {.addr = &op->operand[1], .count = 1};
+  ssize_t ret;
+  const char* what;
+  for (;;) {
+    if (a->compare != NULL) {
+      what = "fi_compare_atomicmsg";
+      ret = fi_compare_atomicmsg(f->ep, &msg, &cmp, NULL, 1, &res, NULL, 1, FI_COMPLETION);
+    } else if (a->result != NULL) {
+      what = "fi_fetch_atomicmsg";
+      ret = fi_fetch_atomicmsg(f->ep, &msg, &res, NULL, 1, FI_COMPLETION);
+    } else {
+      what = "fi_atomicmsg";
+      ret = fi_atomicmsg(f->ep, &msg, FI_COMPLETION); /* completes at the response */
+    }
+    if (ret != -FI_EAGAIN) break;
+    opal_progress();
+  }
+  const int rc = check_post(ret, what, op);
+  if (rc == OMPI_SUCCESS) m->atomics++;
+  return rc;
+}
+
+int osc_iwarpx_atomic_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, enum fi_op op_code,
+                           uint64_t operand, uint64_t compare, uint64_t* fetched) {
+  volatile int done = 0;
+  uint64_t result = 0;
+  const osc_iwarpx_amo_t a = {.op = op_code,
+                              .datatype = FI_UINT64,
+                              .remote = t->state_base,
+                              .region_base = t->state_base,
+                              .key = t->state_key,
+                              .operand = &operand,
+                              .compare = op_code == FI_CSWAP ? &compare : NULL,
+                              .result = &result};
+  const int rc = osc_iwarpx_post_atomic(m, t, &a, NULL, &done);
+  if (rc != OMPI_SUCCESS) return rc;
+  while (done == 0) opal_progress();
+  if (done < 0) return OMPI_ERROR;
+  if (fetched != NULL) *fetched = result;
+  return OMPI_SUCCESS;
+}
+
+int osc_iwarpx_state_add(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, size_t offset,
+                         uint64_t delta) {
+  const osc_iwarpx_amo_t a = {.op = FI_SUM,
+                              .datatype = FI_UINT64,
+                              .remote = t->state_base + offset,
+                              .region_base = t->state_base,
+                              .key = t->state_key,
+                              .operand = &delta,
+                              .compare = NULL,
+                              .result = NULL};
+  return osc_iwarpx_post_atomic(m, t, &a, NULL, NULL);
+}
+
+void osc_iwarpx_wait_target(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t) {
+  (void)m;
+  while (t->outstanding > 0) opal_progress();
+}
+
+void osc_iwarpx_wait_all(osc_iwarpx_module_t* m) {
+  while (m->outstanding > 0) opal_progress();
+}

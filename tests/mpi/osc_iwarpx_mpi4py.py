@@ -1,0 +1,92 @@
+"""mpi4py one-sided checks for osc iwarpx (run by osc_iwarpx_test.sh with /usr/bin/python3).
+
+mpi4py initialises MPI with MPI_THREAD_MULTIPLE, the level osc pt2pt refuses. Three windows:
+Win.Allocate (Put with Fence, Get under a shared Lock, Accumulate(SUM) from all ranks under
+Lock_all), Win.Create over a bytearray (Put under an exclusive Lock from every rank into its own
+slot at rank 0, then Flush/Unlock) and a Post/Start/Complete/Wait ring.
+Rank 0 prints "osc_iwarpx_test: OK <n> ranks (mpi4py)" only if every rank passed.
+"""
+from array import array
+
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+rank, size = comm.rank, comm.size
+errors = []
+if MPI.Query_thread() != MPI.THREAD_MULTIPLE:
+    errors.append("thread level %d, want MPI_THREAD_MULTIPLE" % MPI.Query_thread())
+
+N = 1024
+right, left = (rank + 1) % size, (rank - 1) % size
+win = MPI.Win.Allocate(8 * N, 8, comm=comm)
+mem = memoryview(win.tomemory()).cast("B").cast("q")
+for i in range(N):
+    mem[i] = -1
+win.Fence()
+src = array("q", [1000 * rank + i for i in range(N)])
+win.Put([src, MPI.INT64_T], right)
+win.Fence()
+if any(mem[i] != 1000 * left + i for i in range(N)):
+    errors.append("fence Put: window content differs")
+got = array("q", [0] * N)
+win.Lock(right, MPI.LOCK_SHARED)
+win.Get([got, MPI.INT64_T], right)
+win.Unlock(right)
+if got != src:
+    errors.append("Get under a shared lock differs")
+# Accumulate(MPI.SUM) on int64 from every rank into rank 0's first slot (20 times each).
+win.Fence()
+if rank == 0:
+    mem[0] = 0
+win.Fence()
+one = array("q", [1])
+win.Lock_all()
+for _ in range(20):
+    win.Accumulate([one, MPI.INT64_T], 0, op=MPI.SUM)
+win.Flush_all()
+win.Unlock_all()
+comm.Barrier()
+if rank == 0 and mem[0] != 20 * size:
+    errors.append("Accumulate(SUM): counter %d, want %d" % (mem[0], 20 * size))
+win.Free()
+
+buf = bytearray(64 * size)
+win = MPI.Win.Create(buf, 1, comm=comm)
+mine = bytearray([rank + 1] * 64)
+win.Lock(0, MPI.LOCK_EXCLUSIVE)
+win.Put([mine, MPI.BYTE], 0, target=(64 * rank, 64, MPI.BYTE))
+win.Flush(0)
+win.Unlock(0)
+comm.Barrier()
+if rank == 0:
+    win.Lock(0, MPI.LOCK_EXCLUSIVE)
+    for r in range(size):
+        if buf[64 * r : 64 * (r + 1)] != bytearray([r + 1] * 64):
+            errors.append("exclusive-lock Put of rank %d missing" % r)
+    win.Unlock(0)
+win.Free()
+
+# PSCW ring: expose to the left neighbour, access the right one.
+win = MPI.Win.Allocate(8, 8, comm=comm)
+cell = memoryview(win.tomemory()).cast("B").cast("q")
+world = comm.Get_group()
+gl, gr = world.Incl([left]), world.Incl([right])
+for epoch in range(5):
+    win.Post(gl)
+    win.Start(gr)
+    win.Put([array("q", [100 * epoch + rank]), MPI.INT64_T], right)
+    win.Complete()
+    win.Wait()
+    if cell[0] != 100 * epoch + left:
+        errors.append("PSCW epoch %d: got %d, want %d" % (epoch, cell[0], 100 * epoch + left))
+gl.Free()
+gr.Free()
+world.Free()
+win.Free()
+
+for e in errors:
+    print("rank %d: FAIL %s" % (rank, e), flush=True)
+total = comm.allreduce(len(errors))
+if rank == 0:
+    print("osc_iwarpx_test: %s %d ranks (mpi4py)" % ("OK" if total == 0 else "FAILED", size))
+raise SystemExit(0 if total == 0 else 1)
