@@ -270,6 +270,12 @@ TEST(SepInfo, ContextCountsAreAdvertisedAndBounded) {
     EXPECT_EQ(i->ep_attr->rx_ctx_cnt, 1u);
   }
   fi_freeinfo(info);
+  // Naming a receive context is an initiator capability (fi_rx_addr).
+  hints->caps = FI_MSG | FI_NAMED_RX_CTX;
+  ASSERT_EQ(fi_getinfo(kVersion, nullptr, nullptr, 0, hints, &info), 0);
+  EXPECT_NE(info->caps & FI_NAMED_RX_CTX, 0u);
+  EXPECT_NE(info->tx_attr->caps & FI_NAMED_RX_CTX, 0u);
+  fi_freeinfo(info);
   fi_freeinfo(hints);
   hints = SepHints(16, 16);
   ASSERT_EQ(fi_getinfo(kVersion, nullptr, nullptr, 0, hints, &info), 0);

@@ -64,8 +64,8 @@ constexpr EpTemplate kMsgEp = {FI_EP_MSG,    "FI_EP_MSG", kTxCaps,     kRxCaps,
 // Send per datagram, no order, the sender's address with each receive.
 constexpr EpTemplate kDgramEp = {FI_EP_DGRAM,
                                  "FI_EP_DGRAM",
-                                 FI_MSG | FI_SEND,
-                                 FI_MSG | FI_RECV | FI_SOURCE,  // FI_SOURCE is a receive cap
+                                 FI_MSG | FI_SEND | FI_NAMED_RX_CTX,  // fi_rx_addr (dgram_sep.h)
+                                 FI_MSG | FI_RECV | FI_SOURCE,        // FI_SOURCE is a receive cap
                                  FI_ORDER_NONE,
                                  rd::kUdMaxMessage,
                                  0,
