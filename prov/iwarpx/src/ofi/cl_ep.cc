@@ -298,7 +298,10 @@ int ClEndpoint::SetOpt(int /*level*/, int optname, const void* /*optval*/, size_
 int ClEndpoint::GetName(void* addr, size_t* addrlen) {
   if (addrlen == nullptr) return -FI_EINVAL;
   std::lock_guard<std::mutex> lock(fabric_->engine().mu());
-  const transport::SockAddr a = LocalAddress();
+  return CopyName(LocalAddress(), addr, addrlen);
+}
+
+int CopyName(const transport::SockAddr& a, void* addr, size_t* addrlen) {
   const size_t n = a.length();
   const size_t have = *addrlen;
   *addrlen = n;

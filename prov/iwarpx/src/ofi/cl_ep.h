@@ -41,6 +41,10 @@ class Fabric;
 // for objects that refine it (a scalable endpoint's fi_getname).
 extern const struct fi_ops_cm kClCmOps;
 
+// fi_getname's copy-out of `a` (also the scalable endpoint's): *addrlen
+// becomes its size; -FI_ETOOSMALL when addr is NULL or too small.
+int CopyName(const transport::SockAddr& a, void* addr, size_t* addrlen);
+
 class ClEndpoint {
  public:
   struct OpenArgs {

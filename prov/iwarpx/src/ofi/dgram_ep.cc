@@ -1,6 +1,5 @@
 #include "ofi/dgram_ep.h"
 
-#include <cstring>
 #include <mutex>
 #include <new>
 
@@ -9,7 +8,6 @@
 #include "ofi/fabric.h"
 #include "ofi/log.h"
 #include "ofi/msg_ops.h"
-#include "ofi/prov.h"
 
 namespace iwarpx::ofi {
 
@@ -21,23 +19,23 @@ int DgramEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct 
   if (e == nullptr) return -FI_ENOMEM;
   {
     std::lock_guard<std::mutex> lock(e->fabric_->engine().mu());
-    rd::PortConfig port;
-    port.crc = GetParams().dgram_crc;
+    if (const int r = OpenDgramChannel(e->fabric_->engine(), args.local, "fi_endpoint", &e->own_);
+        r != 0) {
+      delete e;
+      return r;
+    }
     rd::UdConfig qp;
     qp.qpn = kBaseQpn;
     qp.sq_depth = static_cast<uint32_t>(args.tx_size);
     qp.rq_depth = static_cast<uint32_t>(args.rx_size);
-    auto ch = progress::DgramChannel::Open(e->fabric_->engine(), args.local, port, qp, *e,
-                                           GetParams().fault);
-    if (!ch.ok()) {
-      IWX_WARN(ep_ctrl, "fi_endpoint: cannot bind a UDP socket to %s: %s\n",
-               args.local.ToString().c_str(), strerror(ch.error().err));
-      delete e;
-      return ch.error().err == EADDRINUSE ? -FI_EADDRINUSE : -FI_EINVAL;
-    }
-    e->own_ = std::move(ch).value();
     e->channel_ = e->own_.get();
-    e->qp_ = &e->own_->qp();
+    e->qp_ = e->own_->AddQp(qp, *e);
+    if (e->qp_ == nullptr) {
+      IWX_WARN(ep_ctrl, "fi_endpoint: out of memory for the queue pair\n");
+      e->own_.reset();
+      delete e;
+      return -FI_ENOMEM;
+    }
   }
   e->Install(context, &MsgOps<UdEndpoint>::kTable, nullptr, nullptr, nullptr, ep);
   IWX_INFO(ep_ctrl, "dgram ep %p opened on %s (tx %zu, rx %zu)\n", static_cast<void*>(e),

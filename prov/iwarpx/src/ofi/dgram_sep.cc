@@ -1,6 +1,5 @@
 #include "ofi/dgram_sep.h"
 
-#include <cstring>
 #include <mutex>
 #include <new>
 
@@ -16,6 +15,7 @@
 #include "ofi/getinfo.h"
 #include "ofi/log.h"
 #include "ofi/prov.h"
+#include "ofi/ud_ep.h"
 
 namespace iwarpx::ofi {
 namespace {
@@ -135,17 +135,12 @@ int DgramSep::Open(struct fid_domain* domain, struct fi_info* info, struct fid_e
   if (s == nullptr) return -FI_ENOMEM;
   {
     std::lock_guard<std::mutex> lock(s->fabric_->engine().mu());
-    rd::PortConfig port;
-    port.crc = GetParams().dgram_crc;
-    auto ch = progress::DgramChannel::OpenShared(s->fabric_->engine(), args.local, port,
-                                                 GetParams().fault);
-    if (!ch.ok()) {
-      IWX_WARN(ep_ctrl, "fi_scalable_ep: cannot bind a UDP socket to %s: %s\n",
-               args.local.ToString().c_str(), strerror(ch.error().err));
+    if (const int r =
+            OpenDgramChannel(s->fabric_->engine(), args.local, "fi_scalable_ep", &s->channel_);
+        r != 0) {
       delete s;
-      return ch.error().err == EADDRINUSE ? -FI_EADDRINUSE : -FI_EINVAL;
+      return r;
     }
-    s->channel_ = std::move(ch).value();
   }
   s->handle_.owner = s;
   s->handle_.fid.fid.fclass = FI_CLASS_SEP;
@@ -237,13 +232,7 @@ void DgramSep::Stats(progress::EndpointStats* out) {
 int DgramSep::GetName(void* addr, size_t* addrlen) {
   if (addrlen == nullptr) return -FI_EINVAL;
   std::lock_guard<std::mutex> lock(fabric_->engine().mu());
-  const transport::SockAddr a = channel_->local_address();
-  const size_t n = a.length();
-  const size_t have = *addrlen;
-  *addrlen = n;
-  if (addr == nullptr || have < n) return -FI_ETOOSMALL;
-  std::memcpy(addr, a.sa(), n);
-  return 0;
+  return CopyName(channel_->local_address(), addr, addrlen);
 }
 
 int DgramSep::OpenContext(bool tx, int index, uint64_t op_flags, size_t size, struct fid_ep** ep,

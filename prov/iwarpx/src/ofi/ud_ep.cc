@@ -1,12 +1,16 @@
 #include "ofi/ud_ep.h"
 
+#include <cerrno>
+#include <cstring>
 #include <mutex>
+#include <utility>
 
 #include <rdma/fi_errno.h>
 
 #include "ofi/av.h"
 #include "ofi/fabric.h"
 #include "ofi/log.h"
+#include "ofi/prov.h"
 
 namespace iwarpx::ofi {
 namespace {
@@ -16,6 +20,20 @@ constexpr uint64_t kTxFlags = FI_COMPLETION | FI_INJECT | FI_TRANSMIT_COMPLETE |
 constexpr uint64_t kRxFlags = FI_COMPLETION | FI_MORE | FI_MSG | FI_RECV;
 
 }  // namespace
+
+int OpenDgramChannel(progress::Engine& engine, const transport::SockAddr& local, const char* call,
+                     std::unique_ptr<progress::DgramChannel>* out) {
+  rd::PortConfig port;
+  port.crc = GetParams().dgram_crc;
+  auto ch = progress::DgramChannel::OpenShared(engine, local, port, GetParams().fault);
+  if (!ch.ok()) {
+    IWX_WARN(ep_ctrl, "%s: cannot bind a UDP socket to %s: %s\n", call, local.ToString().c_str(),
+             strerror(ch.error().err));
+    return ch.error().err == EADDRINUSE ? -FI_EADDRINUSE : -FI_EINVAL;
+  }
+  *out = std::move(ch).value();
+  return 0;
+}
 
 ssize_t UdEndpoint::Cancel(void* context) {
   std::lock_guard<std::mutex> lock(fabric_->engine().mu());

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_endpoint.h>
@@ -33,6 +34,13 @@ namespace iwarpx::ofi {
 // The QPN of a plain DGRAM endpoint and of receive context 0 of a scalable
 // one; receive context i is kBaseQpn + i.
 inline constexpr uint32_t kBaseQpn = 0;
+
+// Binds the UDP socket of a DGRAM endpoint or scalable endpoint to `local`
+// with the provider's datagram settings (FI_IWARPX_DGRAM_CRC,
+// FI_IWARPX_FAULT), no QP on it yet. Engine lock held. 0, or -FI_E* logged
+// naming `call`.
+int OpenDgramChannel(progress::Engine& engine, const transport::SockAddr& local, const char* call,
+                     std::unique_ptr<progress::DgramChannel>* out);
 
 class UdEndpoint : public ClEndpoint, public rd::UdSink {
  public:
