@@ -66,7 +66,16 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return parsed == 1 ? 0 : 2;
   }
-  const size_t region = o.window * mb_max_size(&o);
+  int corrupt_listed = o.corrupt == 0;
+  for (size_t i = 0; i < o.nsizes; ++i) corrupt_listed |= o.sizes[i] == o.corrupt;
+  if (!corrupt_listed) {
+    if (rank == 0) fprintf(stderr, "mpi_bench: --corrupt %zu is not in --sizes\n", o.corrupt);
+    MPI_Finalize();
+    return 2;
+  }
+  /* Latency uses one slot per direction; bw and bibw a window of them. */
+  const size_t slots = (o.tests & (MB_TEST_BW | MB_TEST_BIBW)) != 0 ? o.window : 1;
+  const size_t region = slots * mb_max_size(&o);
   uint8_t* send = alloc_region(region);
   uint8_t* recv = alloc_region(region);
   if (send == NULL || recv == NULL) {

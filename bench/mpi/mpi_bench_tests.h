@@ -12,8 +12,8 @@
  *   3. mb_iters(test, size) timed iterations after a barrier, timed on rank 0 with
  *      MPI_Wtime: latency = seconds / (2 * iters) in us; bw = size * W * iters / seconds
  *      / 10^6 (MB/s); bibw counts both directions.
- *   The value and iteration count are rank 0's. Buffers: `send` and `recv` hold window x
- *   max size bytes each (slot k of a size-S iteration at offset k * S).
+ *   The value and iteration count are rank 0's. Buffers: `send` and `recv` hold at least
+ *   size bytes per slot (1 slot for latency, W for bw and bibw; slot k at offset k * size).
  */
 #ifndef IWARPX_BENCH_MPI_BENCH_TESTS_H
 #define IWARPX_BENCH_MPI_BENCH_TESTS_H
