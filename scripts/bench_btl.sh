@@ -21,6 +21,8 @@
 #   --no-tcp, --no-iwarpx   skip one BTL (its columns read "n/a")
 #   --strict         exit 1 if any run failed (a failed run's numbers read "n/a")
 #   --keep-logs      keep the mpirun logs (path printed)
+#   After the table: the min and max over the runs behind the two target cells (8 B
+#   latency, 1 MiB bandwidth), to tell a busy machine from a real difference.
 #   --corrupt SIZE   testing: mpi_bench damages the checked data at SIZE, so every run must
 #                    fail with "data check failed"
 #   MPIRUN=...       mpirun to use (default: mpirun on PATH)
@@ -195,6 +197,25 @@ for s in $size_list; do
   done
   echo "$line"
 done
+# The spread behind the two target cells: a median of runs that disagree by 10x says the
+# machine was busy, not which BTL is faster.
+spread() {  # spread NAME TEST SIZE UNIT
+  [[ -f $work/data/$1 ]] || return 0
+  awk -v t="$2" -v s="$3" '$1 == t && $2 == s { print $3 }' "$work/data/$1" | sort -g |
+    awk -v what="$1 $2 $3 B" -v unit="$4" '{ v[NR] = $1 } END {
+      if (NR == 0) exit
+      printf "%s: min %.2f, max %.2f %s over %d run(s)\n", what, v[1], v[NR], unit, NR }'
+}
+spreads=()
+for btl in tcp iwarpx; do
+  has latency && spreads+=("$(spread $btl latency 8 us)")
+  has bw && spreads+=("$(spread $btl bw 1048576 MB/s)")
+done
+spread_line=$(printf '%s; ' "${spreads[@]}" | sed 's/^\(; \)*//; s/\(; \)*$//; s/; \(; \)*/; /g')
+if [[ -n $spread_line ]]; then
+  echo
+  echo "# spread: $spread_line"
+fi
 if ((failures)); then
   echo
   echo "# $failures of $runs run(s) failed (see stderr)"
