@@ -21,12 +21,12 @@
 #   --no-tcp, --no-iwarpx   skip one BTL (its columns read "n/a")
 #   --strict         exit 1 if any run failed (a failed run's numbers read "n/a")
 #   --keep-logs      keep the mpirun logs (path printed)
-#   After the table: the min and max over the runs behind the two target cells (8 B
-#   latency, 1 MiB bandwidth), to tell a busy machine from a real difference.
 #   --corrupt SIZE   testing: mpi_bench damages the checked data at SIZE, so every run must
 #                    fail with "data check failed"
 #   MPIRUN=...       mpirun to use (default: mpirun on PATH)
 #
+# After the table: the min and max over the runs behind the two target cells (8 B latency,
+# 1 MiB bandwidth), to tell a busy machine from a real difference.
 # Every mpirun runs in the background under `timeout` with its PID recorded, as root with
 # --allow-run-as-root --oversubscribe and OOB on lo; OMPI_MCA_* variables of the caller are
 # dropped so both BTLs see the same settings. On exit only the PIDs this script started are
