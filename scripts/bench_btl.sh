@@ -27,6 +27,7 @@
 #
 # After the table: the min and max over the runs behind the two target cells (8 B latency,
 # 1 MiB bandwidth), to tell a busy machine from a real difference.
+#
 # Every mpirun runs in the background under `timeout` with its PID recorded, as root with
 # --allow-run-as-root --oversubscribe and OOB on lo; OMPI_MCA_* variables of the caller are
 # dropped so both BTLs see the same settings. On exit only the PIDs this script started are
