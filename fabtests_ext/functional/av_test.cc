@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
 namespace {
@@ -163,8 +164,16 @@ TEST_F(AvTest, WhatIsNotOfferedIsRefused) {
   attr.name = "shared";
   EXPECT_EQ(fi_av_open(domain_, &attr, &av_, nullptr), -FI_ENOSYS);
   attr.name = nullptr;
-  attr.rx_ctx_bits = 4;
+  attr.rx_ctx_bits = 17;  // more than the 16 bits of context index offered
   EXPECT_EQ(fi_av_open(domain_, &attr, &av_, nullptr), -FI_EINVAL);
+  attr.rx_ctx_bits = 64;
+  EXPECT_EQ(fi_av_open(domain_, &attr, &av_, nullptr), -FI_EINVAL);
+  attr.rx_ctx_bits = -1;
+  EXPECT_EQ(fi_av_open(domain_, &attr, &av_, nullptr), -FI_EINVAL);
+  attr.rx_ctx_bits = 4;
+  attr.count = size_t{1} << 60;  // entries that would not fit below the index bits
+  EXPECT_EQ(fi_av_open(domain_, &attr, &av_, nullptr), -FI_EINVAL);
+  attr.count = 0;
   attr.rx_ctx_bits = 0;
   attr.type = FI_AV_UNSPEC;
   attr.count = 0;
@@ -177,6 +186,29 @@ TEST_F(AvTest, WhatIsNotOfferedIsRefused) {
   EXPECT_EQ(fi_av_insertsym(av_, "127.0.0.1", 1, "1", 1, &fa, 0, nullptr), -FI_ENOSYS);
   // The domain cannot close while the AV is open.
   EXPECT_EQ(fi_close(&domain_->fid), -FI_EBUSY);
+}
+
+// rx_ctx_bits (scalable endpoints): entries are plain fi_addrs; lookup and
+// remove take them, not fi_rx_addr forms.
+TEST_F(AvTest, RxCtxBitsKeepEntriesPlain) {
+  fi_av_attr attr{};
+  attr.type = FI_AV_TABLE;
+  attr.rx_ctx_bits = 16;
+  attr.count = 8;
+  ASSERT_EQ(fi_av_open(domain_, &attr, &av_, nullptr), 0);
+  const sockaddr_in a = V4("127.0.0.1", 4000);
+  fi_addr_t fa = FI_ADDR_NOTAVAIL;
+  ASSERT_EQ(fi_av_insert(av_, &a, 1, &fa, 0, nullptr), 1);
+  EXPECT_EQ(fa, 0u);
+  sockaddr_in out{};
+  size_t len = sizeof(out);
+  ASSERT_EQ(fi_av_lookup(av_, fa, &out, &len), 0);
+  EXPECT_EQ(out.sin_port, a.sin_port);
+  len = sizeof(out);
+  EXPECT_EQ(fi_av_lookup(av_, fi_rx_addr(fa, 3, 16), &out, &len), -FI_EINVAL);
+  fi_addr_t rx = fi_rx_addr(fa, 3, 16);
+  EXPECT_EQ(fi_av_remove(av_, &rx, 1, 0), -FI_EINVAL);
+  EXPECT_EQ(fi_av_remove(av_, &fa, 1, 0), 0);
 }
 
 }  // namespace

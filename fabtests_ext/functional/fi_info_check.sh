@@ -22,6 +22,13 @@ grep -q 'protocol: FI_PROTO_IWARP' <<<"$out" || fail "no FI_PROTO_IWARP entry"
 grep -q 'ofi_rxm' <<<"$out" && fail "ofi_rxm layered over iwarpx (declined on purpose)"
 echo "$out" | grep -E 'provider:|type:|protocol:' | sort | uniq -c
 
+# FI_EP_DGRAM scalable endpoints: up to 16 tx and 16 rx contexts; the others have one.
+dgram=$(timeout 30 "$fi_info" -p iwarpx -t FI_EP_DGRAM -v 2>&1)
+grep -q 'max_ep_rx_ctx: 16' <<<"$dgram" || fail "FI_EP_DGRAM: max_ep_rx_ctx is not 16"
+grep -q 'max_ep_tx_ctx: 16' <<<"$dgram" || fail "FI_EP_DGRAM: max_ep_tx_ctx is not 16"
+msg=$(timeout 30 "$fi_info" -p iwarpx -t FI_EP_MSG -v 2>&1)
+grep -q 'max_ep_rx_ctx: 1$' <<<"$msg" || fail "FI_EP_MSG: max_ep_rx_ctx is not 1"
+
 params=$(timeout 30 "$fi_info" -e 2>&1 | tr -d '\0')
 for p in MPA_CRC MPA_REV MPA_MARKERS IRD ORD PROGRESS_THREAD MAX_MR MULPDU DGRAM_CRC FAULT BUSY_POLL RD_TIMEOUT RDM_EAGER RD_SEGMENT SEND_RULES STATS; do
   grep -A1 "^# FI_IWARPX_$p:" <<<"$params" | grep -q '^# iwarpx: ..........' ||

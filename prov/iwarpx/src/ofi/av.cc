@@ -10,6 +10,7 @@
 
 #include "ofi/domain.h"
 #include "ofi/log.h"
+#include "ofi/rx_addr.h"
 
 namespace iwarpx::ofi {
 namespace {
@@ -133,12 +134,13 @@ int Av::Open(struct fid_domain* domain, struct fi_av_attr* attr, struct fid_av**
     IWX_WARN(av, "fi_av_open: FI_EVENT and named (shared) address vectors are not supported\n");
     return -FI_ENOSYS;
   }
-  if (attr->rx_ctx_bits != 0) {
-    IWX_WARN(av, "fi_av_open: rx_ctx_bits must be 0 (no scalable endpoints)\n");
+  if (const char* why = RxCtxBitsProblem(attr->rx_ctx_bits, attr->count); why != nullptr) {
+    IWX_WARN(av, "fi_av_open: rx_ctx_bits %d with count %zu refused: %s\n", attr->rx_ctx_bits,
+             attr->count, why);
     return -FI_EINVAL;
   }
   const enum fi_av_type type = attr->type == FI_AV_UNSPEC ? FI_AV_TABLE : attr->type;
-  auto* a = new (std::nothrow) Av(d, type);
+  auto* a = new (std::nothrow) Av(d, type, attr->rx_ctx_bits);
   if (a == nullptr) return -FI_ENOMEM;
   a->entries_.reserve(attr->count);
   a->handle_.owner = a;
@@ -149,8 +151,8 @@ int Av::Open(struct fid_domain* domain, struct fi_av_attr* attr, struct fid_av**
   attr->type = type;
   d->Ref();
   *av = &a->handle_.fid;
-  IWX_INFO(av, "av %p opened (%s)\n", static_cast<void*>(a),
-           type == FI_AV_MAP ? "FI_AV_MAP" : "FI_AV_TABLE");
+  IWX_INFO(av, "av %p opened (%s, rx_ctx_bits %d)\n", static_cast<void*>(a),
+           type == FI_AV_MAP ? "FI_AV_MAP" : "FI_AV_TABLE", attr->rx_ctx_bits);
   return 0;
 }
 
@@ -264,6 +266,13 @@ std::optional<transport::SockAddr> Av::Get(fi_addr_t fi_addr) {
   std::lock_guard<std::mutex> lock(mu_);
   if (fi_addr >= entries_.size()) return std::nullopt;
   return entries_[fi_addr];
+}
+
+std::optional<Av::Target> Av::Resolve(fi_addr_t fi_addr) {
+  const RxAddr r = SplitRxAddr(fi_addr, rx_ctx_bits_);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (r.entry >= entries_.size() || !entries_[r.entry]) return std::nullopt;
+  return Target{*entries_[r.entry], r.rx_index};
 }
 
 fi_addr_t Av::Find(const transport::SockAddr& addr) {

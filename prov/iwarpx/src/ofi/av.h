@@ -15,7 +15,13 @@
 //   -FI_ENOSYS with a log line.
 // - fi_av_lookup copies at most *addrlen bytes and sets *addrlen to the full
 //   size; fi_av_straddr writes "fi_sockaddr_in://1.2.3.4:5" (or _in6).
-// - Find() (the engine's reverse lookup for FI_SOURCE) and Get() are O(1).
+// - attr->rx_ctx_bits (scalable endpoints): 0..kMaxRxCtxBits, with
+//   attr->count fitting in the bits left (ofi/rx_addr.h); other values are
+//   -FI_EINVAL with a log line. Resolve() splits fi_rx_addr(entry, i, bits)
+//   into the entry's address and receive-context index i; Get() and
+//   fi_av_lookup take plain entries only (index 0).
+// - Find() (the engine's reverse lookup for FI_SOURCE) returns the plain
+//   entry; Find(), Get() and Resolve() are O(1).
 // - Thread-safe (one mutex); fi_close is -FI_EBUSY while endpoints are bound.
 #pragma once
 
@@ -46,8 +52,16 @@ class Av {
   void Unref() { refs_.fetch_sub(1, std::memory_order_acq_rel); }
   Domain* domain() { return domain_; }
 
-  // The address of a valid entry.
+  struct Target {
+    transport::SockAddr addr;  // the entry's address
+    uint32_t rx_index = 0;     // the receive context fi_rx_addr named
+  };
+  // The address of a valid entry (no receive-context index).
   std::optional<transport::SockAddr> Get(fi_addr_t addr);
+  // The address of the entry `addr` names and the receive-context index in
+  // its top rx_ctx_bits bits.
+  std::optional<Target> Resolve(fi_addr_t addr);
+  [[nodiscard]] int rx_ctx_bits() const { return rx_ctx_bits_; }
   // The entry holding `addr`, or FI_ADDR_NOTAVAIL. A loopback source also
   // finds an entry inserted as the wildcard address with its port (a peer on
   // this host bound to "any address" names itself that way).
@@ -74,13 +88,15 @@ class Av {
   };
   static Key KeyOf(const transport::SockAddr& a);
 
-  Av(Domain* domain, enum fi_av_type type) : domain_(domain), type_(type) {}
+  Av(Domain* domain, enum fi_av_type type, int rx_ctx_bits)
+      : domain_(domain), type_(type), rx_ctx_bits_(rx_ctx_bits) {}
   // mu_ held.
   fi_addr_t InsertOne(const transport::SockAddr& a);
 
   FidHandle<struct fid_av, Av> handle_;
   Domain* domain_;
   enum fi_av_type type_;
+  const int rx_ctx_bits_;
   std::mutex mu_;
   std::vector<std::optional<transport::SockAddr>> entries_;
   std::unordered_map<Key, fi_addr_t, KeyHash> index_;

@@ -101,6 +101,8 @@ const struct fi_ops_ep kClEpOps = {
     .tx_size_left = NoSizeLeft,
 };
 
+}  // namespace
+
 const struct fi_ops_cm kClCmOps = {
     .size = sizeof(struct fi_ops_cm),
     .setname = CmSetName,
@@ -113,6 +115,8 @@ const struct fi_ops_cm kClCmOps = {
     .shutdown = CmShutdown,
     .join = CmJoin,
 };
+
+namespace {
 
 size_t SizeOr(size_t v, size_t dflt) {
   return v != 0 ? v : dflt;
@@ -145,7 +149,10 @@ void ClEndpoint::ReportStatsAtClose() const {
 }
 
 ClEndpoint* ClEndpoint::From(struct fid* fid) {
-  if (!IsOurs(fid, FI_CLASS_EP, &kClFiOps)) return nullptr;
+  if (!IsOurs(fid, FI_CLASS_EP, &kClFiOps) && !IsOurs(fid, FI_CLASS_TX_CTX, &kClFiOps) &&
+      !IsOurs(fid, FI_CLASS_RX_CTX, &kClFiOps)) {
+    return nullptr;
+  }
   return FromEp(reinterpret_cast<struct fid_ep*>(fid));
 }
 
@@ -187,9 +194,9 @@ int ClEndpoint::ParseOpen(struct fid_domain* domain, struct fi_info* info, struc
 
 void ClEndpoint::Install(void* context, const struct fi_ops_msg* msg,
                          const struct fi_ops_tagged* tagged, const struct fi_ops_rma* rma,
-                         const struct fi_ops_atomic* atomic, struct fid_ep** ep) {
+                         const struct fi_ops_atomic* atomic, struct fid_ep** ep, size_t fclass) {
   handle_.owner = this;
-  handle_.fid.fid.fclass = FI_CLASS_EP;
+  handle_.fid.fid.fclass = fclass;
   handle_.fid.fid.context = context;
   handle_.fid.fid.ops = const_cast<struct fi_ops*>(&kClFiOps);
   handle_.fid.ops = const_cast<struct fi_ops_ep*>(&kClEpOps);
@@ -217,6 +224,7 @@ int ClEndpoint::Bind(struct fid* bfid, uint64_t flags) {
     IWX_WARN(ep_ctrl, "fi_ep_bind: the endpoint is already enabled\n");
     return -FI_EOPBADSTATE;
   }
+  if (const int r = CheckBind(bfid, flags); r != 0) return r;
   if (Av* av = Av::From(bfid)) {
     if (av->domain() != domain_) {
       IWX_WARN(ep_ctrl, "fi_ep_bind(av): the AV belongs to another domain\n");
@@ -240,14 +248,7 @@ int ClEndpoint::Control(int command, void* arg) {
   std::lock_guard<std::mutex> lock(fabric_->engine().mu());
   switch (command) {
     case FI_ENABLE:
-      if (av_ == nullptr) {
-        IWX_WARN(ep_ctrl, "fi_enable: %s needs an address vector (fi_ep_bind)\n", kind_);
-        return -FI_ENOAV;
-      }
-      if (reporter_.tx_cq() == nullptr || reporter_.rx_cq() == nullptr) {
-        IWX_WARN(ep_ctrl, "fi_enable: bind a transmit and a receive CQ first\n");
-        return -FI_ENOCQ;
-      }
+      if (const int r = CheckEnable(); r != 0) return r;
       enabled_ = true;
       return 0;
     case FI_GETOPSFLAG: {
@@ -272,6 +273,18 @@ int ClEndpoint::Control(int command, void* arg) {
   }
 }
 
+int ClEndpoint::CheckEnable() {
+  if (av_ == nullptr) {
+    IWX_WARN(ep_ctrl, "fi_enable: %s needs an address vector (fi_ep_bind)\n", kind_);
+    return -FI_ENOAV;
+  }
+  if (reporter_.tx_cq() == nullptr || reporter_.rx_cq() == nullptr) {
+    IWX_WARN(ep_ctrl, "fi_enable: bind a transmit and a receive CQ first\n");
+    return -FI_ENOCQ;
+  }
+  return 0;
+}
+
 int ClEndpoint::GetOpt(int /*level*/, int optname, void* /*optval*/, size_t* /*optlen*/) {
   IWX_WARN(ep_ctrl, "fi_getopt: option %d is not supported on %s\n", optname, kind_);
   return -FI_ENOPROTOOPT;
@@ -285,7 +298,10 @@ int ClEndpoint::SetOpt(int /*level*/, int optname, const void* /*optval*/, size_
 int ClEndpoint::GetName(void* addr, size_t* addrlen) {
   if (addrlen == nullptr) return -FI_EINVAL;
   std::lock_guard<std::mutex> lock(fabric_->engine().mu());
-  const transport::SockAddr a = LocalAddress();
+  return CopyName(LocalAddress(), addr, addrlen);
+}
+
+int CopyName(const transport::SockAddr& a, void* addr, size_t* addrlen) {
   const size_t n = a.length();
   const size_t have = *addrlen;
   *addrlen = n;

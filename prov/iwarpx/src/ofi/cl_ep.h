@@ -14,6 +14,9 @@
 //   -FI_ENOCQ, logged). Data calls before it are -FI_EOPBADSTATE.
 // - fi_getname returns the bound socket's address (a sockaddr_in/_in6 that a
 //   peer inserts into its AV as is): -FI_ETOOSMALL with the size needed.
+// - The fid's class is FI_CLASS_EP, or FI_CLASS_TX_CTX / FI_CLASS_RX_CTX for
+//   a scalable endpoint's contexts (which refine binding and enabling
+//   through CheckBind/CheckEnable).
 // Thread-safe: every entry point takes the engine lock.
 #pragma once
 
@@ -34,6 +37,14 @@ class Av;
 class Domain;
 class Fabric;
 
+// The fi_ops_cm table of connectionless endpoints (only fi_getname works),
+// for objects that refine it (a scalable endpoint's fi_getname).
+extern const struct fi_ops_cm kClCmOps;
+
+// fi_getname's copy-out of `a` (also the scalable endpoint's): *addrlen
+// becomes its size; -FI_ETOOSMALL when addr is NULL or too small.
+int CopyName(const transport::SockAddr& a, void* addr, size_t* addrlen);
+
 class ClEndpoint {
  public:
   struct OpenArgs {
@@ -51,6 +62,9 @@ class ClEndpoint {
 
   // The endpoint behind a fid, or nullptr if it is not a connectionless one.
   static ClEndpoint* From(struct fid* fid);
+  // Checks fi_endpoint's arguments: 0 or -FI_E* (logged).
+  static int ParseOpen(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep,
+                       OpenArgs* out);
   static ClEndpoint* FromEp(struct fid_ep* ep) { return OwnerOf<ClEndpoint>(ep); }
   struct fid_ep* fid() {
     return &handle_.fid;
@@ -72,13 +86,16 @@ class ClEndpoint {
  protected:
   // `kind` names the endpoint in log lines ("a DGRAM endpoint").
   ClEndpoint(const OpenArgs& args, const char* kind);
-  // Checks fi_endpoint's arguments: 0 or -FI_E* (logged).
-  static int ParseOpen(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep,
-                       OpenArgs* out);
-  // Fills the fid and hands it to the application.
+  // Fills the fid (of class `fclass`) and hands it to the application.
   void Install(void* context, const struct fi_ops_msg* msg, const struct fi_ops_tagged* tagged,
-               const struct fi_ops_rma* rma, const struct fi_ops_atomic* atomic,
-               struct fid_ep** ep);
+               const struct fi_ops_rma* rma, const struct fi_ops_atomic* atomic, struct fid_ep** ep,
+               size_t fclass = FI_CLASS_EP);
+  // fi_ep_bind of `bfid` with `flags` before the generic checks: 0 to go on,
+  // or -FI_E* (logged). Engine lock held.
+  virtual int CheckBind(struct fid* /*bfid*/, uint64_t /*flags*/) { return 0; }
+  // fi_enable: 0 when the endpoint may be enabled, or -FI_E* (logged). The
+  // default needs an AV and a transmit and a receive CQ. Engine lock held.
+  virtual int CheckEnable();
   // The bound socket's address (engine lock held).
   [[nodiscard]] virtual transport::SockAddr LocalAddress() const = 0;
   // Adds the channel's counters (engine lock held, channel open).

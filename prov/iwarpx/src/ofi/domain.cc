@@ -13,6 +13,7 @@
 #include "ofi/cntr.h"
 #include "ofi/cq.h"
 #include "ofi/dgram_ep.h"
+#include "ofi/dgram_sep.h"
 #include "ofi/ep.h"
 #include "ofi/ext_stats.h"
 #include "ofi/fabric.h"
@@ -56,10 +57,9 @@ int Endpoint2(struct fid_domain* domain, struct fi_info* info, struct fid_ep** e
   return OpenByType(domain, info, ep, context);
 }
 
-int ScalableEp(struct fid_domain* /*domain*/, struct fi_info* /*info*/, struct fid_ep** /*sep*/,
-               void* /*context*/) {
-  IWX_WARN(ep_ctrl, "fi_scalable_ep: scalable endpoints are not supported\n");
-  return -FI_ENOSYS;
+int ScalableEp(struct fid_domain* domain, struct fi_info* info, struct fid_ep** sep,
+               void* context) {
+  return DgramSep::Open(domain, info, sep, context);
 }
 
 int StxCtx(struct fid_domain* /*domain*/, struct fi_tx_attr* /*attr*/, struct fid_stx** /*stx*/,

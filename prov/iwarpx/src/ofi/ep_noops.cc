@@ -7,6 +7,42 @@
 namespace iwarpx::ofi {
 namespace {
 
+// --- fi_ops_msg: a scalable endpoint posts through its contexts ---
+ssize_t MsgNo(const char* call) {
+  IWX_WARN(ep_data,
+           "%s: a scalable endpoint carries no data itself; post on a context "
+           "(fi_tx_context/fi_rx_context)\n",
+           call);
+  return -FI_ENOSYS;
+}
+ssize_t MRecv(struct fid_ep*, void*, size_t, void*, fi_addr_t, void*) {
+  return MsgNo("fi_recv");
+}
+ssize_t MRecvv(struct fid_ep*, const struct iovec*, void**, size_t, fi_addr_t, void*) {
+  return MsgNo("fi_recvv");
+}
+ssize_t MRecvmsg(struct fid_ep*, const struct fi_msg*, uint64_t) {
+  return MsgNo("fi_recvmsg");
+}
+ssize_t MSend(struct fid_ep*, const void*, size_t, void*, fi_addr_t, void*) {
+  return MsgNo("fi_send");
+}
+ssize_t MSendv(struct fid_ep*, const struct iovec*, void**, size_t, fi_addr_t, void*) {
+  return MsgNo("fi_sendv");
+}
+ssize_t MSendmsg(struct fid_ep*, const struct fi_msg*, uint64_t) {
+  return MsgNo("fi_sendmsg");
+}
+ssize_t MInject(struct fid_ep*, const void*, size_t, fi_addr_t) {
+  return MsgNo("fi_inject");
+}
+ssize_t MSendData(struct fid_ep*, const void*, size_t, void*, uint64_t, fi_addr_t, void*) {
+  return MsgNo("fi_senddata");
+}
+ssize_t MInjectData(struct fid_ep*, const void*, size_t, uint64_t, fi_addr_t) {
+  return MsgNo("fi_injectdata");
+}
+
 // --- fi_ops_tagged ---
 ssize_t TagNo(const char* call) {
   IWX_WARN(ep_data, "%s: tagged messages are not supported on this endpoint (no FI_TAGGED)\n",
@@ -234,6 +270,19 @@ const struct fi_ops_atomic kNoAtomicOps = {
     .writevalid = AValid,
     .readwritevalid = AValid,
     .compwritevalid = AValid,
+};
+
+const struct fi_ops_msg kNoMsgOps = {
+    .size = sizeof(struct fi_ops_msg),
+    .recv = MRecv,
+    .recvv = MRecvv,
+    .recvmsg = MRecvmsg,
+    .send = MSend,
+    .sendv = MSendv,
+    .sendmsg = MSendmsg,
+    .inject = MInject,
+    .senddata = MSendData,
+    .injectdata = MInjectData,
 };
 
 int NoTxContext(struct fid_ep* /*sep*/, int /*index*/, struct fi_tx_attr* /*attr*/,

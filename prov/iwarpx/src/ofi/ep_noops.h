@@ -1,5 +1,5 @@
 // -FI_ENOSYS ops tables for the calls an endpoint type does not offer
-// (tagged, collective, RMA and atomic families). Each entry logs the call it
+// (message, tagged, collective, RMA and atomic families). Each entry logs the call it
 // refused, so an application learns why; none of them crashes.
 #pragma once
 
@@ -11,6 +11,8 @@
 
 namespace iwarpx::ofi {
 
+// fi_ops_msg of an object that carries no data itself (a scalable endpoint).
+extern const struct fi_ops_msg kNoMsgOps;
 extern const struct fi_ops_tagged kNoTaggedOps;
 extern const struct fi_ops_collective kNoCollectiveOps;
 extern const struct fi_ops_rma kNoRmaOps;

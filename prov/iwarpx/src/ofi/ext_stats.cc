@@ -9,6 +9,7 @@
 #include <rdma/fi_ext_iwarpx.h>
 
 #include "ofi/cl_ep.h"
+#include "ofi/dgram_sep.h"
 #include "ofi/ep.h"
 #include "ofi/log.h"
 #include "ofi/prov.h"
@@ -35,6 +36,8 @@ int EpStats(struct fid_ep* ep, struct fi_iwarpx_ep_stats* stats, size_t len) {
     cl->Stats(&s);
   } else if (Endpoint* msg = Endpoint::From(&ep->fid); msg != nullptr) {
     msg->Stats(&s);
+  } else if (DgramSep* sep = DgramSep::From(&ep->fid); sep != nullptr) {
+    sep->Stats(&s);
   } else {
     IWX_WARN(ep_ctrl, "fi_iwarpx_stats_ops.ep_stats: %p is not an iwarpx endpoint\n",
              static_cast<void*>(ep));

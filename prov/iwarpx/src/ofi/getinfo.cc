@@ -52,26 +52,28 @@ struct EpTemplate {
   size_t rma_iov_limit;
   size_t iov_limit;
   bool rx_cq_data_mode;  // remote CQ data consumes a posted receive (FI_RX_CQ_DATA)
+  size_t max_ctx;        // transmit/receive contexts per (scalable) endpoint
   uint64_t all_caps() const { return tx_caps | rx_caps | kExtraCaps; }
 };
 
 // FI_EP_MSG: connected iWARP over TCP (RFC 5040/5041/5044/6581/7306).
 constexpr EpTemplate kMsgEp = {FI_EP_MSG,    "FI_EP_MSG", kTxCaps,     kRxCaps,
                                kMsgOrder,    kMaxMsgSize, kMaxMsgSize, true,
-                               kRmaIovLimit, kIovLimit,   true};
+                               kRmaIovLimit, kIovLimit,   true,        1};
 // FI_EP_DGRAM: datagram iWARP's UD service over UDP (docs/wire.md §3.5): one
 // Send per datagram, no order, the sender's address with each receive.
 constexpr EpTemplate kDgramEp = {FI_EP_DGRAM,
                                  "FI_EP_DGRAM",
-                                 FI_MSG | FI_SEND,
-                                 FI_MSG | FI_RECV | FI_SOURCE,  // FI_SOURCE is a receive cap
+                                 FI_MSG | FI_SEND | FI_NAMED_RX_CTX,  // fi_rx_addr (dgram_sep.h)
+                                 FI_MSG | FI_RECV | FI_SOURCE,        // FI_SOURCE is a receive cap
                                  FI_ORDER_NONE,
                                  rd::kUdMaxMessage,
                                  0,
                                  false,
                                  0,
                                  kIovLimit,
-                                 false};
+                                 false,
+                                 kMaxDgramCtx};
 // FI_EP_RDM: datagram iWARP's RD service (docs/wire.md §3.6-3.10): one RD
 // queue pair per peer, so between a pair the same order as on MSG; tagged
 // messages; remote CQ data in the message header (no receive consumed).
@@ -85,7 +87,8 @@ constexpr EpTemplate kRdmEp = {FI_EP_RDM,
                                true,
                                kRmaIovLimit,
                                kRdmIovLimit,
-                               false};
+                               false,
+                               1};
 constexpr const EpTemplate* kTemplates[] = {&kMsgEp, &kDgramEp, &kRdmEp};
 
 int NoMatch(const char* why) {
@@ -118,11 +121,11 @@ int CheckEpAttr(const struct fi_ep_attr& a, const EpTemplate& t) {
       a.max_order_war_size != 0) {
     return NoMatch("ep_attr max_order_*_size (RAW/WAW up to max_msg_size on MSG, no WAR)");
   }
-  if (a.tx_ctx_cnt > 1 && a.tx_ctx_cnt != FI_SHARED_CONTEXT) return NoMatch("ep_attr tx_ctx_cnt");
-  if (a.rx_ctx_cnt > 1 && a.rx_ctx_cnt != FI_SHARED_CONTEXT) return NoMatch("ep_attr rx_ctx_cnt");
   if (a.tx_ctx_cnt == FI_SHARED_CONTEXT || a.rx_ctx_cnt == FI_SHARED_CONTEXT) {
     return NoMatch("shared contexts are not supported");
   }
+  if (a.tx_ctx_cnt > t.max_ctx) return NoMatch("ep_attr tx_ctx_cnt (max_ep_tx_ctx)");
+  if (a.rx_ctx_cnt > t.max_ctx) return NoMatch("ep_attr rx_ctx_cnt (max_ep_rx_ctx)");
   if (a.auth_key_size != 0) return NoMatch("auth keys are not supported");
   return 0;
 }
@@ -137,9 +140,11 @@ int CheckDomainAttr(const struct fi_domain_attr& a, const EpTemplate& t) {
   if (a.mr_cnt > GetParams().max_mr) return NoMatch("mr_cnt (FI_IWARPX_MAX_MR)");
   if (a.cq_cnt > kCqCnt || a.cntr_cnt > kCqCnt) return NoMatch("cq_cnt/cntr_cnt");
   if (a.ep_cnt > kEpCnt) return NoMatch("ep_cnt");
-  if (a.tx_ctx_cnt > 1 || a.rx_ctx_cnt > 1 || a.max_ep_tx_ctx > 1 || a.max_ep_rx_ctx > 1 ||
-      a.max_ep_stx_ctx != 0 || a.max_ep_srx_ctx != 0) {
-    return NoMatch("domain context counts (one TX and one RX context per endpoint)");
+  if (a.tx_ctx_cnt > t.max_ctx || a.rx_ctx_cnt > t.max_ctx || a.max_ep_tx_ctx > t.max_ctx ||
+      a.max_ep_rx_ctx > t.max_ctx || a.max_ep_stx_ctx != 0 || a.max_ep_srx_ctx != 0) {
+    return NoMatch(
+        "domain context counts (one TX and one RX context per endpoint; FI_EP_DGRAM scalable "
+        "endpoints up to max_ep_tx_ctx/max_ep_rx_ctx; no shared contexts)");
   }
   if (a.auth_key_size != 0) return NoMatch("auth keys are not supported");
   if ((a.caps & ~t.all_caps()) != 0) return NoMatch("domain caps");
@@ -419,8 +424,10 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   ep.max_order_raw_size = t.max_order_size;
   ep.max_order_waw_size = t.max_order_size;
   ep.max_order_war_size = 0;
-  ep.tx_ctx_cnt = 1;
-  ep.rx_ctx_cnt = 1;
+  // The context counts asked for (a scalable endpoint's), else one of each.
+  const struct fi_ep_attr* he = hints != nullptr ? hints->ep_attr : nullptr;
+  ep.tx_ctx_cnt = he != nullptr && he->tx_ctx_cnt != 0 ? he->tx_ctx_cnt : 1;
+  ep.rx_ctx_cnt = he != nullptr && he->rx_ctx_cnt != 0 ? he->rx_ctx_cnt : 1;
   if ((i->caps & FI_TAGGED) != 0) ep.mem_tag_format = kTagGeneric;
 
   struct fi_domain_attr& d = *i->domain_attr;
@@ -444,10 +451,10 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
   d.cq_data_size = rx_cq_data_ok ? kCqDataSize : 0;
   d.cq_cnt = kCqCnt;
   d.ep_cnt = kEpCnt;
-  d.tx_ctx_cnt = 1;
-  d.rx_ctx_cnt = 1;
-  d.max_ep_tx_ctx = 1;
-  d.max_ep_rx_ctx = 1;
+  d.tx_ctx_cnt = t.max_ctx;
+  d.rx_ctx_cnt = t.max_ctx;
+  d.max_ep_tx_ctx = t.max_ctx;
+  d.max_ep_rx_ctx = t.max_ctx;
   d.cntr_cnt = kCqCnt;
   d.mr_iov_limit = 1;
   d.caps = kExtraCaps;

@@ -63,6 +63,9 @@ inline constexpr size_t kDefaultEqSize = 256;
 inline constexpr size_t kMaxEqSize = size_t{1} << 16;
 inline constexpr size_t kCqCnt = 256;
 inline constexpr size_t kEpCnt = 4096;
+// Transmit and receive contexts of one FI_EP_DGRAM scalable endpoint
+// (domain_attr->max_ep_tx_ctx / max_ep_rx_ctx); the other types have one.
+inline constexpr size_t kMaxDgramCtx = 16;
 
 // The provider's getinfo() entry point.
 int Getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,

@@ -1,6 +1,7 @@
 // DgramChannel on a real engine and real UDP sockets (loopback): datagrams
-// flow both ways with the engine's passes alone, and a closed channel is
-// never called again.
+// flow both ways with the engine's passes alone, a closed channel is never
+// called again, and QPs sharing one channel receive only what is sent to
+// their QP number.
 #include "progress/dgram_channel.h"
 
 #include <chrono>
@@ -103,6 +104,75 @@ TEST_F(DgramChannelTest, EngineCarriesDatagramsBothWays) {
     std::lock_guard<std::mutex> lock(engine_->mu());
     a.reset();
     b.reset();
+    EXPECT_EQ(engine_->registered(), 0u);
+  }
+}
+
+TEST_F(DgramChannelTest, SharedChannelDispatchesByQpnAndQpsComeAndGo) {
+  Sink tx_sink;
+  Sink sinks[3];
+  std::unique_ptr<DgramChannel> shared;
+  std::unique_ptr<DgramChannel> peer;
+  rd::UdQp* rx[3] = {};
+  std::vector<std::vector<uint8_t>> bufs(6, std::vector<uint8_t>(16, 0));
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    auto cs = DgramChannel::OpenShared(*engine_, transport::SockAddr::Loopback4(0), {});
+    auto cp =
+        DgramChannel::Open(*engine_, transport::SockAddr::Loopback4(0), {}, {.qpn = 0}, tx_sink);
+    ASSERT_TRUE(cs.ok() && cp.ok());
+    shared = std::move(cs).value();
+    peer = std::move(cp).value();
+    for (uint32_t i = 0; i < 3; ++i) {
+      rx[i] = shared->AddQp({.qpn = i}, sinks[i]);
+      ASSERT_NE(rx[i], nullptr);
+      for (uint32_t k = 0; k < 2; ++k) {
+        qp::RecvWr r;
+        r.context = 10 * i + k;
+        r.sgl.Add(bufs[2 * i + k].data(), bufs[2 * i + k].size());
+        ASSERT_EQ(rx[i]->PostRecv(r), qp::QpStatus::kOk);
+      }
+    }
+    EXPECT_EQ(shared->AddQp({.qpn = 1}, tx_sink), nullptr);  // QPN 1 is taken
+    // A send-only QP may use a taken number as its src_qpn.
+    EXPECT_NE(shared->AddQp({.qpn = 1, .receives = false}, tx_sink), nullptr);
+    // QP i gets i + 1 messages of (i + 1) bytes; only two receives each, so
+    // QP 2's third message is dropped as no_receive, never given to another QP.
+    for (uint32_t i = 0; i < 3; ++i) {
+      for (uint32_t k = 0; k <= i; ++k) {
+        rd::UdSendWr s;
+        s.context = 100 + i;
+        s.dest = shared->local_address();
+        s.dest_qpn = i;
+        s.sgl.Add(bufs[0].data(), i + 1);  // contents do not matter here
+        ASSERT_EQ(peer->qp().PostSend(s), qp::QpStatus::kOk);
+      }
+    }
+    peer->AfterPost();
+  }
+  // Single-threaded: the engine runs only inside RunUntil's passes.
+  auto no_receive = [&] {
+    EndpointStats st;
+    shared->CollectStats(&st);
+    return st.ud_no_receive;
+  };
+  ASSERT_TRUE(RunUntil([&] {
+    return sinks[0].recvs.size() == 1 && sinks[1].recvs.size() == 2 && sinks[2].recvs.size() == 2 &&
+           no_receive() == 1;
+  }));
+  for (uint32_t i = 0; i < 3; ++i) {
+    for (const auto& [context, bytes] : sinks[i].recvs) {
+      EXPECT_EQ(context / 10, i);
+      EXPECT_EQ(bytes, i + 1);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    // QP 1 leaves: its number is free again, datagrams to it are unknown_qpn.
+    shared->RemoveQp(rx[1]);
+    EXPECT_NE(shared->AddQp({.qpn = 1}, sinks[1]), nullptr);
+    shared.reset();
+    peer.reset();
     EXPECT_EQ(engine_->registered(), 0u);
   }
 }

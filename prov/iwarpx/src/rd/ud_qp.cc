@@ -11,12 +11,16 @@ namespace iwarpx::rd {
 using qp::QpStatus;
 
 UdQp::UdQp(DgramPort& port, const UdConfig& config, UdSink& sink)
-    : port_(port), config_(config), sink_(sink), sq_(config.sq_depth), rq_(config.rq_depth) {
-  port_.Attach(config_.qpn, this);
+    : port_(port),
+      config_(config),
+      sink_(sink),
+      sq_(std::max<uint32_t>(config.sq_depth, 1)),
+      rq_(std::max<uint32_t>(config.rq_depth, 1)) {
+  if (config_.receives) attached_ = port_.Attach(config_.qpn, this);
 }
 
 UdQp::~UdQp() {
-  port_.Detach(config_.qpn);
+  if (attached_) port_.Detach(config_.qpn);
 }
 
 size_t UdQp::BuildUlpdu(const UdSendWr& wr, uint32_t msn,

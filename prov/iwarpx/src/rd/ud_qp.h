@@ -23,6 +23,11 @@
 //   find no posted receive are dropped and counted (UD is unreliable). The
 //   MSN of received messages is ignored (§3.5).
 // * Flush() completes every queued send and posted receive with kFlushed.
+// * A QP with `receives` attaches to the port under its QPN (attached() is
+//   false when another QP holds that number: it then receives nothing). A
+//   send-only QP (`receives` false; a scalable endpoint's transmit context)
+//   never attaches: its QPN is only the src_qpn of what it sends, and may be
+//   the number of a receiving QP on the same port.
 #pragma once
 
 #include <array>
@@ -43,8 +48,9 @@ inline constexpr size_t kUdMaxMessage = wire::kDgramMaxUlpdu - 18;
 
 struct UdConfig {
   uint32_t qpn = 0;
-  uint32_t sq_depth = 256;
+  uint32_t sq_depth = 256;  // both at least 1
   uint32_t rq_depth = 256;
+  bool receives = true;  // attach to the port under `qpn`
 };
 
 struct UdSendWr {
@@ -101,6 +107,7 @@ class UdQp final : public DgramReceiver {
 
   [[nodiscard]] bool wants_write() const { return sq_head_ != sq_tail_; }
   [[nodiscard]] uint32_t qpn() const { return config_.qpn; }
+  [[nodiscard]] bool attached() const { return attached_; }
   [[nodiscard]] const UdCounters& counters() const { return counters_; }
 
  private:
@@ -128,6 +135,7 @@ class UdQp final : public DgramReceiver {
   uint64_t rq_head_ = 0;
   uint64_t rq_tail_ = 0;
   uint32_t msn_ = 0;
+  bool attached_ = false;
   UdCounters counters_;
 };
 

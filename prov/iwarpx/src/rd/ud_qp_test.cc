@@ -328,6 +328,38 @@ TEST_F(UdFakeTest, SendsMarkedMoreGoOutTogetherInOneBatch) {
   EXPECT_FALSE(qp_.wants_write());
 }
 
+// A second receiving QP cannot take a QPN that is in use (it stays
+// detached, and its end does not detach the owner); a send-only QP shares the
+// number as its src_qpn without receiving anything.
+TEST_F(UdFakeTest, QpnIsOwnedByOneReceiverAndSendOnlyQpsNeverAttach) {
+  EXPECT_TRUE(qp_.attached());
+  Recorder other;
+  {
+    UdQp dup(port_, UdConfig{.qpn = 7}, other);
+    EXPECT_FALSE(dup.attached());
+  }
+  UdQp tx(port_, UdConfig{.qpn = 7, .receives = false}, other);
+  EXPECT_FALSE(tx.attached());
+  Bytes buf(16, 0);
+  ASSERT_EQ(qp_.PostRecv(Recv(1, buf)), QpStatus::kOk);
+  const Bytes m = Pattern(8, 3);
+  sock_.Inject({peer_, UdDatagram(7, 4, m)});
+  port_.OnReadable(8);
+  ASSERT_EQ(sink_.recvs.size(), 1u);  // QP 7 still attached after `dup` went
+  EXPECT_TRUE(other.recvs.empty());
+  UdSendWr wr;
+  wr.context = 5;
+  wr.dest = peer_;
+  wr.dest_qpn = 2;
+  wr.sgl.Add(const_cast<uint8_t*>(m.data()), m.size());
+  ASSERT_EQ(tx.PostSend(wr), QpStatus::kOk);
+  ASSERT_EQ(sock_.sent().size(), 1u);
+  auto dec = wire::DecodeDgram(sock_.sent()[0].bytes, true);
+  ASSERT_TRUE(dec.ok());
+  EXPECT_EQ(dec->header.src_qpn, 7u);
+  EXPECT_EQ(other.sends, (std::vector<uint64_t>{5}));
+}
+
 // Real UDP on loopback: QPs 1 and 2 share one socket, QP 3 has its own.
 TEST(UdUdpTest, SharedSocketQpsExchangeMessagesUpToTheLargest) {
   auto s1 = transport::UdpSocket::Bind(SockAddr::Loopback4(0));

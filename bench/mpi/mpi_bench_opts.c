@@ -1,0 +1,212 @@
+/* Command line, size lists and iteration schedule of mpi_bench; see mpi_bench_opts.h. */
+#include "mpi_bench_opts.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MB_LIST_MAX = 512 };
+static const uint64_t kMaxSize = (uint64_t)1 << 30;
+static const uint64_t kMinIters = 2;
+
+void mb_opts_init(struct mb_opts* o) {
+  memset(o, 0, sizeof(*o));
+  o->tests = MB_TEST_LATENCY | MB_TEST_BW;
+  o->nsizes = 0;
+  for (size_t s = 1; s <= ((size_t)4 << 20); s *= 2) o->sizes[o->nsizes++] = s;
+  o->lat_iters = 10000;
+  o->bw_iters = 100;
+  o->warmup = 0;
+  o->budget = (uint64_t)1 << 30;
+  o->window = 64;
+  o->csv = 0;
+  o->label = "mpi";
+  o->corrupt = 0;
+}
+
+void mb_usage(void* out, const char* prog) {
+  fprintf((FILE*)out,
+          "usage: mpirun -np 2 %s [options]\n"
+          "  --tests LIST    latency,bw,bibw (default latency,bw)\n"
+          "  --sizes LIST    e.g. 1:4m (powers of two), 8,1k,1m (default 1:4m)\n"
+          "  --iters N       measured iterations of small messages, >= 2\n"
+          "                  (latency 10000, bw 100); large sizes run fewer, see --budget\n"
+          "  --warmup N      warm-up iterations (default: a tenth of the measured count)\n"
+          "  --budget SIZE   payload bytes moved per measured size at most (default 1g)\n"
+          "  -w N            bw/bibw: messages in flight per iteration (default 64)\n"
+          "  --csv           program,label,test,size,iters,value,unit lines\n"
+          "  --label TEXT    the label column of --csv (default mpi)\n"
+          "  --corrupt SIZE  testing: damage the checked data at SIZE, the run must fail\n",
+          prog);
+}
+
+static int parse_u64(const char* text, uint64_t* out) {
+  if (text == NULL || *text == '\0' || *text == '-' || *text == '+') return -1;
+  char* end = NULL;
+  errno = 0;
+  const unsigned long long v = strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0') return -1;
+  *out = v;
+  return 0;
+}
+
+/* "8", "4k", "1m", "1g" -> bytes in 1 .. kMaxSize. */
+static int parse_size(const char* text, size_t len, uint64_t* out) {
+  char buf[32];
+  if (len == 0 || len >= sizeof(buf)) return -1;
+  memcpy(buf, text, len);
+  buf[len] = '\0';
+  unsigned shift = 0;
+  switch (buf[len - 1]) {
+    case 'k':
+    case 'K': shift = 10; break;
+    case 'm':
+    case 'M': shift = 20; break;
+    case 'g':
+    case 'G': shift = 30; break;
+    default: break;
+  }
+  if (shift != 0) buf[len - 1] = '\0';
+  uint64_t v = 0;
+  if (parse_u64(buf, &v) != 0 || v == 0 || v > (kMaxSize >> shift)) return -1;
+  *out = v << shift;
+  return 0;
+}
+
+static int is_pow2(uint64_t v) {
+  return v != 0 && (v & (v - 1)) == 0;
+}
+
+int mb_parse_sizes(const char* text, size_t* out, size_t* n) {
+  size_t count = 0;
+  const char* p = text;
+  if (text == NULL || *text == '\0') return -1;
+  for (;;) {
+    const char* comma = strchr(p, ',');
+    const size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
+    const char* colon = memchr(p, ':', len);
+    uint64_t lo = 0, hi = 0;
+    if (colon == NULL) {
+      if (parse_size(p, len, &lo) != 0 || count >= MB_MAX_SIZES) return -1;
+      out[count++] = (size_t)lo;
+    } else {
+      if (parse_size(p, (size_t)(colon - p), &lo) != 0 ||
+          parse_size(colon + 1, len - (size_t)(colon - p) - 1, &hi) != 0 || lo > hi ||
+          !is_pow2(lo) || !is_pow2(hi)) {
+        return -1;
+      }
+      for (uint64_t s = lo; s <= hi; s *= 2) {
+        if (count >= MB_MAX_SIZES) return -1;
+        out[count++] = (size_t)s;
+      }
+    }
+    if (comma == NULL) break;
+    p = comma + 1;
+  }
+  *n = count;
+  return 0;
+}
+
+static int parse_tests(const char* text, unsigned* out) {
+  char buf[MB_LIST_MAX];
+  if (text == NULL || strlen(text) >= sizeof(buf)) return -1;
+  strcpy(buf, text);
+  unsigned mask = 0;
+  char* save = NULL;
+  for (char* t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+    if (strcmp(t, "latency") == 0) {
+      mask |= MB_TEST_LATENCY;
+    } else if (strcmp(t, "bw") == 0) {
+      mask |= MB_TEST_BW;
+    } else if (strcmp(t, "bibw") == 0) {
+      mask |= MB_TEST_BIBW;
+    } else {
+      return -1;
+    }
+  }
+  if (mask == 0) return -1;
+  *out = mask;
+  return 0;
+}
+
+int mb_parse_args(int argc, char** argv, struct mb_opts* o) {
+  for (int i = 1; i < argc; ++i) {
+    const char* arg = argv[i];
+    const char* val = i + 1 < argc ? argv[i + 1] : NULL;
+    uint64_t n = 0;
+    int ok = 0;
+    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) return 1;
+    if (strcmp(arg, "--csv") == 0) {
+      o->csv = 1;
+      continue;
+    }
+    if (val == NULL) {
+      fprintf(stderr, "mpi_bench: %s needs a value (or is unknown)\n", arg);
+      return -1;
+    }
+    ++i;
+    if (strcmp(arg, "--tests") == 0) {
+      ok = parse_tests(val, &o->tests) == 0;
+    } else if (strcmp(arg, "--sizes") == 0) {
+      ok = mb_parse_sizes(val, o->sizes, &o->nsizes) == 0;
+    } else if (strcmp(arg, "--iters") == 0) {
+      ok = parse_u64(val, &n) == 0 && n >= kMinIters && n <= 100000000;
+      if (ok) o->lat_iters = o->bw_iters = n;
+    } else if (strcmp(arg, "--warmup") == 0) {
+      ok = parse_u64(val, &n) == 0 && n >= 1 && n <= 100000000;
+      if (ok) o->warmup = n;
+    } else if (strcmp(arg, "--budget") == 0) {
+      ok = parse_size(val, strlen(val), &n) == 0;
+      if (ok) o->budget = n;
+    } else if (strcmp(arg, "-w") == 0) {
+      ok = parse_u64(val, &n) == 0 && n >= 1 && n <= 1024;
+      if (ok) o->window = (size_t)n;
+    } else if (strcmp(arg, "--label") == 0) {
+      ok = *val != '\0' && strpbrk(val, ",\n") == NULL;
+      if (ok) o->label = val;
+    } else if (strcmp(arg, "--corrupt") == 0) {
+      ok = parse_size(val, strlen(val), &n) == 0;
+      if (ok) o->corrupt = (size_t)n;
+    } else {
+      fprintf(stderr, "mpi_bench: unknown option %s\n", arg);
+      return -1;
+    }
+    if (!ok) {
+      fprintf(stderr, "mpi_bench: bad value for %s: %s\n", arg, val);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+size_t mb_max_size(const struct mb_opts* o) {
+  size_t m = 0;
+  for (size_t i = 0; i < o->nsizes; ++i)
+    if (o->sizes[i] > m) m = o->sizes[i];
+  return m;
+}
+
+uint64_t mb_bytes_per_iter(const struct mb_opts* o, enum mb_test test, size_t size) {
+  switch (test) {
+    case MB_TEST_LATENCY: return 2 * (uint64_t)size;
+    case MB_TEST_BW: return (uint64_t)o->window * size;
+    case MB_TEST_BIBW: return 2 * (uint64_t)o->window * size;
+  }
+  return size;
+}
+
+uint64_t mb_iters(const struct mb_opts* o, enum mb_test test, size_t size) {
+  const uint64_t base = test == MB_TEST_LATENCY ? o->lat_iters : o->bw_iters;
+  const uint64_t per = mb_bytes_per_iter(o, test, size);
+  uint64_t n = per > 0 ? o->budget / per : base;
+  if (n > base) n = base;
+  if (n < kMinIters) n = kMinIters;
+  return n;
+}
+
+uint64_t mb_warmup(const struct mb_opts* o, enum mb_test test, size_t size) {
+  const uint64_t iters = mb_iters(o, test, size);
+  if (o->warmup != 0) return o->warmup < iters ? o->warmup : iters;
+  return iters / 10 > 0 ? iters / 10 : 1;
+}

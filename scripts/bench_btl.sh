@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# scripts/bench_btl.sh [options] - Open MPI point-to-point latency and bandwidth of the
+# project's BTL against Open MPI's own btl tcp, in one run on loopback, 2 ranks, both
+# driven by the same program (bench/mpi/mpi_bench: osu_latency style ping-pong, half round
+# trip in us; osu_bw style window of W nonblocking sends then an ack, MB/s = 10^6 B/s):
+#   tcp:    --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo
+#   iwarpx: --mca pml ob1 --mca btl self,iwarpx (mca_btl_iwarpx.so and libiwarpx-fi.so of
+#           the build tree, through mca_base_component_path and FI_PROVIDER_PATH)
+# The runs alternate (tcp, iwarpx, tcp, iwarpx, ...); the table gives the median per size
+# over the repeats and the ratios iwarpx/tcp. Issue 6 targets: 8 B latency ratio <= 0.8,
+# 1 MiB bandwidth ratio >= 1.3.
+#
+#   --build DIR      build tree (default build); builds mpi_bench, mca_btl_iwarpx, iwarpx-fi
+#   --no-build       use DIR's programs as they are
+#   --sizes LIST     message sizes (default 1:4m; see mpi_bench --help)
+#   --repeat N       runs per BTL, alternating, median reported (default 3)
+#   --tests LIST     latency,bw and/or bibw (default latency,bw); bibw adds two columns
+#   --iters N / --warmup N / -w N / --budget SIZE   passed to mpi_bench
+#   --bind POLICY    mpirun --bind-to (default none; core pins the two ranks)
+#   --timeout SEC    bound on every mpirun (default 900)
+#   --no-tcp, --no-iwarpx   skip one BTL (its columns read "n/a")
+#   --strict         exit 1 if any run failed (a failed run's numbers read "n/a")
+#   --keep-logs      keep the mpirun logs (path printed)
+#   --corrupt SIZE   testing: mpi_bench damages the checked data at SIZE, so every run must
+#                    fail with "data check failed"
+#   MPIRUN=...       mpirun to use (default: mpirun on PATH)
+#
+# After the table: the min and max over the runs behind the two target cells (8 B latency,
+# 1 MiB bandwidth), to tell a busy machine from a real difference.
+#
+# Every mpirun runs in the background under `timeout` with its PID recorded, as root with
+# --allow-run-as-root --oversubscribe and OOB on lo; OMPI_MCA_* variables of the caller are
+# dropped so both BTLs see the same settings. On exit only the PIDs this script started are
+# stopped (mpirun tears its ranks down on SIGTERM).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+root=$PWD
+
+build=build
+do_build=1
+sizes=1:4m
+repeat=3
+tests=latency,bw
+bind=none
+timeout_s=900
+run_tcp=1
+run_iwarpx=1
+strict=0
+keep_logs=0
+prog_args=()
+cmdline="${IWARPX_BENCH_NAME:-scripts/bench_btl.sh} $*"
+
+while (($#)); do
+  case $1 in
+    --build) build=$2; shift ;;
+    --no-build) do_build=0 ;;
+    --sizes) sizes=$2; shift ;;
+    --repeat) repeat=$2; shift ;;
+    --tests) tests=$2; shift ;;
+    --iters|--warmup|-w|--budget|--corrupt) prog_args+=("$1" "$2"); shift ;;
+    --bind) bind=$2; shift ;;
+    --timeout) timeout_s=$2; shift ;;
+    --no-tcp) run_tcp=0 ;;
+    --no-iwarpx) run_iwarpx=0 ;;
+    --strict) strict=1 ;;
+    --keep-logs) keep_logs=1 ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench_btl.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "bench_btl.sh: bad --repeat $repeat" >&2; exit 2; }
+[[ $timeout_s =~ ^[1-9][0-9]*$ ]] || { echo "bench_btl.sh: bad --timeout $timeout_s" >&2; exit 2; }
+
+[[ $build = /* ]] || build=$root/$build
+if ((do_build)); then
+  targets=(mpi_bench)
+  ((run_iwarpx)) && targets+=(mca_btl_iwarpx iwarpx-fi)
+  cmake --build "$build" -j1 --target "${targets[@]}" >&2 ||
+    { echo "bench_btl.sh: build failed" >&2; exit 1; }
+fi
+prog=$build/bench/mpi/mpi_bench
+mca_dir=$build/mca
+fi_dir=$build/prov/iwarpx/src/ofi
+mpirun=${MPIRUN:-mpirun}
+[[ -x $prog ]] || { echo "bench_btl.sh: $prog missing (build it first)" >&2; exit 1; }
+if ((run_iwarpx)); then
+  for f in "$mca_dir/mca_btl_iwarpx.so" "$fi_dir/libiwarpx-fi.so"; do
+    [[ -f $f ]] || { echo "bench_btl.sh: $f missing (build it first)" >&2; exit 1; }
+  done
+fi
+ompi_dir=$(ompi_info --path pkglibdir --parsable 2>/dev/null | sed -n 's/^path:pkglibdir://p')
+[[ -d $ompi_dir ]] || { echo "bench_btl.sh: ompi_info gives no pkglibdir" >&2; exit 1; }
+if ((run_iwarpx)) && [[ -e $ompi_dir/mca_btl_iwarpx.so ]]; then
+  echo "bench_btl.sh: WARNING: $ompi_dir/mca_btl_iwarpx.so is installed and may shadow the build tree's" >&2
+fi
+for v in $(env | sed -n 's/^\(OMPI_MCA_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+
+work=$(mktemp -d /tmp/bench_btl.XXXXXX)
+mkdir -p "$work/logs" "$work/data"
+started_pids=()
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+  local pid
+  for pid in "${started_pids[@]}"; do
+    kill -0 "$pid" 2>/dev/null && kill "$pid" 2>/dev/null
+  done
+  if ((keep_logs)); then echo "logs kept in $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+common=(--allow-run-as-root --oversubscribe --bind-to "$bind" -np 2 --mca oob_tcp_if_include lo
+        --mca pml ob1)
+
+# show_cmd ARGS...: the command as one line a shell reads back (quotes only where needed).
+show_cmd() {
+  local a out=""
+  for a in "$@"; do
+    if [[ $a =~ ^[A-Za-z0-9_./:=,@%+-]+$ ]]; then out+="$a "; else out+="$(printf '%q' "$a") "; fi
+  done
+  echo "${out% }"
+}
+
+failures=0
+runs=0
+# run NAME: one mpirun over all tests and sizes; appends "test size value" lines to
+# $work/data/NAME. Returns non-zero on any failure.
+run() {
+  runs=$((runs + 1))
+  local name=$1 log=$work/logs/$runs.$1 rc=0 pid
+  local btl_args=()
+  case $name in
+    tcp) btl_args=(--mca btl "self,tcp" --mca btl_tcp_if_include lo) ;;
+    iwarpx) btl_args=(--mca mca_base_component_path "$ompi_dir:$mca_dir" --mca btl "self,iwarpx"
+                      -x FI_PROVIDER_PATH="$fi_dir") ;;
+  esac
+  local cmd=("$mpirun" "${common[@]}" "${btl_args[@]}"
+             "$prog" --csv --label "$name" --tests "$tests" --sizes "$sizes" "${prog_args[@]}")
+  printf -v "cmd_$name" '%s' "$(show_cmd "${cmd[@]}")"
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    timeout -k 10 "$timeout_s" "${cmd[@]}" >"$log.out" 2>"$log.err" &
+  pid=$!
+  started_pids+=("$pid")
+  wait "$pid" || rc=$?
+  if ((rc != 0)); then
+    local why
+    why=$(grep -m1 -h "data check failed" "$log.err" "$log.out")
+    ((rc == 124)) && why="timed out after $timeout_s s"
+    echo "== $name: FAILED (mpirun rc=$rc)${why:+: $why}" >&2
+    tail -n 8 "$log.err" | sed 's/^/   /' >&2
+    return 1
+  fi
+  awk -F, -v n="$name" '$1 == "mpi_bench" && $2 == n { print $3, $4, $6 }' "$log.out" \
+    >>"$work/data/$name"
+  echo "== $name: ok" >&2
+}
+
+for ((r = 0; r < repeat; ++r)); do
+  if ((run_tcp)); then run tcp || failures=$((failures + 1)); fi
+  if ((run_iwarpx)); then run iwarpx || failures=$((failures + 1)); fi
+done
+
+median() {  # median value of test $2 at size $3 in file $1
+  [[ -f $1 ]] || { echo n/a; return; }
+  awk -v t="$2" -v s="$3" '$1 == t && $2 == s { print $3 }' "$1" | sort -g | awk '
+    { v[NR] = $1 }
+    END {
+      if (NR == 0) { print "n/a"; exit }
+      m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+      printf (m < 100 ? "%.2f\n" : "%.0f\n"), m
+    }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
+size_list=$(cat "$work"/data/* 2>/dev/null | awk '{ print $2 }' | sort -gu)
+has() { [[ ,$tests, == *,$1,* ]]; }
+
+echo "# $cmdline"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load$(uptime | sed 's/.*load average//'), mpirun --bind-to $bind, mpi_bench --tests $tests ${prog_args[*]}, median of $repeat"
+((run_tcp)) && echo "# tcp:    ${cmd_tcp:-}"
+((run_iwarpx)) && echo "# iwarpx: ${cmd_iwarpx:-}"
+echo "# latency: half round trip (us), lower is better; bandwidth: MB/s (10^6 B/s); ratio = iwarpx / tcp"
+echo
+head="| size (B) |"
+rule="|---:|"
+has latency && { head+=" tcp lat (us) | iwarpx lat (us) | ratio |"; rule+="---:|---:|---:|"; }
+has bw && { head+=" tcp MB/s | iwarpx MB/s | ratio |"; rule+="---:|---:|---:|"; }
+has bibw && { head+=" tcp bibw MB/s | iwarpx bibw MB/s | ratio |"; rule+="---:|---:|---:|"; }
+echo "$head"
+echo "$rule"
+for s in $size_list; do
+  line="| $s |"
+  for t in latency bw bibw; do
+    has $t || continue
+    a=$(median "$work/data/tcp" $t "$s")
+    b=$(median "$work/data/iwarpx" $t "$s")
+    line+=" $a | $b | $(ratio "$b" "$a") |"
+  done
+  echo "$line"
+done
+# The spread behind the two target cells: a median of runs that disagree by 10x says the
+# machine was busy, not which BTL is faster.
+spread() {  # spread NAME TEST SIZE UNIT
+  [[ -f $work/data/$1 ]] || return 0
+  awk -v t="$2" -v s="$3" '$1 == t && $2 == s { print $3 }' "$work/data/$1" | sort -g |
+    awk -v what="$1 $2 $3 B" -v unit="$4" '{ v[NR] = $1 } END {
+      if (NR == 0) exit
+      printf "%s: min %.2f, max %.2f %s over %d run(s)\n", what, v[1], v[NR], unit, NR }'
+}
+spreads=()
+for btl in tcp iwarpx; do
+  has latency && spreads+=("$(spread $btl latency 8 us)")
+  has bw && spreads+=("$(spread $btl bw 1048576 MB/s)")
+done
+spread_line=$(printf '%s; ' "${spreads[@]}" | sed 's/^\(; \)*//; s/\(; \)*$//; s/; \(; \)*/; /g')
+if [[ -n $spread_line ]]; then
+  echo
+  echo "# spread: $spread_line"
+fi
+if ((failures)); then
+  echo
+  echo "# $failures of $runs run(s) failed (see stderr)"
+  ((strict)) && exit 1
+fi
+exit 0
