@@ -168,6 +168,7 @@ typedef struct mca_btl_iwarpx_component_t {
   bool mr_cache;                        /* btl_iwarpx_mr_cache */
   int mr_cache_max;                     /* btl_iwarpx_mr_cache_max: MRs before evicting */
   size_t local_reg_threshold;           /* btl_iwarpx_local_registration_threshold */
+  char* if_include;                     /* btl_iwarpx_if_include, NULL/empty = wildcard */
   mca_btl_iwarpx_module_t* module;      /* the one module, NULL when disqualified */
   opal_mutex_t progress_lock;           /* btl_progress trylock */
 } mca_btl_iwarpx_component_t;
@@ -270,6 +271,13 @@ void mca_btl_iwarpx_rdma_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_rdm
 uint32_t mca_btl_iwarpx_query_atomics(mca_btl_iwarpx_module_t* m);
 
 /* Report a peer lost (completion error) to the PML's error callback, if one is registered. */
+/* btl_iwarpx_ifaddr.c: the first up IPv4 address selected by if_include (interface names and
+ * a.b.c.d/n subnets, comma-separated) into *out with port 0; OPAL_ERR_NOT_FOUND /
+ * OPAL_ERR_BAD_PARAM (logged) otherwise. And: is a published sockaddr the wildcard address? */
+struct sockaddr_in;
+int mca_btl_iwarpx_pick_source(const char* if_include, struct sockaddr_in* out);
+bool mca_btl_iwarpx_addr_is_wildcard(const void* addr, size_t len);
+
 void mca_btl_iwarpx_peer_error(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep,
                                int fi_err);
 

@@ -150,6 +150,16 @@ static int iwarpx_register(void) {
       MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
       &c->local_reg_threshold);
 
+  c->if_include = NULL;
+  (void)mca_base_component_var_register(
+      v, "if_include",
+      "Comma-separated interface names and/or IPv4 subnets (a.b.c.d/n): the RDM endpoint binds "
+      "to the first address of an up interface that matches. Empty: the wildcard address, "
+      "which only processes on the same host can reach (peers on other hosts then count as "
+      "unreachable); set it for runs across hosts",
+      MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1, MCA_BASE_VAR_SCOPE_READONLY,
+      &c->if_include);
+
   /* btl_iwarpx_{exclusivity,flags,atomic_flags,eager_limit,...}, bound to the template. */
   return mca_btl_base_param_register(&c->super.btl_version, &mca_btl_iwarpx_module_template.super);
 }

@@ -6,6 +6,7 @@
 #include "opal_config.h" /* first, see btl_iwarpx.h */
 // clang-format on
 
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,18 @@ static struct fi_info* getinfo(bool mpi_threads) {
   hints->domain_attr->av_type = FI_AV_TABLE;
   hints->domain_attr->cq_data_size = sizeof(mca_btl_base_tag_t);
   (void)mpi_threads; /* FI_THREAD_SAFE either way: progress and senders may run in parallel */
+  const char* if_include = mca_btl_iwarpx_component.if_include;
+  if (if_include != NULL && if_include[0] != '\0') {
+    struct sockaddr_in* src = calloc(1, sizeof(*src)); /* fi_freeinfo frees it */
+    if (src == NULL || mca_btl_iwarpx_pick_source(if_include, src) != OPAL_SUCCESS) {
+      free(src);
+      fi_freeinfo(hints);
+      return NULL;
+    }
+    hints->addr_format = FI_SOCKADDR_IN;
+    hints->src_addr = src;
+    hints->src_addrlen = sizeof(*src);
+  }
   int ret = fi_getinfo(IWX_FI_VERSION, NULL, NULL, 0, hints, &info);
   fi_freeinfo(hints);
   if (ret != 0) {

@@ -125,6 +125,16 @@ static mca_btl_iwarpx_endpoint_t* endpoint_for(mca_btl_iwarpx_module_t* m, opal_
     free(blob);
     return NULL;
   }
+  if (!OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags) &&
+      mca_btl_iwarpx_addr_is_wildcard(blob->addr, blob->addrlen)) {
+    opal_output_verbose(1, c->output,
+                        "btl:iwarpx: %s is on another node but published the wildcard address "
+                        "(reachable from its own host only): unreachable; set "
+                        "btl_iwarpx_if_include for runs across hosts",
+                        OPAL_NAME_PRINT(proc->proc_name));
+    free(blob);
+    return NULL;
+  }
   fi_addr_t addr = FI_ADDR_NOTAVAIL;
   int n = fi_av_insert(m->av, blob->addr, 1, &addr, 0, NULL);
   free(blob);

@@ -1,0 +1,39 @@
+#!/bin/sh
+# Usage: mpi4py_test.sh <mpirun> <Open MPI component dir> <build mca dir> <provider dir>
+#                       <mpi4py_smoke.py>
+# A real mpi4py client (Debian's python3-mpi4py, run by /usr/bin/python3: the python3 first on
+# PATH may be another build that does not see Debian's packages) with 2 ranks over
+#   --mca pml ob1 --mca btl self,iwarpx --mca osc rdma
+# (btl_iwarpx_lib.sh). mpi4py initialises MPI with MPI_THREAD_MULTIPLE: both ranks must report
+# that level, so the BTL and osc rdma are exercised under it. mpirun must exit 0 within 120 s,
+# rank 0 must print "mpi4py_smoke: OK", and the BTL's counters must show that it carried the
+# messages and both the puts and the gets of the window (osc rdma over btl iwarpx).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=btl_iwarpx_lib.sh
+. "$here/btl_iwarpx_lib.sh"
+[ $# -eq 5 ] || { echo "usage: $0 mpirun ompi_dir mca_dir fi_dir mpi4py_smoke.py"; exit 2; }
+iwx_mpi_setup "$1" "$2" "$3" "$4" "$5" || exit 1
+script=$5
+py=/usr/bin/python3
+if ! out=$("$py" -c 'import mpi4py; print(mpi4py.__version__)' 2>&1); then
+  echo "FAIL: $py cannot import mpi4py (install python3-mpi4py, as autogen.sh does): $out"
+  exit 1
+fi
+echo "mpi4py $out"
+log=$(mktemp "${TMPDIR:-/tmp}/mpi4py_test.XXXXXX")
+trap 'rm -f "$log"' EXIT
+rc=0
+iwx_mpirun "$log" 120 2 --mca osc rdma "$py" "$script" || rc=$?
+cat "$log"
+if [ $rc -ne 0 ]; then
+  echo "FAIL: mpirun (mpi4py, btl self,iwarpx, osc rdma) exited $rc"
+  exit 1
+fi
+fail=0
+grep -q "mpi4py_smoke: OK" "$log" || { echo "FAIL: no OK line from rank 0"; fail=1; }
+n=$(iwx_count "$log" "mpi4py_smoke: rank [01] thread level multiple")
+[ "$n" -eq 2 ] || { echo "FAIL: $n of 2 ranks run with MPI_THREAD_MULTIPLE"; fail=1; }
+iwx_check_btl "$log" 2 putget || fail=1
+[ $fail -eq 0 ] && echo "PASS: mpi4py over btl self,iwarpx + osc rdma (THREAD_MULTIPLE)"
+exit $fail

@@ -1,0 +1,69 @@
+#!/bin/sh
+# Usage: mpit_test.sh <mpirun> <Open MPI component dir> <build mca dir> <provider dir> <mpit>
+#                     <ranks> run|tcp-control [sub-test...]
+# Runs the project's MPI acceptance program mpit (tests/mpi/mpit_*.c; all default sub-tests, or
+# the ones named) with <ranks> ranks over --mca pml ob1 --mca btl self,iwarpx on loopback
+# (btl_iwarpx_lib.sh: oversubscribed, no binding, yield when idle), bounded by 200 s.
+# run:         mpirun must exit 0, rank 0 must print "mpit: <sub-test> OK" for each sub-test
+#              and "mpit: OK <ranks> ranks", and the BTL's own verbose lines must show that it
+#              carried the traffic (every rank's module ready and finalize counters with sends
+#              and receives; puts/gets somewhere when p2p ran, whose large messages go by RDMA).
+# tcp-control: the proof that the check above can fail. btl self,tcp,iwarpx with
+#              btl_tcp_exclusivity 4096, i.e. the iwarpx module is ready but tcp is preferred
+#              and carries everything: mpit must pass while the BTL check must fail.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=btl_iwarpx_lib.sh
+. "$here/btl_iwarpx_lib.sh"
+if [ $# -lt 7 ]; then
+  echo "usage: $0 mpirun ompi_dir mca_dir fi_dir mpit ranks run|tcp-control [sub-test...]"
+  exit 2
+fi
+iwx_mpi_setup "$1" "$2" "$3" "$4" "$5" || exit 1
+mpit=$5
+np=$6
+mode=$7
+shift 7
+tests=${*:-p2p anysrc many2one probe dtype coll}
+log=$(mktemp "${TMPDIR:-/tmp}/mpit_test.XXXXXX")
+trap 'rm -f "$log"' EXIT
+extra=""
+if [ "$mode" = tcp-control ]; then
+  IWX_BTL=self,tcp,iwarpx # read by iwx_mpirun
+  export IWX_BTL
+  extra="--mca btl_tcp_exclusivity 4096 --mca btl_tcp_if_include lo"
+elif [ "$mode" != run ]; then
+  echo "FAIL: unknown mode '$mode'"
+  exit 2
+fi
+rc=0
+start=$(date +%s)
+# shellcheck disable=SC2086  # $extra and $* are word lists
+iwx_mpirun "$log" 200 "$np" $extra "$mpit" "$@" || rc=$?
+cat "$log"
+echo "mpirun exited $rc after $(($(date +%s) - start)) s"
+if [ $rc -ne 0 ]; then
+  echo "FAIL: mpirun (mpit $tests, $np ranks, $mode) exited $rc"
+  exit 1
+fi
+fail=0
+for t in $tests; do
+  grep -q "mpit: $t OK $np ranks" "$log" || { echo "FAIL: no 'mpit: $t OK' line"; fail=1; }
+done
+grep -q "mpit: OK $np ranks" "$log" || { echo "FAIL: no final OK line from rank 0"; fail=1; }
+rdma=none
+case " $tests " in *" p2p "*) rdma=rdma ;; esac
+check=0
+iwx_check_btl "$log" "$np" "$rdma" || check=1
+if [ "$mode" = tcp-control ]; then
+  [ $fail -eq 0 ] || exit 1
+  if [ $check -eq 0 ]; then
+    echo "FAIL: the BTL check passed although btl tcp carried the traffic"
+    exit 1
+  fi
+  echo "PASS: tcp carried mpit ($tests) and the iwarpx check refused the run, as it must"
+  exit 0
+fi
+[ $check -eq 0 ] || fail=1
+[ $fail -eq 0 ] && echo "PASS: mpit ($tests) over btl self,iwarpx, $np ranks"
+exit $fail
