@@ -179,7 +179,6 @@ int Cntr::Wait(uint64_t threshold, int timeout) {
 }
 
 int Cntr::Control(int command, void* arg) {
-  if (command == FI_GETWAIT) domain_->fabric()->ExposeWaitFd();
   return waiter_.Control(command, arg, FI_LOG_CNTR, "counter");
 }
 

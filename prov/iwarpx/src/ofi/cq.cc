@@ -277,7 +277,6 @@ int Cq::Signal() {
 }
 
 int Cq::Control(int command, void* arg) {
-  if (command == FI_GETWAIT) domain_->fabric()->ExposeWaitFd();
   return waiter_.Control(command, arg, FI_LOG_CQ, "CQ");
 }
 

@@ -123,20 +123,9 @@ void Fabric::Progress() {
   engine_->RunOnce(0);
 }
 
-void Fabric::ExposeWaitFd() {
-  std::lock_guard<std::mutex> lock(engine_->mu());
-  engine_->set_parking(false);
-}
-
 void Fabric::StartProgressThread() {
   std::lock_guard<std::mutex> lock(thread_mu_);
   if (thread_) return;
-  {
-    // The thread sleeps in WaitForEvents between passes: parking would only
-    // churn epoll_ctl calls between it and the application's polling.
-    std::lock_guard<std::mutex> engine_lock(engine_->mu());
-    engine_->set_parking(false);
-  }
   thread_ = progress::ProgressThread::Start(*engine_, /*bind=*/true);
   auto_progress_.store(true);
   IWX_INFO(fabric, "fabric %p: progress thread started (FI_PROGRESS_AUTO)\n",

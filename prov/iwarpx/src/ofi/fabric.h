@@ -56,10 +56,6 @@ class Fabric {
   // FI_PROGRESS_AUTO: starts the fabric's progress thread (once; bound with
   // hwloc). Any thread.
   void StartProgressThread();
-  // The engine's epoll descriptor is about to reach the application (inside a
-  // FI_GETWAIT descriptor): it must see every socket from now on, so the
-  // engine stops parking hot ones (progress::Engine, "Parking").
-  void ExposeWaitFd();
   // Drives progress until ready() is true or timeout_ms passes (negative: no
   // limit); between passes it sleeps in poll(2) on the engine and on
   // `wake_fd` (the waiting queue's eventfd, -1 for none) so completions that

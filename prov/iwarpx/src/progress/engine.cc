@@ -52,7 +52,6 @@ transport::Status Engine::Add(Pollable& p) {
 
 void Engine::Remove(Pollable& p) {
   if (p.token_ == 0) return;
-  if (parked_ == &p) parked_ = nullptr;  // its fd is not in the set
   if (p.fd_added_) (void)poller_->Remove(p.fd());
   if ((p.registered_ & transport::Poller::kWritable) != 0) --writers_;
   if (hot_ == &p) hot_ = nullptr;
@@ -68,7 +67,6 @@ void Engine::Remove(Pollable& p) {
 
 void Engine::Update(Pollable& p) {
   if (p.token_ == 0) return;
-  if (parked_ == &p && (p.interest() & kInterestMask) != p.registered_) Unpark();
   if (p.fd_added_) {
     const uint32_t interest = p.interest() & kInterestMask;
     if (interest != p.registered_) {
@@ -119,54 +117,12 @@ bool Engine::RunDirect(size_t* ran) {
   ++direct_passes_;
   if (hot->PollDirect()) {
     hot_misses_ = 0;
-    if (hot->token_ != 0) {
-      Update(*hot);
-      if (++hot_hits_ >= kParkAfter) MaybePark(*hot);
-    }
+    if (hot->token_ != 0) Update(*hot);
     ++*ran;
     return true;
   }
-  hot_hits_ = 0;
-  if (++hot_misses_ >= kHotMisses) {  // gone quiet: back to epoll
-    hot_ = nullptr;
-    Unpark();
-  }
+  if (++hot_misses_ >= kHotMisses) hot_ = nullptr;  // gone quiet: back to epoll
   return hot_ != nullptr;
-}
-
-void Engine::MaybePark(Pollable& hot) {
-  if (parked_ != nullptr || !parking_ || !hot_polling_ || !hot.fd_added_ ||
-      hot.registered_ != transport::Poller::kReadable ||
-      blockers_.load(std::memory_order_relaxed) != 0) {
-    return;
-  }
-  if (!poller_->Remove(hot.fd()).ok()) return;
-  hot.fd_added_ = false;
-  parked_ = &hot;
-}
-
-void Engine::Unpark() {
-  Pollable* p = parked_;
-  if (p == nullptr) return;
-  const uint32_t interest = p->interest() & kInterestMask;
-  if (!poller_->Add(p->fd(), interest, p->token_).ok()) {
-    return;  // stays parked: polled directly, and WaitForEvents sleeps in short slices
-  }
-  parked_ = nullptr;
-  hot_hits_ = 0;
-  p->fd_added_ = true;
-  const uint32_t before = p->registered_ & transport::Poller::kWritable;
-  const uint32_t after = interest & transport::Poller::kWritable;
-  if (before == 0 && after != 0) ++writers_;
-  if (before != 0 && after == 0) --writers_;
-  p->registered_ = interest;
-}
-
-void Engine::PollParked(size_t* ran) {
-  Pollable* p = parked_;
-  if (p == nullptr || !p->PollDirect()) return;
-  ++*ran;
-  if (p->token_ != 0) Update(*p);
 }
 
 size_t Engine::RunOnce(int timeout_ms) {
@@ -176,7 +132,6 @@ size_t Engine::RunOnce(int timeout_ms) {
     return ran;
   }
   direct_passes_ = 0;
-  if (timeout_ms != 0) Unpark();  // epoll must see every descriptor while we wait
   if (!pending_.empty()) timeout_ms = 0;
   const int until_timer = MsUntilNextDeadline();
   if (until_timer >= 0 && (timeout_ms < 0 || until_timer < timeout_ms)) timeout_ms = until_timer;
@@ -186,10 +141,6 @@ size_t Engine::RunOnce(int timeout_ms) {
       Pollable* p = Lookup(events_[i].token);
       if (p == nullptr) continue;  // removed earlier in this pass
       if ((events_[i].events & transport::Poller::kReadable) != 0) {
-        if (hot_ != p) {
-          Unpark();  // only the hot descriptor may be out of the set
-          hot_hits_ = 0;
-        }
         hot_ = p;
         hot_misses_ = 0;
       }
@@ -197,7 +148,6 @@ size_t Engine::RunOnce(int timeout_ms) {
       ++ran;
     }
   }
-  PollParked(&ran);
   if (!timed_.empty()) RunTimers();
   if (!pending_.empty()) RunPending();
   return ran;
@@ -251,15 +201,11 @@ void Engine::WaitForEvents(int timeout_ms, int extra_fd) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!pending_.empty()) return;
-    blockers_.fetch_add(1, std::memory_order_relaxed);  // no parking until we are out
-    Unpark();
     until_timer = MsUntilNextDeadline();
-    if (parked_ != nullptr) until_timer = 1;  // could not re-add it: look again soon
   }
   if (until_timer >= 0 && (timeout_ms < 0 || until_timer < timeout_ms)) timeout_ms = until_timer;
   pollfd pfd[2] = {{poller_->fd(), POLLIN, 0}, {extra_fd, POLLIN, 0}};
   (void)::poll(pfd, extra_fd >= 0 ? 2 : 1, timeout_ms);
-  blockers_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Engine::Wakeup() {

@@ -28,19 +28,6 @@
 //   kDirectPassesMax passes, whenever a Pollable waits for writability, when
 //   work is pending, and once the hot one has come up empty kHotMisses times
 //   in a row (it then stops being hot), so no other descriptor starves.
-// - Parking: a hot descriptor that has had input on kParkAfter direct reads
-//   in a row is taken out of the epoll set (EPOLL_CTL_DEL) while it stays
-//   hot: a socket in an epoll set pays an ep_poll_callback under a spin lock
-//   for every datagram queued and every send buffer freed (measured: 0.3 us
-//   of a 2.6 us DGRAM round trip). The parked descriptor is polled directly
-//   in every zero-timeout pass, the epoll passes included, and goes back into
-//   the set (with its current interest) before anyone could need epoll to
-//   see it: when it goes cold or another descriptor becomes hot, when its
-//   interest changes, before RunOnce waits (timeout != 0), when a thread
-//   enters WaitForEvents (no parking while one is inside), at
-//   PrepareToBlock() (an owner about to sleep on poll_fd() itself) and for good at
-//   set_parking(false) (the owner calls it when the epoll descriptor is handed to an application or
-//   a progress thread starts).
 // - WaitForEvents(timeout) blocks *without* the lock (poll(2) on the epoll
 //   descriptor) until a registered descriptor is ready, Wakeup() is called,
 //   an extra descriptor is readable, or the timeout (bounded by the nearest deadline) passes; it
@@ -48,7 +35,6 @@
 // - Wakeup() is thread-safe and needs no lock.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -122,19 +108,7 @@ class Engine {
   [[nodiscard]] int MsUntilNextDeadline() const;
   [[nodiscard]] bool has_pending_work() const { return !pending_.empty(); }
   // The hot-descriptor pass (on by default; FI_IWARPX_BUSY_POLL).
-  void set_hot_polling(bool on) {
-    hot_polling_ = on;
-    if (!on) Unpark();
-  }
-  // Parking of the hot descriptor (on by default); off puts it back for good.
-  void set_parking(bool on) {
-    parking_ = on;
-    if (!on) Unpark();
-  }
-  // Someone is about to sleep on poll_fd(): every descriptor back in the set.
-  void PrepareToBlock() { Unpark(); }
-  // The parked descriptor's Pollable (nullptr: none). For tests.
-  [[nodiscard]] const Pollable* parked() const { return parked_; }
+  void set_hot_polling(bool on) { hot_polling_ = on; }
   [[nodiscard]] size_t registered() const { return live_.size(); }
   // The epoll descriptor: readable while a registered descriptor is ready for
   // what its Pollable wants (or after Wakeup). For wait objects handed to
@@ -155,28 +129,17 @@ class Engine {
 
   // The hot-descriptor pass of RunOnce(0); true if it replaced epoll_wait.
   bool RunDirect(size_t* ran);
-  // Takes the hot descriptor out of the epoll set if it qualifies.
-  void MaybePark(Pollable& hot);
-  // Puts the parked descriptor back into the epoll set (no-op if none).
-  void Unpark();
-  // One direct read of the parked descriptor in an epoll pass.
-  void PollParked(size_t* ran);
 
   static constexpr uint32_t kDirectPassesMax = 16;
   static constexpr uint32_t kHotMisses = 32;
-  static constexpr uint32_t kParkAfter = 8;
 
   const Clock& clock_;
   std::unique_ptr<transport::Poller> poller_;
-  Pollable* hot_ = nullptr;            // the Pollable that last had input (none: null)
-  uint32_t hot_misses_ = 0;            // direct reads in a row that found nothing
-  uint32_t direct_passes_ = 0;         // passes since the last epoll_wait
-  uint32_t writers_ = 0;               // Pollables registered for writability
-  uint32_t hot_hits_ = 0;              // direct reads in a row that found input
-  Pollable* parked_ = nullptr;         // out of the epoll set while hot (see Parking)
-  std::atomic<uint32_t> blockers_{0};  // threads inside WaitForEvents (++ under mu_)
+  Pollable* hot_ = nullptr;     // the Pollable that last had input (none: null)
+  uint32_t hot_misses_ = 0;     // direct reads in a row that found nothing
+  uint32_t direct_passes_ = 0;  // passes since the last epoll_wait
+  uint32_t writers_ = 0;        // Pollables registered for writability
   bool hot_polling_ = true;
-  bool parking_ = true;
   std::mutex mu_;
   uint64_t next_token_ = 1;
   std::unordered_map<uint64_t, Pollable*> live_;

@@ -1,20 +1,13 @@
 // The engine's hot-descriptor pass (busy polling): after a descriptor had
 // input, zero-timeout passes read it directly instead of calling epoll_wait,
 // yet every other descriptor is still seen within kDirectPassesMax passes,
-// writers disable it, and a hot descriptor that stays empty goes cold. A
-// steadily hot descriptor is parked (out of the epoll set) and comes back
-// whenever epoll could be needed to see it.
+// writers disable it, and a hot descriptor that stays empty goes cold.
 #include "progress/engine.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <fstream>
 #include <mutex>
-#include <sstream>
-#include <string>
-#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -152,147 +145,6 @@ TEST_F(EngineHotTest, QuietHotDescriptorGoesColdAndWritersDisableIt) {
     std::lock_guard<std::mutex> lock(engine_->mu());
     engine_->Remove(p);
   }
-}
-
-// Whether `fd` is in the epoll set `epfd` (the kernel lists the set's target
-// descriptors as "tfd:" lines in /proc/self/fdinfo/<epfd>).
-bool InEpollSet(int epfd, int fd) {
-  std::ifstream in("/proc/self/fdinfo/" + std::to_string(epfd));
-  EXPECT_TRUE(in.good()) << "cannot read fdinfo of " << epfd;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    std::string key;
-    int tfd = -1;
-    if (ls >> key >> tfd && key == "tfd:" && tfd == fd) return true;
-  }
-  return false;
-}
-
-class EngineParkTest : public EngineHotTest {
- protected:
-  void SetUp() override {
-    EngineHotTest::SetUp();
-    std::lock_guard<std::mutex> lock(engine_->mu());
-    ASSERT_TRUE(engine_->Add(hot_).ok());
-    ASSERT_TRUE(engine_->Add(other_).ok());
-  }
-  void TearDown() override {
-    std::lock_guard<std::mutex> lock(engine_->mu());
-    engine_->Remove(hot_);
-    engine_->Remove(other_);
-  }
-  // One message per pass until the hot descriptor is parked (or 100 passes).
-  void HeatUntilParked() {
-    for (int i = 0; i < 100 && engine_->parked() == nullptr; ++i) {
-      hot_.Put();
-      Pass();
-    }
-    ASSERT_EQ(engine_->parked(), &hot_);
-    ASSERT_FALSE(InEpollSet(engine_->poll_fd(), hot_.fd()));
-  }
-  bool HotInSet() { return InEpollSet(engine_->poll_fd(), hot_.fd()); }
-  PipeReader hot_;
-  PipeReader other_;
-};
-
-TEST_F(EngineParkTest, ASteadilyHotDescriptorLeavesTheEpollSetAndIsStillRead) {
-  EXPECT_TRUE(HotInSet());
-  hot_.Put();
-  Pass();  // epoll: hot now
-  for (int i = 0; i < 7; ++i) {
-    hot_.Put();
-    Pass();
-  }
-  EXPECT_EQ(engine_->parked(), nullptr);  // 7 direct hits: not yet
-  hot_.Put();
-  Pass();
-  EXPECT_EQ(engine_->parked(), &hot_);
-  EXPECT_FALSE(HotInSet());
-  // Its input is read in every pass, the epoll passes (every 16th) included.
-  const int before = hot_.consumed;
-  for (int i = 0; i < 40; ++i) {
-    hot_.Put();
-    Pass();
-  }
-  EXPECT_EQ(hot_.consumed, before + 40);
-  EXPECT_EQ(engine_->parked(), &hot_);
-  // Other descriptors are still seen, and nothing of either is left behind.
-  other_.Put();
-  hot_.Put(5);
-  for (int i = 0; i < 100 && (other_.consumed < 1 || hot_.consumed < before + 45); ++i) Pass();
-  EXPECT_EQ(other_.consumed, 1);
-  EXPECT_EQ(hot_.consumed, before + 45);
-}
-
-TEST_F(EngineParkTest, ABlockingWaitSeesAParkedDescriptor) {
-  HeatUntilParked();
-  std::thread writer([this] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    hot_.Put();
-  });
-  const auto start = std::chrono::steady_clock::now();
-  engine_->WaitForEvents(5000);
-  const auto waited = std::chrono::steady_clock::now() - start;
-  writer.join();
-  EXPECT_LT(waited, std::chrono::seconds(2)) << "the wait did not see the parked descriptor";
-  EXPECT_EQ(engine_->parked(), nullptr);
-  EXPECT_TRUE(HotInSet());
-  const int before = hot_.consumed;
-  Pass();
-  EXPECT_EQ(hot_.consumed, before + 1);
-}
-
-TEST_F(EngineParkTest, ItComesBackWhenColdOnInterestChangeAndForGood) {
-  HeatUntilParked();
-  for (int i = 0; i < 100; ++i) Pass();  // nothing arrives: goes cold
-  EXPECT_EQ(engine_->parked(), nullptr);
-  EXPECT_TRUE(HotInSet());
-
-  HeatUntilParked();
-  hot_.want_write = true;
-  {
-    std::lock_guard<std::mutex> lock(engine_->mu());
-    engine_->Update(hot_);
-  }
-  EXPECT_EQ(engine_->parked(), nullptr);
-  EXPECT_TRUE(HotInSet());
-  hot_.want_write = false;
-  {
-    std::lock_guard<std::mutex> lock(engine_->mu());
-    engine_->Update(hot_);
-  }
-
-  HeatUntilParked();
-  {
-    std::lock_guard<std::mutex> lock(engine_->mu());
-    engine_->PrepareToBlock();
-  }
-  EXPECT_EQ(engine_->parked(), nullptr);
-  EXPECT_TRUE(HotInSet());
-
-  HeatUntilParked();
-  {
-    std::lock_guard<std::mutex> lock(engine_->mu());
-    engine_->set_parking(false);
-  }
-  EXPECT_EQ(engine_->parked(), nullptr);
-  for (int i = 0; i < 50; ++i) {
-    hot_.Put();
-    Pass();
-  }
-  EXPECT_EQ(engine_->parked(), nullptr);
-  EXPECT_TRUE(HotInSet());
-}
-
-TEST_F(EngineParkTest, AnotherDescriptorBecomingHotBringsTheParkedOneBack) {
-  HeatUntilParked();
-  // Only other_ has input now: the hot one misses, and epoll passes find other_.
-  other_.Put(50);
-  for (int i = 0; i < 60; ++i) Pass();
-  EXPECT_EQ(other_.consumed, 50);
-  EXPECT_NE(engine_->parked(), &hot_);
-  EXPECT_TRUE(HotInSet());
 }
 
 }  // namespace
