@@ -48,38 +48,38 @@ extern "C" {
 #define FI_IWARPX_STATS_OPS "iwarpx_stats_v1"
 
 struct fi_iwarpx_ep_stats {
-	/* Datagrams received on the endpoint's UDP socket (DGRAM, RDM). */
-	uint64_t rx_datagrams;   /* decoded and handed to a queue pair */
-	uint64_t rx_truncated;   /* dropped: larger than the largest datagram */
-	uint64_t rx_no_crc;      /* dropped: no CRC while one is required */
-	uint64_t rx_bad_crc;     /* dropped: CRC32c mismatch */
-	uint64_t rx_malformed;   /* dropped: any other header/length error */
-	uint64_t rx_unknown_qpn; /* dropped: for a QP number nobody here has */
-	uint64_t tx_errors;      /* sends the socket failed (not EAGAIN) */
-	/* Unreliable datagrams (DGRAM). */
-	uint64_t ud_no_receive; /* dropped: no receive posted */
-	uint64_t ud_invalid;    /* dropped: not a UD Send, or its segment is malformed */
-	/* Reliable datagrams (RDM). */
-	uint64_t rd_peers;          /* peer streams opened (one per session) */
-	uint64_t rd_peers_failed;   /* of those, failed: timeout, RESET, Terminate */
-	uint64_t rd_data_sent;      /* data datagrams, first transmissions */
-	uint64_t rd_retransmitted;  /* data datagrams sent again */
-	uint64_t rd_acks_sent;      /* standalone acks (most ride on data) */
-	uint64_t rd_probes_sent;    /* zero-window and liveness probes */
-	uint64_t rd_resets_sent;    /* RESETs: a session nobody here knows */
-	uint64_t rd_data_received;  /* data datagrams of a known session, duplicates and
-	                               out-of-window ones included */
-	uint64_t rd_duplicates;     /* dropped: already received */
-	uint64_t rd_outside_window; /* dropped: beyond the advertised window */
-	uint64_t rd_stale;          /* dropped: a retired session, or a stray RESET */
-	/* RDMAP (MSG, RDM): protocol and protection errors. */
-	uint64_t terminates_sent;
-	uint64_t terminates_received;
+  /* Datagrams received on the endpoint's UDP socket (DGRAM, RDM). */
+  uint64_t rx_datagrams;   /* decoded and handed to a queue pair */
+  uint64_t rx_truncated;   /* dropped: larger than the largest datagram */
+  uint64_t rx_no_crc;      /* dropped: no CRC while one is required */
+  uint64_t rx_bad_crc;     /* dropped: CRC32c mismatch */
+  uint64_t rx_malformed;   /* dropped: any other header/length error */
+  uint64_t rx_unknown_qpn; /* dropped: for a QP number nobody here has */
+  uint64_t tx_errors;      /* sends the socket failed (not EAGAIN) */
+  /* Unreliable datagrams (DGRAM). */
+  uint64_t ud_no_receive; /* dropped: no receive posted */
+  uint64_t ud_invalid;    /* dropped: not a UD Send, or its segment is malformed */
+  /* Reliable datagrams (RDM). */
+  uint64_t rd_peers;          /* peer streams opened (one per session) */
+  uint64_t rd_peers_failed;   /* of those, failed: timeout, RESET, Terminate */
+  uint64_t rd_data_sent;      /* data datagrams, first transmissions */
+  uint64_t rd_retransmitted;  /* data datagrams sent again */
+  uint64_t rd_acks_sent;      /* standalone acks (most ride on data) */
+  uint64_t rd_probes_sent;    /* zero-window and liveness probes */
+  uint64_t rd_resets_sent;    /* RESETs: a session nobody here knows */
+  uint64_t rd_data_received;  /* data datagrams of a known session, duplicates and
+                                 out-of-window ones included */
+  uint64_t rd_duplicates;     /* dropped: already received */
+  uint64_t rd_outside_window; /* dropped: beyond the advertised window */
+  uint64_t rd_stale;          /* dropped: a retired session, or a stray RESET */
+  /* RDMAP (MSG, RDM): protocol and protection errors. */
+  uint64_t terminates_sent;
+  uint64_t terminates_received;
 };
 
 struct fi_iwarpx_stats_ops {
-	size_t size; /* sizeof(struct fi_iwarpx_stats_ops) */
-	int (*ep_stats)(struct fid_ep *ep, struct fi_iwarpx_ep_stats *stats, size_t len);
+  size_t size; /* sizeof(struct fi_iwarpx_stats_ops) */
+  int (*ep_stats)(struct fid_ep* ep, struct fi_iwarpx_ep_stats* stats, size_t len);
 };
 
 #ifdef __cplusplus
