@@ -15,9 +15,8 @@
 #include <rdma/fi_errno.h>
 
 #include "btl_iwarpx.h"
+#include "iwx_ofi.h"
 #include "opal/util/output.h"
-
-#define IWX_FI_VERSION FI_VERSION(1, 17)
 
 static void frag_construct(mca_btl_iwarpx_frag_t* frag) {
   frag->base.des_segments = &frag->segment;
@@ -52,17 +51,30 @@ static int fail(const char* call, int ret) {
   return OPAL_ERROR;
 }
 
+static void log_fail(void* arg, const char* call, int ret) {
+  (void)arg;
+  (void)fail(call, ret);
+}
+
+/* The module keeps the libfabric objects in its own fields (used everywhere); iwx_ofi opens
+ * and closes them. */
+static struct iwx_ofi held(const mca_btl_iwarpx_module_t* m) {
+  struct iwx_ofi o = {m->info, m->fabric, m->domain, m->av, m->cq, m->ep};
+  return o;
+}
+
+static void take(mca_btl_iwarpx_module_t* m, const struct iwx_ofi* o) {
+  m->info = o->info;
+  m->fabric = o->fabric;
+  m->domain = o->domain;
+  m->av = o->av;
+  m->cq = o->cq;
+  m->ep = o->ep;
+}
+
 static struct fi_info* getinfo(bool mpi_threads) {
-  struct fi_info* hints = fi_allocinfo();
-  struct fi_info* info = NULL;
+  struct fi_info* hints = iwx_ofi_hints(FI_MSG | FI_RMA | FI_ATOMIC);
   if (hints == NULL) return NULL;
-  hints->caps = FI_MSG | FI_RMA | FI_ATOMIC;
-  hints->mode = 0;
-  hints->ep_attr->type = FI_EP_RDM;
-  hints->fabric_attr->prov_name = strdup("iwarpx");
-  hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-  hints->domain_attr->threading = FI_THREAD_SAFE;
-  hints->domain_attr->av_type = FI_AV_TABLE;
   hints->domain_attr->cq_data_size = sizeof(mca_btl_base_tag_t);
   (void)mpi_threads; /* FI_THREAD_SAFE either way: progress and senders may run in parallel */
   const char* if_include = mca_btl_iwarpx_component.if_include;
@@ -77,13 +89,8 @@ static struct fi_info* getinfo(bool mpi_threads) {
     hints->src_addr = src;
     hints->src_addrlen = sizeof(*src);
   }
-  int ret = fi_getinfo(IWX_FI_VERSION, NULL, NULL, 0, hints, &info);
-  fi_freeinfo(hints);
-  if (ret != 0) {
-    (void)fail("fi_getinfo(prov_name iwarpx, FI_EP_RDM, FI_MSG|FI_RMA|FI_ATOMIC)", ret);
-    return NULL;
-  }
-  return info;
+  return iwx_ofi_getinfo(hints, "fi_getinfo(prov_name iwarpx, FI_EP_RDM, FI_MSG|FI_RMA|FI_ATOMIC)",
+                         log_fail, NULL);
 }
 
 int mca_btl_iwarpx_post_recv(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_recv_t* r) {
@@ -131,25 +138,14 @@ int mca_btl_iwarpx_fabric_open(mca_btl_iwarpx_module_t* m, bool mpi_threads) {
   }
   m->virt_addr = (mr_mode & FI_MR_VIRT_ADDR) != 0;
 
-  int ret = fi_fabric(info->fabric_attr, &m->fabric, NULL);
-  if (ret != 0) return fail("fi_fabric", ret);
-  ret = fi_domain(m->fabric, m->info, &m->domain, NULL);
-  if (ret != 0) return fail("fi_domain", ret);
+  struct iwx_ofi o = held(m);
+  const int opened = iwx_ofi_open_domain(&o, log_fail, NULL);
+  take(m, &o);
+  if (opened != 0) return OPAL_ERROR;
   if (mca_btl_iwarpx_mr_open(m) != OPAL_SUCCESS) return OPAL_ERROR;
-  struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-  ret = fi_av_open(m->domain, &av_attr, &m->av, NULL);
-  if (ret != 0) return fail("fi_av_open", ret);
-  struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
-  ret = fi_cq_open(m->domain, &cq_attr, &m->cq, NULL);
-  if (ret != 0) return fail("fi_cq_open", ret);
-  ret = fi_endpoint(m->domain, m->info, &m->ep, NULL);
-  if (ret != 0) return fail("fi_endpoint", ret);
-  ret = fi_ep_bind(m->ep, &m->av->fid, 0);
-  if (ret != 0) return fail("fi_ep_bind(av)", ret);
-  ret = fi_ep_bind(m->ep, &m->cq->fid, FI_TRANSMIT | FI_RECV);
-  if (ret != 0) return fail("fi_ep_bind(cq)", ret);
-  ret = fi_enable(m->ep);
-  if (ret != 0) return fail("fi_enable", ret);
+  const int enabled = iwx_ofi_open_ep(&o, FI_CQ_FORMAT_DATA, log_fail, NULL);
+  take(m, &o);
+  if (enabled != 0) return OPAL_ERROR;
 
   /* Send fragments: eager_limit and max_send_size payloads, grown on demand. */
   int rc = opal_free_list_init(&m->eager_frags, sizeof(mca_btl_iwarpx_frag_t),
@@ -182,28 +178,13 @@ int mca_btl_iwarpx_fabric_open(mca_btl_iwarpx_module_t* m, bool mpi_threads) {
   return OPAL_SUCCESS;
 }
 
-static void close_fid(struct fid* f, const char* what) {
-  if (f == NULL) return;
-  int ret = fi_close(f);
-  if (ret != 0) (void)fail(what, ret);
-}
-
 void mca_btl_iwarpx_fabric_close(mca_btl_iwarpx_module_t* m) {
   /* Cached registrations first, while their domain is open. */
   mca_btl_iwarpx_mr_close(m);
-  /* The endpoint first: it cancels the posted receives before their buffers go. */
-  close_fid(m->ep != NULL ? &m->ep->fid : NULL, "fi_close(ep)");
-  close_fid(m->cq != NULL ? &m->cq->fid : NULL, "fi_close(cq)");
-  close_fid(m->av != NULL ? &m->av->fid : NULL, "fi_close(av)");
-  close_fid(m->domain != NULL ? &m->domain->fid : NULL, "fi_close(domain)");
-  close_fid(m->fabric != NULL ? &m->fabric->fid : NULL, "fi_close(fabric)");
-  m->ep = NULL;
-  m->cq = NULL;
-  m->av = NULL;
-  m->domain = NULL;
-  m->fabric = NULL;
-  if (m->info != NULL) fi_freeinfo(m->info);
-  m->info = NULL;
+  /* The endpoint first (iwx_ofi_close): it cancels the posted receives before their buffers go. */
+  struct iwx_ofi o = held(m);
+  iwx_ofi_close(&o, log_fail, NULL);
+  take(m, &o);
   for (int i = 0; i < m->num_recvs; ++i) free(m->recvs[i].buf);
   free(m->recvs);
   m->recvs = NULL;

@@ -20,11 +20,11 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 
+#include "iwx_ofi.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 #include "osc_iwarpx.h"
 
-#define OSC_IWX_FI_VERSION FI_VERSION(1, 17)
 #define OSC_IWX_CQ_BATCH 32
 
 static int fail(const char* call, int ret) {
@@ -33,39 +33,31 @@ static int fail(const char* call, int ret) {
   return OMPI_ERROR;
 }
 
-static struct fi_info* getinfo(void) {
-  struct fi_info* hints = fi_allocinfo();
-  struct fi_info* info = NULL;
-  if (hints == NULL) return NULL;
-  hints->caps = FI_RMA | FI_ATOMIC;
-  hints->mode = 0;
-  hints->ep_attr->type = FI_EP_RDM;
-  hints->fabric_attr->prov_name = strdup("iwarpx");
-  hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-  hints->domain_attr->threading = FI_THREAD_SAFE;
-  hints->domain_attr->av_type = FI_AV_TABLE;
-  int ret = fi_getinfo(OSC_IWX_FI_VERSION, NULL, NULL, 0, hints, &info);
-  fi_freeinfo(hints);
-  if (ret != 0) {
-    (void)fail("fi_getinfo(prov_name iwarpx, FI_EP_RDM, FI_RMA|FI_ATOMIC)", ret);
-    return NULL;
-  }
-  return info;
+static void log_fail(void* arg, const char* call, int ret) {
+  (void)arg;
+  (void)fail(call, ret);
 }
 
-static void close_fid(struct fid* f, const char* what) {
-  if (f == NULL) return;
-  int ret = fi_close(f);
-  if (ret != 0) (void)fail(what, ret);
+/* The fabric keeps the libfabric objects in its own fields (used everywhere); iwx_ofi opens
+ * and closes them. */
+static struct iwx_ofi held(const osc_iwarpx_fabric_t* f) {
+  struct iwx_ofi o = {f->info, f->fabric, f->domain, f->av, f->cq, f->ep};
+  return o;
+}
+
+static void take(osc_iwarpx_fabric_t* f, const struct iwx_ofi* o) {
+  f->info = o->info;
+  f->fabric = o->fabric;
+  f->domain = o->domain;
+  f->av = o->av;
+  f->cq = o->cq;
+  f->ep = o->ep;
 }
 
 static void fabric_destroy(osc_iwarpx_fabric_t* f) {
-  close_fid(f->ep != NULL ? &f->ep->fid : NULL, "fi_close(ep)");
-  close_fid(f->cq != NULL ? &f->cq->fid : NULL, "fi_close(cq)");
-  close_fid(f->av != NULL ? &f->av->fid : NULL, "fi_close(av)");
-  close_fid(f->domain != NULL ? &f->domain->fid : NULL, "fi_close(domain)");
-  close_fid(f->fabric != NULL ? &f->fabric->fid : NULL, "fi_close(fabric)");
-  if (f->info != NULL) fi_freeinfo(f->info);
+  struct iwx_ofi o = held(f);
+  iwx_ofi_close(&o, log_fail, NULL);
+  take(f, &o);
   OBJ_DESTRUCT(&f->av_cache);
   OBJ_DESTRUCT(&f->cq_lock);
   OBJ_DESTRUCT(&f->lock);
@@ -73,7 +65,9 @@ static void fabric_destroy(osc_iwarpx_fabric_t* f) {
 }
 
 static int fabric_open(osc_iwarpx_fabric_t* f) {
-  f->info = getinfo();
+  f->info =
+      iwx_ofi_getinfo(iwx_ofi_hints(FI_RMA | FI_ATOMIC),
+                      "fi_getinfo(prov_name iwarpx, FI_EP_RDM, FI_RMA|FI_ATOMIC)", log_fail, NULL);
   if (f->info == NULL) return OMPI_ERROR;
   const struct fi_info* info = f->info;
   const uint64_t mr_mode = (uint64_t)info->domain_attr->mr_mode;
@@ -88,24 +82,11 @@ static int fabric_open(osc_iwarpx_fabric_t* f) {
   f->max_msg = info->ep_attr->max_msg_size;
   if (f->max_msg == 0) f->max_msg = (size_t)1 << 30;
 
-  int ret = fi_fabric(info->fabric_attr, &f->fabric, NULL);
-  if (ret != 0) return fail("fi_fabric", ret);
-  ret = fi_domain(f->fabric, f->info, &f->domain, NULL);
-  if (ret != 0) return fail("fi_domain", ret);
-  struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-  ret = fi_av_open(f->domain, &av_attr, &f->av, NULL);
-  if (ret != 0) return fail("fi_av_open", ret);
-  struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE};
-  ret = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL);
-  if (ret != 0) return fail("fi_cq_open", ret);
-  ret = fi_endpoint(f->domain, f->info, &f->ep, NULL);
-  if (ret != 0) return fail("fi_endpoint", ret);
-  ret = fi_ep_bind(f->ep, &f->av->fid, 0);
-  if (ret != 0) return fail("fi_ep_bind(av)", ret);
-  ret = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV);
-  if (ret != 0) return fail("fi_ep_bind(cq)", ret);
-  ret = fi_enable(f->ep);
-  if (ret != 0) return fail("fi_enable", ret);
+  struct iwx_ofi o = held(f);
+  int ret = iwx_ofi_open_domain(&o, log_fail, NULL);
+  if (ret == 0) ret = iwx_ofi_open_ep(&o, FI_CQ_FORMAT_CONTEXT, log_fail, NULL);
+  take(f, &o);
+  if (ret != 0) return OMPI_ERROR;
   f->addrlen = sizeof(f->addr);
   ret = fi_getname(&f->ep->fid, f->addr, &f->addrlen);
   if (ret != 0) return fail("fi_getname", ret);
