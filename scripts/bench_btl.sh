@@ -96,19 +96,9 @@ if ((run_iwarpx)) && [[ -e $ompi_dir/mca_btl_iwarpx.so ]]; then
 fi
 for v in $(env | sed -n 's/^\(OMPI_MCA_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 
-work=$(mktemp -d /tmp/bench_btl.XXXXXX)
-mkdir -p "$work/logs" "$work/data"
-started_pids=()
-# shellcheck disable=SC2317  # called by the EXIT trap
-cleanup() {
-  local pid
-  for pid in "${started_pids[@]}"; do
-    kill -0 "$pid" 2>/dev/null && kill "$pid" 2>/dev/null
-  done
-  if ((keep_logs)); then echo "logs kept in $work" >&2; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=scripts/bench_lib.sh
+. scripts/bench_lib.sh  # the scripts run from the repository root (cd above)
+bench_work_start bench_btl
 
 common=(--allow-run-as-root --oversubscribe --bind-to "$bind" -np 2 --mca oob_tcp_if_include lo
         --mca pml ob1)

@@ -23,7 +23,7 @@
 # killed. A failing iwarpx run (e.g. endpoints not implemented yet) is reported
 # and its columns read "n/a"; the other runs continue.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 
 build=build
@@ -72,17 +72,9 @@ done
 iwarpx_dir=$root/$build/prov/iwarpx/src/ofi
 [[ $build = /* ]] && iwarpx_dir=$build/prov/iwarpx/src/ofi
 
-work=$(mktemp -d /tmp/bench_msg.XXXXXX)
-started_pids=()
-cleanup() {
-  local pid
-  for pid in "${started_pids[@]}"; do
-    kill -0 "$pid" 2>/dev/null && kill "$pid" 2>/dev/null
-  done
-  if ((keep_logs)); then echo "logs kept in $work" >&2; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=scripts/bench_lib.sh
+. scripts/bench_lib.sh  # the scripts run from the repository root (cd above)
+bench_work_start bench_msg
 
 server_cpu=()
 client_cpu=()

@@ -74,18 +74,9 @@ prog=$build/fabtests_ext/bench/tagged_bw
 iwarpx_dir=$build/prov/iwarpx/src/ofi
 [[ -x $prog ]] || { echo "bench_rdm_bw.sh: $prog missing (build it first)" >&2; exit 1; }
 
-work=$(mktemp -d /tmp/bench_rdm_bw.XXXXXX)
-mkdir -p "$work/logs" "$work/data"
-started_pids=()
-cleanup() {
-  local pid
-  for pid in "${started_pids[@]}"; do
-    kill -0 "$pid" 2>/dev/null && kill "$pid" 2>/dev/null
-  done
-  if ((keep_logs)); then echo "logs kept in $work" >&2; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=scripts/bench_lib.sh
+. scripts/bench_lib.sh  # the scripts run from the repository root (cd above)
+bench_work_start bench_rdm_bw
 
 failures=0
 runs=0
