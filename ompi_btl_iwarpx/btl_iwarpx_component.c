@@ -115,9 +115,10 @@ static int iwarpx_register(void) {
   (void)mca_base_component_var_register(
       v, "send_rules",
       "Send-rule chain for the iwarpx provider, exported as FI_IWARPX_SEND_RULES before "
-      "fi_getinfo when set (unset: the provider's own default or the environment). The "
-      "provider applies rules once its hybrid RDM lands (issue 5); syntax there, e.g. "
-      "\"size<=2048:rc_fp,size<=8192:ud_sr,any:ud_zcopy\"",
+      "fi_getinfo when set (unset: the provider's own default or the environment). Syntax in "
+      "the provider's docs (docs/design.md, send-rule chains; channels arrive with issue 5), "
+      "e.g. \"size<=2048:rc_fp,size<=8192:ud_sr,any:ud_zcopy\"; a chain the provider refuses "
+      "makes its endpoint, and so this module, fail to open",
       MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
       &c->send_rules);
 
