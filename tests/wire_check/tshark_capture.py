@@ -91,7 +91,10 @@ def decode_mpa(pcap, extra_opts=()):
     kind in mpa_req, mpa_rep (details: src, res = tshark's "Reserved" flag bits,
     flags & 0x1F, which include RFC 6581's enhanced bit 0x10), fpdu (details: crc
     good/bad/unknown, crc_text, src, opcode) and ddp_without_mpa."""
-    res = subprocess.run(["tshark", "-r", pcap, "-T", "pdml", *QUIET_HEURISTICS, *extra_opts],
+    # Only packets tshark decoded as iWARP reach the PDML: the capture sees every TCP packet
+    # on lo, and unrelated traffic (another job's MPI run) once made the PDML too large to parse.
+    res = subprocess.run(["tshark", "-r", pcap, "-Y", "iwarp_mpa || iwarp_ddp_rdmap", "-T", "pdml",
+                          *QUIET_HEURISTICS, *extra_opts],
                          capture_output=True, text=True, timeout=300)
     if res.returncode != 0:
         raise CaptureError(f"tshark -r failed: {res.stderr}")
