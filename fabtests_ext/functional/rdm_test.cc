@@ -657,6 +657,55 @@ TEST_F(RdmTest, AtomicSumFetchAndCompareSwap) {
   EXPECT_TRUE(a_->tx.errs.empty());
 }
 
+// FI_BOR and FI_BAND (masked swaps), plain and fetching, 64- and 32-bit; FI_BXOR is refused
+// by fi_query_atomic and at the call.
+TEST_F(RdmTest, AtomicBitwiseOrAndAnd) {
+  std::array<uint64_t, 2> target = {0xF0F0F0F0F0F0F0F0ull, 0};
+  fid_mr* mr = net_.Reg(*b_, target.data(), sizeof(target), FI_REMOTE_WRITE | FI_REMOTE_READ, 4);
+  ASSERT_NE(mr, nullptr) << net_.error;
+  const uint64_t key = fi_mr_key(mr);
+  const uint64_t at = net_.RemoteAddr(target.data(), &target[0]);
+  fi_atomic_attr attr{};
+  for (const fi_op op : {FI_BOR, FI_BAND}) {
+    EXPECT_EQ(fi_query_atomic(a_->domain, FI_UINT64, op, &attr, 0), 0) << op;
+    EXPECT_EQ(fi_query_atomic(a_->domain, FI_UINT32, op, &attr, FI_FETCH_ATOMIC), 0) << op;
+  }
+  EXPECT_EQ(fi_query_atomic(a_->domain, FI_UINT64, FI_BXOR, &attr, 0), -FI_EOPNOTSUPP);
+  uint64_t operand = 0x0F;
+  ASSERT_EQ(fi_atomic(a_->ep, &operand, 1, nullptr, To(b_), at, key, FI_UINT64, FI_BOR, Ctx(1)), 0);
+  ASSERT_TRUE(net_.WaitComp(a_->tx, Ctx(1)).has_value());
+  EXPECT_EQ(target[0], 0xF0F0F0F0F0F0F0FFull);
+  uint64_t result = 0;
+  operand = ~uint64_t{0xFF00};
+  ASSERT_EQ(fi_fetch_atomic(a_->ep, &operand, 1, nullptr, &result, nullptr, To(b_), at, key,
+                            FI_UINT64, FI_BAND, Ctx(2)),
+            0);
+  ASSERT_TRUE(net_.WaitComp(a_->tx, Ctx(2)).has_value());
+  EXPECT_EQ(result, 0xF0F0F0F0F0F0F0FFull);
+  EXPECT_EQ(target[0], 0xF0F0F0F0F0F000FFull);
+  // 32-bit: the upper half of target[1] (lane at +12), its neighbour lane untouched.
+  auto* lanes = reinterpret_cast<uint32_t*>(&target[1]);
+  lanes[0] = 0x11111111u;
+  lanes[1] = 0xFF00FF00u;
+  const uint64_t at32 = net_.RemoteAddr(target.data(), &lanes[1]);
+  uint32_t op32 = 0x0F0F0F0Fu;
+  uint32_t res32 = 0;
+  ASSERT_EQ(fi_fetch_atomic(a_->ep, &op32, 1, nullptr, &res32, nullptr, To(b_), at32, key,
+                            FI_UINT32, FI_BAND, Ctx(3)),
+            0);
+  ASSERT_TRUE(net_.WaitComp(a_->tx, Ctx(3)).has_value());
+  EXPECT_EQ(res32, 0xFF00FF00u);
+  EXPECT_EQ(lanes[1], 0x0F000F00u);
+  op32 = 0x000000F0u;
+  ASSERT_EQ(fi_atomic(a_->ep, &op32, 1, nullptr, To(b_), at32, key, FI_UINT32, FI_BOR, Ctx(4)), 0);
+  ASSERT_TRUE(net_.WaitComp(a_->tx, Ctx(4)).has_value());
+  EXPECT_EQ(lanes[1], 0x0F000FF0u);
+  EXPECT_EQ(lanes[0], 0x11111111u);
+  EXPECT_EQ(fi_atomic(a_->ep, &operand, 1, nullptr, To(b_), at, key, FI_UINT64, FI_BXOR, Ctx(5)),
+            -FI_EOPNOTSUPP);
+  EXPECT_TRUE(a_->tx.errs.empty());
+}
+
 // --- 11. Refused calls
 // ----------------------------------------------------------------------------
 

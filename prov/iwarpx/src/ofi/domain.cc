@@ -180,7 +180,8 @@ int DomainOpen(struct fid_fabric* fabric, struct fi_info* info, struct fid_domai
 // RFC 7306 defines Atomic Fetch-and-Add and Atomic Compare-and-Swap on 64-bit
 // operands, and the engine adds Swap; that is the whole atomic repertoire (a
 // plain FI_SUM is a fetch-add whose result is dropped, FI_ATOMIC_READ a
-// fetch-add of 0, FI_ATOMIC_WRITE a swap). 32-bit integers are the masked
+// fetch-add of 0, FI_ATOMIC_WRITE a swap, FI_BOR and FI_BAND masked swaps of
+// ones or zeros; FI_BXOR has no single-request form). 32-bit integers are the masked
 // form of the same requests on the enclosing 8-byte word (qp/work_request.h).
 int QueryAtomic(struct fid_domain* /*domain*/, enum fi_datatype datatype, enum fi_op op,
                 struct fi_atomic_attr* attr, uint64_t flags) {
@@ -195,9 +196,10 @@ int QueryAtomic(struct fid_domain* /*domain*/, enum fi_datatype datatype, enum f
   if ((flags & FI_COMPARE_ATOMIC) != 0) {
     ok = op == FI_CSWAP;
   } else if ((flags & FI_FETCH_ATOMIC) != 0) {
-    ok = op == FI_SUM || op == FI_ATOMIC_READ || op == FI_ATOMIC_WRITE;
+    ok = op == FI_SUM || op == FI_BOR || op == FI_BAND || op == FI_ATOMIC_READ ||
+         op == FI_ATOMIC_WRITE;
   } else {
-    ok = op == FI_SUM || op == FI_ATOMIC_WRITE;
+    ok = op == FI_SUM || op == FI_BOR || op == FI_BAND || op == FI_ATOMIC_WRITE;
   }
   if (!ok) return -FI_EOPNOTSUPP;
   attr->count = 1;

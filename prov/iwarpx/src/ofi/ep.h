@@ -44,7 +44,8 @@
 // - Atomics: 64- and 32-bit integers (RFC 7306 Fetch-and-Add, Swap and
 //   Compare-and-Swap; 32-bit ones as masked requests on the enclosing 8-byte
 //   word, qp/work_request.h); FI_SUM, FI_ATOMIC_READ (fetch-add of 0),
-//   FI_ATOMIC_WRITE (swap), FI_CSWAP. The target must be naturally aligned.
+//   FI_ATOMIC_WRITE (swap), FI_BOR and FI_BAND (masked swaps of ones and
+//   zeros), FI_CSWAP. The target must be naturally aligned.
 // - CQ and counter bindings, operation slots and completion entries are the
 //   EpReporter's, shared with the other endpoint types.
 // - EQ events: FI_CONNECTED (with the peer's accept data on the active

@@ -258,9 +258,17 @@ ssize_t PostRmaAtomic(const QpTarget& t, const void* buf, size_t count, enum fi_
     wr.operand = 0;
   } else if (op == FI_ATOMIC_WRITE) {
     wr.op = wire::AtomicOp::kSwap;
+  } else if (op == FI_BOR) {  // masked swap: ones into the operand's bits
+    wr.op = wire::AtomicOp::kSwap;
+    wr.swap_mask = wr.operand;
+    wr.operand = UINT64_MAX;
+  } else if (op == FI_BAND) {  // masked swap: zeros into the bits the operand clears
+    wr.op = wire::AtomicOp::kSwap;
+    wr.swap_mask = ~wr.operand;
+    wr.operand = 0;
   } else {
     IWX_WARN(ep_data,
-             "fi_atomic: op %d is not supported (FI_SUM, FI_ATOMIC_READ, "
+             "fi_atomic: op %d is not supported (FI_SUM, FI_BOR, FI_BAND, FI_ATOMIC_READ, "
              "FI_ATOMIC_WRITE, FI_CSWAP)\n",
              static_cast<int>(op));
     return -FI_EOPNOTSUPP;

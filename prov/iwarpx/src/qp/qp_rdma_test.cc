@@ -629,6 +629,53 @@ TEST(QpAtomicTest, ThirtyTwoBitLanesStayApart) {
   EXPECT_EQ(p.b.sink.terminated, 0);
 }
 
+// Masked swap (AtomicWr::swap_mask): only the selected bits change, in 64-bit
+// words and in 32-bit lanes; ones under mask x is OR x, zeros under ~x is
+// AND x (what fi_atomic FI_BOR / FI_BAND post). The original value comes back.
+TEST(QpAtomicTest, MaskedSwapIsBitwiseOrAndAnd) {
+  QpPair p(7, true);
+  p.Start();
+  p.Pump();
+  alignas(8) uint64_t word[2] = {0xF0F0F0F0F0F0F0F0ull, 0};
+  alignas(8) uint32_t lanes[2] = {0x0000FFFFu, 0xFF00FF00u};
+  const uint32_t s64 = p.b.RegisterRaw(word, sizeof(word), mem::kRemoteAtomic);
+  const uint32_t s32 = p.b.RegisterRaw(lanes, sizeof(lanes), mem::kRemoteAtomic);
+  ASSERT_NE(s64, 0u);
+  ASSERT_NE(s32, 0u);
+  uint64_t r64[2] = {};
+  uint32_t r32[2] = {};
+  auto post = [&](uint64_t ctx, uint32_t stag, uint8_t size, uint64_t to, uint64_t operand,
+                  uint64_t mask, void* result) {
+    AtomicWr wr;
+    wr.context = ctx;
+    wr.op = wire::AtomicOp::kSwap;
+    wr.size = size;
+    wr.remote_stag = stag;
+    wr.remote_to = to;
+    wr.operand = operand;
+    wr.swap_mask = mask;
+    wr.result = result;
+    return p.a.qp->PostAtomic(wr);
+  };
+  // 64-bit: OR 0x0F (ones under the mask), then AND ~0xFF00 (zeros under 0xFF00).
+  ASSERT_EQ(post(0, s64, 8, 0, UINT64_MAX, 0x0F, &r64[0]), QpStatus::kOk);
+  ASSERT_EQ(post(1, s64, 8, 0, 0, 0xFF00, &r64[1]), QpStatus::kOk);
+  // 32-bit lanes: OR 0x00F00000 into lane 0, AND 0x0F0F0F0F into lane 1.
+  ASSERT_EQ(post(2, s32, 4, 0, UINT64_MAX, 0x00F00000u, &r32[0]), QpStatus::kOk);
+  ASSERT_EQ(post(3, s32, 4, 4, 0, ~uint64_t{0x0F0F0F0Fu}, &r32[1]), QpStatus::kOk);
+  p.Pump();
+  ASSERT_EQ(p.a.sink.Count(Kind::kRdma), 4u);
+  EXPECT_EQ(r64[0], 0xF0F0F0F0F0F0F0F0ull);
+  EXPECT_EQ(r64[1], 0xF0F0F0F0F0F0F0FFull);
+  EXPECT_EQ(word[0], 0xF0F0F0F0F0F000FFull);
+  EXPECT_EQ(word[1], 0u);
+  EXPECT_EQ(r32[0], 0x0000FFFFu);
+  EXPECT_EQ(r32[1], 0xFF00FF00u);
+  EXPECT_EQ(lanes[0], 0x00F0FFFFu);
+  EXPECT_EQ(lanes[1], 0x0F000F00u);
+  EXPECT_EQ(p.b.sink.terminated, 0);
+}
+
 // A 32-bit target in the last 4 bytes of a region whose enclosing word runs
 // past the region's end: the responder refuses it (protection), nothing
 // outside the region is touched.

@@ -183,9 +183,12 @@ QpStatus QueuePair::PostAtomic(const AtomicWr& wr) {
   e.compare_mask = lane;
   // Fetch-add's mask marks field boundaries (carry stops above a set bit):
   // none for one 64-bit add, bit 31 and 63 for two independent 32-bit lanes
-  // (the other lane adds 0). Swap and compare-swap replace the lane's bits.
+  // (the other lane adds 0). Compare-swap replaces the lane's bits, swap the
+  // bits of the lane that swap_mask selects.
   if (wr.op == wire::AtomicOp::kFetchAdd) {
     e.operand_mask = narrow ? 0x8000000080000000ull : 0;
+  } else if (wr.op == wire::AtomicOp::kSwap) {
+    e.operand_mask = (wr.swap_mask << e.result_shift) & lane;  // masked swap
   } else {
     e.operand_mask = lane;
   }

@@ -112,7 +112,10 @@ struct ReadWr {
 // fi_compare_atomic): counted against ORD like a Read. The target must be
 // registered there with kRemoteAtomic.
 //   kFetchAdd: *target += operand
-//   kSwap:     *target = operand
+//   kSwap:     *target = (*target & ~swap_mask) | (operand & swap_mask)
+//              (RFC 7306's masked swap; swap_mask all ones is a plain swap,
+//              operand ~0 under mask x is a bitwise OR with x, operand 0
+//              under mask ~x a bitwise AND with x)
 //   kCmpSwap:  if (*target == compare) *target = operand
 // `size` is the operand width in bytes:
 // * 8: a 64-bit atomic; remote_to must be 8-byte aligned.
@@ -134,6 +137,7 @@ struct AtomicWr {
   uint64_t remote_to = 0;
   uint64_t operand = 0;
   uint64_t compare = 0;
+  uint64_t swap_mask = UINT64_MAX;  // kSwap only: the bits (of the low `size` bytes) replaced
   void* result = nullptr;
   uint32_t flags = kWrSignaled;
 };
