@@ -1,5 +1,8 @@
 #include "mem/stag_table.h"
 
+#include <algorithm>
+#include <cassert>
+
 namespace iwarpx::mem {
 
 StagTable::StagTable(Random rng, size_t max_regions) : rng_(rng), max_regions_(max_regions) {
@@ -34,7 +37,45 @@ bool StagTable::Invalidate(uint32_t stag, uint32_t pd) {
 }
 
 bool StagTable::Deregister(uint32_t stag) {
-  return regions_.erase(stag) == 1;
+  auto it = regions_.find(stag);
+  if (it == regions_.end()) return false;
+  if (it->second.lent > 0) {
+    // Reclaim() may add or remove nothing but lends; a copy keeps the loop
+    // safe against a borrower that unregisters while being asked anyway.
+    const std::vector<Borrower*> holders = borrowers_;
+    for (Borrower* b : holders) {
+      if (it->second.lent == 0) break;
+      b->Reclaim(stag);
+    }
+    assert(it->second.lent == 0 && "a borrower kept a pointer into a deregistered region");
+  }
+  regions_.erase(it);
+  return true;
+}
+
+void StagTable::AddBorrower(Borrower& b) {
+  borrowers_.push_back(&b);
+}
+
+void StagTable::RemoveBorrower(Borrower& b) {
+  std::erase(borrowers_, &b);
+}
+
+bool StagTable::Lend(uint32_t stag) {
+  auto it = regions_.find(stag);
+  if (it == regions_.end()) return false;
+  ++it->second.lent;
+  return true;
+}
+
+void StagTable::Return(uint32_t stag) {
+  auto it = regions_.find(stag);
+  if (it != regions_.end() && it->second.lent > 0) --it->second.lent;
+}
+
+uint32_t StagTable::lent(uint32_t stag) const {
+  auto it = regions_.find(stag);
+  return it == regions_.end() ? 0 : it->second.lent;
 }
 
 Result<uint8_t*, AccessError> StagTable::Resolve(uint32_t stag, uint64_t to, uint64_t len,

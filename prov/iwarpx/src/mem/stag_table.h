@@ -17,13 +17,23 @@
 // - Invalidate() (Send with Invalidate, local invalidate) makes the STag
 //   unusable at once; Deregister() removes it. Both are idempotent-safe:
 //   they report whether the STag was live.
+// - Lending (zero-copy): a transport that keeps pointing at a region's bytes
+//   after the call that resolved them (the RD stream's unacknowledged Read
+//   Responses, kept for resending) Lend()s the STag and Return()s it when it
+//   no longer needs them. Deregister() of a lent STag first calls Reclaim()
+//   on every borrower holding it, which must copy what it still needs and
+//   Return() it: when Deregister() returns, nothing points into the region.
+//   Invalidate() does not reclaim: the memory stays the application's until
+//   the region is deregistered, and what was lent was read under a valid
+//   STag. Borrowers are registered (AddBorrower) for their whole life.
 // - Not thread-safe: the owning domain serialises calls (registration is not a
-//   hot path; Resolve() does no allocation).
+//   hot path; Resolve(), Lend() and Return() do no allocation).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <unordered_map>
+#include <vector>
 
 #include "base/random.h"
 #include "base/result.h"
@@ -51,6 +61,15 @@ enum class AccessError : uint8_t {
   kBaseBounds,       // [to, to+len) not inside the region
 };
 
+// Holds pointers into lent regions (see Lend()).
+class Borrower {
+ public:
+  virtual ~Borrower() = default;
+  // The region of `stag` is being deregistered: stop pointing into it (copy
+  // what is still needed) and Return() every lend of it before returning.
+  virtual void Reclaim(uint32_t stag) = 0;
+};
+
 enum class RegisterError : uint8_t {
   kInvalidArgument = 1,  // null host with a length, unknown access bits, region past 2^64-1
   kStagInUse,            // requested STag already live (or 0)
@@ -76,8 +95,22 @@ class StagTable {
   // if it was not live or belongs to another PD (RFC 5040: "STag cannot be
   // invalidated").
   bool Invalidate(uint32_t stag, uint32_t pd);
-  // Removes the STag. Returns false if it was unknown.
+  // Removes the STag, reclaiming it from its borrowers first. Returns false
+  // if it was unknown.
   bool Deregister(uint32_t stag);
+
+  // Borrowers are asked to Reclaim() in Deregister while registered; remove
+  // one only when it holds no lends.
+  void AddBorrower(Borrower& b);
+  void RemoveBorrower(Borrower& b);
+  // A registered borrower keeps a pointer into the region of `stag` (a live
+  // STag resolved in this same locked call); false if the STag is unknown
+  // (nothing lent).
+  bool Lend(uint32_t stag);
+  // One Lend() of `stag` is over.
+  void Return(uint32_t stag);
+  // Lends of `stag` outstanding (tests).
+  [[nodiscard]] uint32_t lent(uint32_t stag) const;
 
   // Authorises an access of `len` bytes at tagged offset `to`; see the header
   // comment for the order of checks. Returns the host address of byte `to`.
@@ -90,9 +123,11 @@ class StagTable {
   struct Region {
     RegionSpec spec;
     bool valid = true;
+    uint32_t lent = 0;
   };
 
   std::unordered_map<uint32_t, Region> regions_;
+  std::vector<Borrower*> borrowers_;  // asked to Reclaim in Deregister
   Random rng_;
   size_t max_regions_;
 };

@@ -143,6 +143,52 @@ TEST_F(StagTableTest, RequestedStagAndLimits) {
 
 // Resolve() against a reference written with 128-bit arithmetic, on random
 // regions and accesses concentrated around the edges.
+// Lending: Deregister asks only while lends are out, and every registered
+// borrower until the region's lends are all returned.
+class CountingBorrower final : public Borrower {
+ public:
+  explicit CountingBorrower(StagTable& t) : t_(t) {}
+  void Reclaim(uint32_t stag) override {
+    ++asked;
+    for (; held > 0; --held) t_.Return(stag);
+  }
+  StagTable& t_;
+  int asked = 0;
+  uint32_t held = 0;
+};
+
+TEST_F(StagTableTest, DeregisterReclaimsLentRegionsFromTheirBorrowers) {
+  CountingBorrower idle(table_), holder(table_);
+  table_.AddBorrower(idle);
+  table_.AddBorrower(holder);
+  const uint32_t s = Reg(kRemoteRead);
+  const uint32_t quiet = Reg(kRemoteRead);
+  ASSERT_TRUE(table_.Lend(s));
+  ASSERT_TRUE(table_.Lend(s));
+  holder.held = 2;
+  EXPECT_EQ(table_.lent(s), 2u);
+  EXPECT_FALSE(table_.Lend(0x1234));      // unknown: nothing lent
+  EXPECT_TRUE(table_.Deregister(quiet));  // nothing lent: nobody asked
+  EXPECT_EQ(idle.asked + holder.asked, 0);
+  EXPECT_TRUE(table_.Deregister(s));
+  EXPECT_EQ(holder.asked, 1);
+  EXPECT_EQ(holder.held, 0u);
+  EXPECT_EQ(table_.lent(s), 0u);
+  table_.RemoveBorrower(idle);
+  table_.RemoveBorrower(holder);
+}
+
+TEST_F(StagTableTest, ReturnedLendsNeedNoReclaim) {
+  CountingBorrower b(table_);
+  table_.AddBorrower(b);
+  const uint32_t s = Reg(kRemoteRead);
+  ASSERT_TRUE(table_.Lend(s));
+  table_.Return(s);
+  EXPECT_TRUE(table_.Deregister(s));
+  EXPECT_EQ(b.asked, 0);
+  table_.RemoveBorrower(b);
+}
+
 TEST(StagTableProperty, MatchesWideArithmeticReference) {
   Random rng(99);
   std::array<uint8_t, 64> mem{};

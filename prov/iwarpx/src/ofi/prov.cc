@@ -72,6 +72,11 @@ void DefineParams() {
                   "unacknowledged, or leave probes of a closed window unanswered, before its "
                   "pending operations complete with errors (FI_ECONNRESET/FI_ECONNABORTED), "
                   "100..3600000. (default: 10000)");
+  fi_param_define(&g_provider, "rd_lend", FI_PARAM_BOOL,
+                  "Zero copy for RDMA Read Responses on reliable-datagram (FI_EP_RDM) "
+                  "endpoints: a response's payload is sent from the registered region and "
+                  "kept by reference until acknowledged (a region closed before that is copied "
+                  "first); off copies it into the resend buffer like other data. (default: true)");
   fi_param_define(&g_provider, "rdm_eager", FI_PARAM_INT,
                   "Bytes of the bounce receives of RDM endpoints, 256..1048576: messages up to "
                   "this minus the 32-byte RDM header are sent eagerly (copied); larger ones by "
@@ -122,6 +127,7 @@ void ReadParams() {
   ReadBool("dgram_crc", &g_params.dgram_crc);
   ReadBool("busy_poll", &g_params.busy_poll);
   ReadBool("stats", &g_params.stats);
+  ReadBool("rd_lend", &g_params.rd_lend);
   char* fault = nullptr;
   if (fi_param_get_str(&g_provider, "fault", &fault) == FI_SUCCESS && fault != nullptr) {
     auto spec = transport::FaultSpec::Parse(fault);

@@ -202,6 +202,8 @@ bool QueuePair::BuildReadResponse() {
       Fire(Event::kLocalError, mem::RdmapSourceCause(src.error()), ByteSpan{}, 0);
       return false;
     }
+    tx_->lent_iov = static_cast<uint8_t>(tx_->iov_count);
+    tx_->lent_key = r.source_stag;
     tx_->iov[tx_->iov_count++] = iovec{*src, len};
     tx_->borrowed = true;
   }
@@ -329,7 +331,9 @@ bool QueuePair::FrameWithMarkers() {
 bool QueuePair::WriteBatch() {
   while (tx_count_ > 0 && !write_shut_) {
     std::array<iovec, kTxBatch*(kMaxSge + 3)> v{};
+    std::array<transport::LentIov, kTxBatch> lent{};
     size_t count = 0;
+    size_t lent_count = 0;
     for (size_t k = 0; k < tx_count_; ++k) {
       const TxFpdu& f = Slot(k);
       size_t skip = f.sent;
@@ -339,11 +343,16 @@ bool QueuePair::WriteBatch() {
           skip -= p.iov_len;
           continue;
         }
+        if (f.borrowed && i == f.lent_iov) lent[lent_count++] = {count, f.lent_key};
         v[count++] = iovec{static_cast<uint8_t*>(p.iov_base) + skip, p.iov_len - skip};
         skip = 0;
       }
     }
-    const transport::IoResult r = conn_.SendV(std::span<const iovec>(v.data(), count));
+    const transport::IoResult r =
+        lent_count == 0
+            ? conn_.SendV(std::span<const iovec>(v.data(), count))
+            : conn_.SendVLent(std::span<const iovec>(v.data(), count),
+                              std::span<const transport::LentIov>(lent.data(), lent_count));
     if (r.status == transport::IoStatus::kOk) {
       if (r.bytes == 0) return false;
       size_t left = r.bytes;

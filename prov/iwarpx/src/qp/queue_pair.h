@@ -273,7 +273,11 @@ class QueuePair {
     // The payload points into a region only borrowed through an STag (a Read
     // Response source): it must not be referenced once the call that
     // resolved it returns (see StashBorrowedPayload).
+    // Offered to the connection as lent memory (transport::LentIov): iov[lent_iov]
+    // is the payload, in the region of STag lent_key.
     bool borrowed = false;
+    uint8_t lent_iov = 0;
+    uint32_t lent_key = 0;
     bool stashed = false;  // its rest lives in tx_stash_ (and markers use it too)
   };
   enum class RxDest : uint8_t { kNone, kTagged, kRecv };

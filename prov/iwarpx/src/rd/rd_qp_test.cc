@@ -540,5 +540,71 @@ TEST_F(RdQpTest, SocketThatRefusesSendsDelaysButLosesNothing) {
   EXPECT_EQ(a_->Qp().stream().stats().retransmitted, 0u);
 }
 
+// Zero copy on the responder: Read Response payloads leave from the lent
+// region (stats().lent counts them) and every lend is returned once acked.
+// A region deregistered while its Read Responses are still unacknowledged is
+// reclaimed first: resends carry the bytes it held when they were read, even
+// after the application reuses the memory.
+class RdQpLendTest : public RdQpTest {
+ protected:
+  static constexpr size_t kSegs = 16;
+  static constexpr size_t kLen = kSegs * (1024 - wire::kDdpTaggedHeaderSize);  // 16 datagrams
+
+  void StartRead(std::vector<uint8_t>& target, std::vector<uint8_t>& back) {
+    for (size_t i = 0; i < kLen; ++i) target[i] = static_cast<uint8_t>(i * 7 + (i >> 8));
+    t_stag_ = b_->Register(target, mem::kRemoteRead);
+    qp::ReadWr r;
+    r.context = 1;
+    r.local_stag = a_->Register(back, mem::kLocalWrite);
+    r.length = kLen;
+    r.remote_stag = t_stag_;
+    ASSERT_EQ(a_->Qp().qp().PostRead(r), qp::QpStatus::kOk);
+  }
+  bool ReadDone() const {
+    return a_->sink.Count(Completion::Kind::kRdma) + a_->sink.Count(Completion::Kind::kError) > 0;
+  }
+  uint32_t t_stag_ = 0;
+};
+
+TEST_F(RdQpLendTest, ReadResponsesAreLentAndReturnedWhenAcked) {
+  std::vector<uint8_t> target(kLen), back(kLen, 0);
+  StartRead(target, back);
+  ASSERT_TRUE(Run([&] { return ReadDone(); }));
+  ASSERT_EQ(a_->sink.Count(Completion::Kind::kError), 0u);
+  EXPECT_EQ(back, target);
+  EXPECT_EQ(b_->Qp().stream().stats().lent, kSegs);
+  EXPECT_EQ(b_->Qp().stream().stats().reclaimed, 0u);
+  ASSERT_TRUE(Run([&] { return b_->Qp().stream().send_window().outstanding() == 0; }));
+  EXPECT_EQ(b_->stags.lent(t_stag_), 0u);
+}
+
+TEST_F(RdQpLendTest, DeregisteredRegionIsReclaimedAndResendsKeepItsBytes) {
+  Build("", "drop=300,seed=5", SmallSegments());  // a third of B's datagrams are lost
+  std::vector<uint8_t> target(kLen), back(kLen, 0);
+  StartRead(target, back);
+  const std::vector<uint8_t> expected = target;
+  // Every Read Response is out (lent), none acknowledged yet.
+  ASSERT_TRUE(Run([&] { return b_->Qp().stream().stats().lent == kSegs; }));
+  ASSERT_EQ(b_->stags.lent(t_stag_), kSegs);
+  ASSERT_TRUE(b_->stags.Deregister(t_stag_));
+  EXPECT_EQ(b_->Qp().stream().stats().reclaimed, kSegs);
+  std::fill(target.begin(), target.end(), 0xA5);  // the application reuses the memory
+  ASSERT_TRUE(Run([&] { return ReadDone(); }));
+  ASSERT_EQ(a_->sink.Count(Completion::Kind::kError), 0u);
+  EXPECT_GT(b_->Qp().stream().stats().retransmitted, 0u);
+  EXPECT_EQ(back, expected);
+}
+
+TEST_F(RdQpLendTest, WithoutLendingEveryPayloadIsCopied) {
+  RdQpConfig c = SmallSegments();
+  c.stream.lend_reads = false;
+  Build("", "", c);
+  std::vector<uint8_t> target(kLen), back(kLen, 0);
+  StartRead(target, back);
+  ASSERT_TRUE(Run([&] { return ReadDone(); }));
+  EXPECT_EQ(back, target);
+  EXPECT_EQ(b_->Qp().stream().stats().lent, 0u);
+}
+
 }  // namespace
 }  // namespace iwarpx::rd

@@ -51,7 +51,8 @@ size_t CopyToIov(std::span<const iovec> iov, size_t* at, ByteSpan src) {
 
 RdStream::RdStream(DgramPort& port, const transport::SockAddr& peer, uint32_t local_qpn,
                    uint32_t peer_qpn, const RdStreamConfig& config, Random& random,
-                   const Clock& clock, RdStreamOwner& owner, const InboundSessions& sessions)
+                   const Clock& clock, RdStreamOwner& owner, const InboundSessions& sessions,
+                   mem::StagTable* lender)
     : port_(port),
       peer_(peer),
       local_qpn_(local_qpn),
@@ -59,6 +60,7 @@ RdStream::RdStream(DgramPort& port, const transport::SockAddr& peer, uint32_t lo
       config_(config),
       clock_(clock),
       owner_(owner),
+      lender_(lender),
       out_session_(random),
       in_sessions_(sessions),
       send_(config.send, *this),
@@ -70,9 +72,41 @@ RdStream::RdStream(DgramPort& port, const transport::SockAddr& peer, uint32_t lo
       tx_(config.send.capacity),
       pending_(config.send.capacity),
       last_heard_(clock.NowNs()),
-      hold_(config.recv.window) {}
+      hold_(config.recv.window) {
+  if (lender_ != nullptr) lender_->AddBorrower(*this);
+}
 
-RdStream::~RdStream() = default;
+RdStream::~RdStream() {
+  if (lender_ == nullptr) return;
+  for (uint64_t c = tx_head_; c < tx_tail_; ++c) DropTail(tx_[c % tx_.size()]);
+  lender_->RemoveBorrower(*this);
+}
+
+void RdStream::DropTail(TxRecord& r) {
+  if (r.key != 0) lender_->Return(r.key);
+  r.key = 0;
+  r.tail = nullptr;
+  r.tail_len = 0;
+  r.owned.reset();
+}
+
+void RdStream::Reclaim(uint32_t stag) {
+  for (uint64_t c = tx_head_; c < tx_tail_; ++c) {
+    TxRecord& r = tx_[c % tx_.size()];
+    if (r.key != stag) continue;
+    if (r.acked) {
+      DropTail(r);  // never sent again
+      continue;
+    }
+    auto copy = std::make_unique_for_overwrite<uint8_t[]>(r.tail_len);
+    std::memcpy(copy.get(), r.tail, r.tail_len);
+    lender_->Return(r.key);
+    r.key = 0;
+    r.owned = std::move(copy);
+    r.tail = r.owned.get();
+    ++stats_.reclaimed;
+  }
+}
 
 transport::SockAddr RdStream::local_address() const {
   return port_.socket().local_address();
@@ -116,11 +150,32 @@ bool RdStream::writable() const {
 }
 
 transport::IoResult RdStream::SendV(std::span<const iovec> iov) {
+  return SendVLent(iov, {});
+}
+
+transport::IoResult RdStream::SendVLent(std::span<const iovec> iov,
+                                        std::span<const transport::LentIov> lent) {
   if (failed()) return transport::IoResult::Error(err_);
   if (write_shut_) return transport::IoResult::Error(EPIPE);
   const uint64_t now = clock_.NowNs();
   const size_t total = transport::TotalLength(iov);
   const uint64_t first_new = tx_tail_;
+  // Stream positions of the lent pieces (only kept with a lender).
+  std::array<LentSpan, 16> spans{};
+  size_t span_count = 0;
+  if (lender_ != nullptr && !lent.empty()) {
+    size_t at = 0;
+    size_t next = 0;
+    for (size_t i = 0; i < iov.size() && next < lent.size() && span_count < spans.size(); ++i) {
+      if (lent[next].index == i) {
+        spans[span_count++] = {at, iov[i].iov_len, static_cast<const uint8_t*>(iov[i].iov_base),
+                               lent[next].key};
+        ++next;
+      }
+      at += iov[i].iov_len;
+    }
+  }
+  size_t next_span = 0;
   size_t pos = 0;
   tx_blocked_ = false;
   while (total - pos >= wire::kFpduLengthSize) {
@@ -132,22 +187,46 @@ transport::IoResult RdStream::SendV(std::span<const iovec> iov) {
     if (len > config_.max_segment || len < wire::kDgramMinDdpSegment) {
       return pos > 0 ? transport::IoResult::Ok(pos) : transport::IoResult::Error(EMSGSIZE);
     }
+    // A lent piece that ends this ULPDU (a Read Response payload) stays
+    // where it is; the ULPDU's head before it is copied.
+    const size_t ulpdu_at = pos + wire::kFpduLengthSize;
+    while (next_span < span_count && spans[next_span].pos < ulpdu_at) ++next_span;
+    const LentSpan* tail = nullptr;
+    if (next_span < span_count) {
+      const LentSpan& ls = spans[next_span];
+      if (ls.pos > ulpdu_at && ls.pos + ls.len == ulpdu_at + len) tail = &ls;
+    }
+    const size_t head = tail != nullptr ? tail->pos - ulpdu_at : len;
     size_t offset = 0;
-    if (!send_.CanSend() || !ReserveTx(len, &offset)) {
+    if (!send_.CanSend() || !ReserveTx(head, &offset)) {
       tx_blocked_ = true;
       break;
     }
-    CopyFromIov(iov, pos + wire::kFpduLengthSize, buf_.get() + offset, len);
+    if (tail != nullptr && !lender_->Lend(tail->key)) {
+      return pos > 0 ? transport::IoResult::Ok(pos) : transport::IoResult::Error(EFAULT);
+    }
+    CopyFromIov(iov, ulpdu_at, buf_.get() + offset, head);
     if (offset == 0 && buf_used_ != 0 && buf_tail_ > buf_head_) {
       buf_used_ += buf_size_ - buf_tail_;  // the unused end counts until released
     }
     if (buf_used_ == 0) buf_head_ = offset;
-    buf_tail_ = offset + len;
-    buf_used_ += len;
+    buf_tail_ = offset + head;
+    buf_used_ += head;
     TxRecord& r = tx_[tx_tail_ % tx_.size()];
     r.offset = offset;
-    r.len = len;
+    r.len = head;
     r.acked = false;
+    r.owned.reset();
+    if (tail != nullptr) {
+      r.key = tail->key;
+      r.tail = tail->data;
+      r.tail_len = tail->len;
+      ++stats_.lent;
+    } else {
+      r.key = 0;
+      r.tail = nullptr;
+      r.tail_len = 0;
+    }
     r.seq = send_.OnSent(tx_tail_, now);
     ++tx_tail_;
     ++stats_.data_sent;
@@ -198,8 +277,10 @@ bool RdStream::Transmit(uint64_t cookie, bool ack_request) {
   h.seq = r.seq;
   h.ack_request = ack_request;
   FillAck(h);
-  const ByteSpan part(buf_.get() + r.offset, r.len);
-  const transport::IoStatus s = port_.Send(peer_, h, std::span<const ByteSpan>(&part, 1));
+  const std::array<ByteSpan, 2> parts{ByteSpan(buf_.get() + r.offset, r.len),
+                                      ByteSpan(r.tail, r.tail_len)};
+  const transport::IoStatus s =
+      port_.Send(peer_, h, std::span<const ByteSpan>(parts.data(), r.tail_len != 0 ? 2 : 1));
   if (s == transport::IoStatus::kWouldBlock) {
     ++stats_.send_blocked;
     return false;
@@ -249,6 +330,7 @@ void RdStream::ReleaseAcked() {
     }
     buf_used_ -= r.len;
     buf_head_ = r.offset + r.len;
+    if (r.tail_len != 0) DropTail(tx_[tx_head_ % tx_.size()]);
     ++tx_head_;
   }
   if (buf_used_ == 0) buf_head_ = buf_tail_ = 0;

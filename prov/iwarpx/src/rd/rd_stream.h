@@ -26,6 +26,17 @@
 // now) and when the window is half used (rule 9). A stream with nothing
 // outstanding that cannot send for lack of credit sends PROBEs at the RTO.
 //
+// Zero copy (lending): SendVLent names gather pieces that are registered
+// memory (a Read Response's source, mem::StagTable lending). When such a
+// piece is the tail of a ULPDU, only the ULPDU's head (the DDP/RDMAP header)
+// is copied; the record points at the region, which the table lends until
+// the datagram is acknowledged. A region deregistered before that is
+// reclaimed (Reclaim: the still-unacknowledged bytes are copied to the heap),
+// so a resend never reads memory the application took back. Resends read the
+// region again: an application that changes a region while a peer still
+// reads it gets what RDMA Read promises it (undefined bytes for that read),
+// and a resend of a datagram the peer already has is dropped as a duplicate.
+//
 // Receive side: InboundSessions classifies each datagram's session, RecvWindow
 // its sequence number. An in-order datagram is acknowledged at once and joins
 // the backlog the QP consumes (RecvWindow::Receive); the first one is offered
@@ -67,6 +78,7 @@
 
 #include "base/clock.h"
 #include "base/random.h"
+#include "mem/stag_table.h"
 #include "rd/dgram_port.h"
 #include "rd/recv_window.h"
 #include "rd/send_window.h"
@@ -87,6 +99,9 @@ struct RdStreamConfig {
   size_t max_segment = wire::kDgramMaxUlpdu;
   // Bytes of unacknowledged ULPDUs kept for resending; at least max_segment.
   size_t send_buffer_bytes = size_t{1} << 20;
+  // Read Response payloads are kept by reference to the lent region, not
+  // copied (RdQp passes its StagTable as the lender; FI_IWARPX_RD_LEND).
+  bool lend_reads = true;
 };
 
 struct RdStreamStats {
@@ -98,8 +113,10 @@ struct RdStreamStats {
   uint64_t send_blocked = 0;  // datagrams the socket refused for now
   uint64_t data_received = 0;
   uint64_t duplicates = 0;
-  uint64_t held = 0;   // datagrams copied into hold slots
-  uint64_t stale = 0;  // datagrams of a retired session of the peer, dropped
+  uint64_t held = 0;       // datagrams copied into hold slots
+  uint64_t lent = 0;       // data datagrams sent with a lent (uncopied) payload
+  uint64_t reclaimed = 0;  // lent payloads copied because their region went away
+  uint64_t stale = 0;      // datagrams of a retired session of the peer, dropped
 };
 
 // A RESET refusing the peer's `refused` session (docs/wire.md §3.6 rule 3),
@@ -119,13 +136,13 @@ class RdStreamOwner {
   virtual void OnStreamEvent() = 0;
 };
 
-class RdStream final : public transport::Connection, private SendWindowSink {
+class RdStream final : public transport::Connection, private SendWindowSink, private mem::Borrower {
  public:
   enum class Input : uint8_t { kOk, kPeerRestarted };
 
   RdStream(DgramPort& port, const transport::SockAddr& peer, uint32_t local_qpn, uint32_t peer_qpn,
            const RdStreamConfig& config, Random& random, const Clock& clock, RdStreamOwner& owner,
-           const InboundSessions& sessions = {});
+           const InboundSessions& sessions = {}, mem::StagTable* lender = nullptr);
   ~RdStream() override;
 
   // A decoded RD datagram (data, ack or control) from this peer QP. `d`
@@ -156,6 +173,9 @@ class RdStream final : public transport::Connection, private SendWindowSink {
 
   // transport::Connection (a byte stream of FPDUs without CRC or markers).
   transport::IoResult SendV(std::span<const iovec> iov) override;
+  // Lent pieces are kept by reference when a lender was given (see above).
+  transport::IoResult SendVLent(std::span<const iovec> iov,
+                                std::span<const transport::LentIov> lent) override;
   transport::IoResult RecvV(std::span<const iovec> iov) override;
   [[nodiscard]] bool preserves_message_boundaries() const override { return false; }
   [[nodiscard]] bool connected() const override { return true; }
@@ -166,12 +186,25 @@ class RdStream final : public transport::Connection, private SendWindowSink {
   [[nodiscard]] transport::SockAddr peer_address() const override { return peer_; }
 
  private:
-  // One unacknowledged data datagram: its ULPDU at buf_[offset, offset + len).
+  // One unacknowledged data datagram: its ULPDU is buf_[offset, offset + len)
+  // followed by tail[0, tail_len) (lent region memory of STag `key`, or
+  // `owned` once reclaimed; tail_len 0: the whole ULPDU is in buf_).
   struct TxRecord {
     uint32_t seq = 0;
     size_t offset = 0;
     size_t len = 0;
     bool acked = false;
+    uint32_t key = 0;  // non-zero while a lend of `key` is held
+    const uint8_t* tail = nullptr;
+    size_t tail_len = 0;
+    std::unique_ptr<uint8_t[]> owned;
+  };
+  // A lent piece of a SendVLent gather list, by stream position.
+  struct LentSpan {
+    size_t pos = 0;
+    size_t len = 0;
+    const uint8_t* data = nullptr;
+    uint32_t key = 0;
   };
   // A datagram of the receive window kept for later delivery.
   struct HoldSlot {
@@ -182,6 +215,9 @@ class RdStream final : public transport::Connection, private SendWindowSink {
   // SendWindowSink.
   void Acked(uint32_t seq, uint64_t cookie) override;
   void Resend(uint32_t seq, uint64_t cookie) override;
+  // mem::Borrower.
+  void Reclaim(uint32_t stag) override;
+  void DropTail(TxRecord& r);
 
   // SendV helpers.
   bool ReserveTx(size_t len, size_t* offset) const;
@@ -214,6 +250,7 @@ class RdStream final : public transport::Connection, private SendWindowSink {
   RdStreamConfig config_;
   const Clock& clock_;
   RdStreamOwner& owner_;
+  mem::StagTable* lender_;
   OutboundSession out_session_;
   InboundSessions in_sessions_;
   SendWindow send_;

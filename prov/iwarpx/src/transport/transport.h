@@ -75,6 +75,16 @@ inline size_t TotalLength(std::span<const iovec> iov) {
   return n;
 }
 
+// A piece of a gather list that is lent memory (zero-copy hint): iov[index]
+// lies in the registered region named `key` (an STag), readable until the
+// region's owner reclaims it (mem::StagTable lending). A stream that keeps
+// sent bytes after SendV returns (the RD stream keeps them for resending) may
+// keep a pointer instead of a copy; every other stream copies as always.
+struct LentIov {
+  size_t index = 0;
+  uint32_t key = 0;
+};
+
 // A connected LLP endpoint (TCP now, SCTP later).
 class Connection {
  public:
@@ -86,6 +96,10 @@ class Connection {
   // Gather send: takes a prefix of the bytes described by `iov` (all of it
   // on a message-preserving LLP, where a short count never happens).
   virtual IoResult SendV(std::span<const iovec> iov) = 0;
+  // SendV with the pieces of `iov` that are lent memory (ascending index).
+  virtual IoResult SendVLent(std::span<const iovec> iov, std::span<const LentIov> /*lent*/) {
+    return SendV(iov);
+  }
   // Scatter receive: fills `iov` in order with the next bytes of the stream.
   // For direct placement the engine passes iov[0] = the rest of the current
   // payload in registered memory and iov[1] = a staging buffer for the next
