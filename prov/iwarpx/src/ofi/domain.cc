@@ -181,8 +181,9 @@ int DomainOpen(struct fid_fabric* fabric, struct fi_info* info, struct fid_domai
 // operands, and the engine adds Swap; that is the whole atomic repertoire (a
 // plain FI_SUM is a fetch-add whose result is dropped, FI_ATOMIC_READ a
 // fetch-add of 0, FI_ATOMIC_WRITE a swap, FI_BOR and FI_BAND masked swaps of
-// ones or zeros; FI_BXOR has no single-request form). 32-bit integers are the masked
-// form of the same requests on the enclosing 8-byte word (qp/work_request.h).
+// ones or zeros, FI_BXOR a compare-and-swap loop: AtomicWr::xor_loop). 32-bit
+// integers are the masked form of the same requests on the enclosing 8-byte
+// word (qp/work_request.h).
 int QueryAtomic(struct fid_domain* /*domain*/, enum fi_datatype datatype, enum fi_op op,
                 struct fi_atomic_attr* attr, uint64_t flags) {
   if (attr == nullptr) return -FI_EINVAL;
@@ -196,10 +197,10 @@ int QueryAtomic(struct fid_domain* /*domain*/, enum fi_datatype datatype, enum f
   if ((flags & FI_COMPARE_ATOMIC) != 0) {
     ok = op == FI_CSWAP;
   } else if ((flags & FI_FETCH_ATOMIC) != 0) {
-    ok = op == FI_SUM || op == FI_BOR || op == FI_BAND || op == FI_ATOMIC_READ ||
+    ok = op == FI_SUM || op == FI_BOR || op == FI_BAND || op == FI_BXOR || op == FI_ATOMIC_READ ||
          op == FI_ATOMIC_WRITE;
   } else {
-    ok = op == FI_SUM || op == FI_BOR || op == FI_BAND || op == FI_ATOMIC_WRITE;
+    ok = op == FI_SUM || op == FI_BOR || op == FI_BAND || op == FI_BXOR || op == FI_ATOMIC_WRITE;
   }
   if (!ok) return -FI_EOPNOTSUPP;
   attr->count = 1;

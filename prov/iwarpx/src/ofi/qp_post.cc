@@ -266,10 +266,12 @@ ssize_t PostRmaAtomic(const QpTarget& t, const void* buf, size_t count, enum fi_
     wr.op = wire::AtomicOp::kSwap;
     wr.swap_mask = ~wr.operand;
     wr.operand = 0;
+  } else if (op == FI_BXOR) {  // a compare-and-swap loop in the engine
+    wr.xor_loop = true;
   } else {
     IWX_WARN(ep_data,
-             "fi_atomic: op %d is not supported (FI_SUM, FI_BOR, FI_BAND, FI_ATOMIC_READ, "
-             "FI_ATOMIC_WRITE, FI_CSWAP)\n",
+             "fi_atomic: op %d is not supported (FI_SUM, FI_BOR, FI_BAND, FI_BXOR, "
+             "FI_ATOMIC_READ, FI_ATOMIC_WRITE, FI_CSWAP)\n",
              static_cast<int>(op));
     return -FI_EOPNOTSUPP;
   }

@@ -676,6 +676,57 @@ TEST(QpAtomicTest, MaskedSwapIsBitwiseOrAndAnd) {
   EXPECT_EQ(p.b.sink.terminated, 0);
 }
 
+// XOR (AtomicWr::xor_loop) as a compare-and-swap loop: right from a zero
+// word (first guess hits) and from a non-zero one (a miss, then the value the
+// miss returned), in 64-bit words and 32-bit lanes (the other lane kept);
+// the original value comes back, and work posted after the loop executes
+// after it: a fetch-add queued behind an XOR sees the XORed value.
+TEST(QpAtomicTest, XorLoopIsAtomicXorAndKeepsOrder) {
+  QpPair p(7, true);
+  p.Start();
+  p.Pump();
+  alignas(8) uint64_t word[2] = {0, 0x5ull};
+  alignas(8) uint32_t lanes[2] = {0x12345678u, 0xCAFEF00Du};
+  const uint32_t s64 = p.b.RegisterRaw(word, sizeof(word), mem::kRemoteAtomic);
+  const uint32_t s32 = p.b.RegisterRaw(lanes, sizeof(lanes), mem::kRemoteAtomic);
+  uint64_t r64[3] = {};
+  uint32_t r32 = 0;
+  auto post_xor = [&](uint64_t ctx, uint32_t stag, uint8_t size, uint64_t to, uint64_t x,
+                      void* result) {
+    AtomicWr wr;
+    wr.context = ctx;
+    wr.xor_loop = true;
+    wr.size = size;
+    wr.remote_stag = stag;
+    wr.remote_to = to;
+    wr.operand = x;
+    wr.result = result;
+    return p.a.qp->PostAtomic(wr);
+  };
+  ASSERT_EQ(post_xor(0, s64, 8, 0, 0xFF, &r64[0]), QpStatus::kOk);  // 0 ^ 0xFF: first guess
+  ASSERT_EQ(post_xor(1, s64, 8, 8, 0x3, &r64[1]), QpStatus::kOk);   // 5 ^ 3: one miss
+  AtomicWr add;
+  add.context = 2;
+  add.op = wire::AtomicOp::kFetchAdd;
+  add.remote_stag = s64;
+  add.remote_to = 8;
+  add.operand = 1;
+  add.result = &r64[2];
+  ASSERT_EQ(p.a.qp->PostAtomic(add), QpStatus::kOk);
+  ASSERT_EQ(post_xor(3, s32, 4, 4, 0xFFFF0000u, &r32), QpStatus::kOk);
+  p.Pump();
+  ASSERT_EQ(p.a.sink.Count(Kind::kRdma), 4u);
+  EXPECT_EQ(r64[0], 0u);
+  EXPECT_EQ(word[0], 0xFFu);
+  EXPECT_EQ(r64[1], 0x5u);
+  EXPECT_EQ(r64[2], 0x6u);  // the fetch-add ran after the XOR
+  EXPECT_EQ(word[1], 0x7u);
+  EXPECT_EQ(r32, 0xCAFEF00Du);
+  EXPECT_EQ(lanes[1], 0x3501F00Du);
+  EXPECT_EQ(lanes[0], 0x12345678u);
+  EXPECT_EQ(p.b.sink.terminated, 0);
+}
+
 // A 32-bit target in the last 4 bytes of a region whose enclosing word runs
 // past the region's end: the responder refuses it (protection), nothing
 // outside the region is touched.

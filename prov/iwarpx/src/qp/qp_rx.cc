@@ -519,8 +519,19 @@ void QueuePair::RxFpduComplete() {
     case wire::RdmapOpcode::kAtomicResponse: {
       const uint64_t seq = orq_[orq_head_];
       SqEntry& e = Sq(seq);
+      const uint64_t word = std::get<wire::AtomicResponseBody>(rx_seg_.body).original_remote_data;
+      ++rx_msn_atomic_resp_;
+      orq_head_ = (orq_head_ + 1) % orq_.size();
+      --orq_count_;
+      if (e.xor_loop && (word & e.compare_mask) != e.compare) {
+        // Missed: the lane held another value; guess that one next.
+        e.compare = word & e.compare_mask;
+        e.operand = (e.compare ^ e.xor_operand) & e.compare_mask;
+        xor_retry_ = true;
+        break;
+      }
+      if (e.xor_loop) xor_busy_ = false;
       if (e.result != nullptr) {
-        const uint64_t word = std::get<wire::AtomicResponseBody>(rx_seg_.body).original_remote_data;
         if (e.result_size == 4) {
           const auto lane = static_cast<uint32_t>(word >> e.result_shift);
           std::memcpy(e.result, &lane, sizeof(lane));
@@ -528,9 +539,6 @@ void QueuePair::RxFpduComplete() {
           std::memcpy(e.result, &word, sizeof(word));
         }
       }
-      ++rx_msn_atomic_resp_;
-      orq_head_ = (orq_head_ + 1) % orq_.size();
-      --orq_count_;
       CompleteSq(seq);
       break;
     }

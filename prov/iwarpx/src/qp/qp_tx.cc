@@ -65,6 +65,7 @@ size_t QueuePair::TxBatchLimit() const {
 }
 
 bool QueuePair::SqHasWork() const {
+  if (xor_busy_) return xor_retry_ && orq_count_ < ord_;  // only the loop's next guess
   if (sq_tx_ >= sq_tail_) return false;
   const SqEntry& e = Sq(sq_tx_);
   const bool ord_op = e.op == SqOp::kRead || e.op == SqOp::kAtomic;
@@ -118,7 +119,30 @@ void QueuePair::SetPayload(const Sgl& sgl, size_t offset, size_t len) {
   }
 }
 
+Result<size_t, wire::WireError> QueuePair::EncodeAtomic(uint64_t seq) {
+  const SqEntry& e = Sq(seq);
+  wire::AtomicRequestBody body;
+  body.op = e.atomic_op;
+  body.request_id = static_cast<uint32_t>(seq);
+  body.remote_stag = e.remote_stag;
+  body.remote_to = e.remote_to;
+  body.add_or_swap_data = e.operand;
+  body.add_or_swap_mask = e.operand_mask;
+  body.compare_data = e.compare;
+  body.compare_mask = e.compare_mask;
+  orq_[(orq_head_ + orq_count_) % orq_.size()] = seq;
+  ++orq_count_;
+  return wire::EncodeAtomicRequest(tx_msn_read_++, body, tx_->header);
+}
+
 bool QueuePair::BuildSqFpdu() {
+  if (xor_busy_) {  // the XOR loop's next guess (SqHasWork)
+    xor_retry_ = false;
+    auto n = EncodeAtomic(xor_seq_);
+    if (!n.ok()) return false;
+    tx_->header_size = *n;
+    return Frame();
+  }
   const uint64_t seq = sq_tx_;
   SqEntry& e = Sq(seq);
   Result<size_t, wire::WireError> n = Err{wire::WireError::kInvalidArgument};
@@ -134,19 +158,12 @@ bool QueuePair::BuildSqFpdu() {
     ++orq_count_;
     ++sq_tx_;
   } else if (e.op == SqOp::kAtomic) {
-    wire::AtomicRequestBody body;
-    body.op = e.atomic_op;
-    body.request_id = static_cast<uint32_t>(seq);
-    body.remote_stag = e.remote_stag;
-    body.remote_to = e.remote_to;
-    body.add_or_swap_data = e.operand;
-    body.add_or_swap_mask = e.operand_mask;
-    body.compare_data = e.compare;
-    body.compare_mask = e.compare_mask;
-    n = wire::EncodeAtomicRequest(tx_msn_read_++, body, tx_->header);
-    orq_[(orq_head_ + orq_count_) % orq_.size()] = seq;
-    ++orq_count_;
+    n = EncodeAtomic(seq);
     ++sq_tx_;
+    if (e.xor_loop) {
+      xor_busy_ = true;
+      xor_seq_ = seq;
+    }
   } else if (e.has_imm && (e.op == SqOp::kSend ? e.imm_next : e.tx_done == e.length)) {
     // The Write's data is out (or was empty), or the Send's last segment
     // (which announced it) is: its Immediate Data message.

@@ -185,7 +185,13 @@ QpStatus QueuePair::PostAtomic(const AtomicWr& wr) {
   // none for one 64-bit add, bit 31 and 63 for two independent 32-bit lanes
   // (the other lane adds 0). Compare-swap replaces the lane's bits, swap the
   // bits of the lane that swap_mask selects.
-  if (wr.op == wire::AtomicOp::kFetchAdd) {
+  if (wr.xor_loop) {
+    e.atomic_op = wire::AtomicOp::kCmpSwap;
+    e.xor_loop = true;
+    e.xor_operand = e.operand;
+    e.compare = 0;  // first guess: the lane is 0, so the new value is the operand
+    e.operand_mask = lane;
+  } else if (wr.op == wire::AtomicOp::kFetchAdd) {
     e.operand_mask = narrow ? 0x8000000080000000ull : 0;
   } else if (wr.op == wire::AtomicOp::kSwap) {
     e.operand_mask = (wr.swap_mask << e.result_shift) & lane;  // masked swap

@@ -233,6 +233,8 @@ class QueuePair {
     void* result = nullptr;
     uint8_t result_size = 8;
     uint8_t result_shift = 0;
+    bool xor_loop = false;     // AtomicWr::xor_loop: compare_data is the guess
+    uint64_t xor_operand = 0;  // on the word, in the lane
   };
   struct RqEntry {
     uint64_t context = 0;
@@ -312,6 +314,9 @@ class QueuePair {
   void ProcessTx();
   bool BuildNext();  // false: nothing to send now
   bool BuildSqFpdu();
+  // The Atomic Request of SQ entry `seq` (its first or, for an XOR loop, a
+  // later attempt), queued on the ORQ.
+  Result<size_t, wire::WireError> EncodeAtomic(uint64_t seq);
   bool BuildReadResponse();
   bool BuildAtomicResponse();
   void BuildTerminate();
@@ -382,6 +387,11 @@ class QueuePair {
   uint64_t rq_tail_ = 0;
   // Outstanding outbound Reads (SQ slots), in request order.
   std::vector<uint64_t> orq_;  // SQ sequence numbers
+  // An XOR compare-and-swap loop in progress (AtomicWr::xor_loop) holds the
+  // send queue: xor_seq_ is its entry, xor_retry_ says its next guess is due.
+  bool xor_busy_ = false;
+  bool xor_retry_ = false;
+  uint64_t xor_seq_ = 0;
   size_t orq_head_ = 0;
   size_t orq_count_ = 0;
   size_t ord_ = 0;

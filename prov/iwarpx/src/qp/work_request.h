@@ -129,6 +129,13 @@ struct ReadWr {
 //   answers with a protection Terminate.
 // Only the operand's low `size` bytes count. The original value (`size`
 // bytes) is stored at `result` (if not null) before the success completion.
+// xor_loop: *target ^= operand, which RFC 7306 has no request for, carried
+// out as a compare-and-swap loop on the target's lane (`op` is ignored): the
+// first Compare and Swap guesses 0, and each miss's Atomic Response carries
+// the value to guess next, so an uncontended XOR costs one or two round
+// trips. It is atomic with respect to every other atomic at the target. The
+// loop holds the send queue behind it until it succeeds, so work posted after
+// it still executes after it.
 struct AtomicWr {
   uint64_t context = 0;
   wire::AtomicOp op = wire::AtomicOp::kFetchAdd;
@@ -138,6 +145,7 @@ struct AtomicWr {
   uint64_t operand = 0;
   uint64_t compare = 0;
   uint64_t swap_mask = UINT64_MAX;  // kSwap only: the bits (of the low `size` bytes) replaced
+  bool xor_loop = false;
   void* result = nullptr;
   uint32_t flags = kWrSignaled;
 };
