@@ -84,6 +84,38 @@ def one_sided(comm, rank, peer):
     win.Free()
 
 
+def atomics(comm, rank, size):
+    words = array.array("q", [0, 0, -1, 0])
+    win = MPI.Win.Create(words if rank == 0 else None, disp_unit=8, comm=comm)
+    one = array.array("q", [0])
+    old = array.array("q", [0])
+    seen = []
+    win.Lock(0, MPI.LOCK_SHARED)
+    for i in range(20):
+        bit = 1 << (rank * 20 + i)
+        for disp, op, operand in ((0, MPI.BXOR, bit), (1, MPI.BOR, bit), (2, MPI.BAND, ~bit),
+                                  (3, MPI.SUM, rank + 1)):
+            one[0] = operand
+            win.Fetch_and_op([one, MPI.INT64_T], [old, MPI.INT64_T], 0, disp, op)
+            win.Flush(0)
+            if disp == 0:
+                seen.append(old[0])
+    win.Unlock(0)
+    # Our own XORs are ordered: before our i-th, our earlier bits were all flipped already.
+    mine = (1 << 20) - 1
+    for i, v in enumerate(seen):
+        check((v >> (rank * 20)) & mine == (1 << i) - 1, f"Fetch_and_op BXOR result {i}")
+    comm.Barrier()
+    if rank == 0:
+        every = (1 << (20 * size)) - 1
+        check(words[0] == every, f"BXOR from every rank: {words[0]:#x}")
+        check(words[1] == every, f"BOR from every rank: {words[1]:#x}")
+        check(words[2] == ~every, f"BAND from every rank: {words[2]:#x}")
+        check(words[3] == 20 * size * (size + 1) // 2, f"SUM from every rank: {words[3]}")
+    comm.Barrier()
+    win.Free()
+
+
 def main():
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -96,6 +128,7 @@ def main():
     buffers(comm, rank, peer)
     reductions(comm, rank, size)
     one_sided(comm, rank, peer)
+    atomics(comm, rank, size)
     comm.Barrier()
     if rank == 0:
         print("mpi4py_smoke: OK", flush=True)
