@@ -54,6 +54,12 @@ constexpr uint64_t kMaxMeasuredIters = 10'000'000;
   if ((extras & kBlocking) != 0) {
     fprintf(stderr, "  --blocking       blocking recv() instead of busy polling\n");
   }
+  if ((extras & kScale) != 0) {
+    fprintf(stderr,
+            "  --peers N        peer endpoints the hub talks to, 1..65536 (64)\n"
+            "  --procs K        worker processes holding them, 1..N (2)\n"
+            "  --rounds R       pings per peer before the hot-peer phase (1)\n");
+  }
   exit(2);
 }
 
@@ -191,6 +197,13 @@ Options ParseArgs(int argc, char** argv, unsigned extras) {
         Usage(prog, extras, "bad --corrupt " + v);
     } else if (arg == "--blocking" && (extras & kBlocking) != 0) {
       o.blocking = true;
+    } else if ((arg == "--peers" || arg == "--procs") && (extras & kScale) != 0) {
+      const std::string v = value();
+      if (!ParseUnsigned(v, &n) || n == 0 || n > 65536) Usage(prog, extras, "bad " + arg + " " + v);
+      (arg == "--peers" ? o.peers : o.procs) = static_cast<size_t>(n);
+    } else if (arg == "--rounds" && (extras & kScale) != 0) {
+      const std::string v = value();
+      if (!ParseUnsigned(v, &o.rounds) || o.rounds == 0) Usage(prog, extras, "bad --rounds " + v);
     } else if (!arg.empty() && arg[0] == '-') {
       Usage(prog, extras, "unknown option " + arg);
     } else if (o.server.empty()) {

@@ -38,6 +38,9 @@ struct Options {
   bool blocking = false;         // --blocking (tcp_pingpong only)
   std::string av = "table";      // --av (tagged_bw only): table | map
   uint64_t corrupt = 0;          // --corrupt (tagged_bw client): message number, 0 = none
+  size_t peers = 64;             // --peers (rdm_scale): peer endpoints of the hub
+  size_t procs = 2;              // --procs (rdm_scale): worker processes holding them
+  uint64_t rounds = 1;           // --rounds (rdm_scale): pings per peer before the hot phase
 
   bool is_client() const { return !server.empty(); }
   size_t max_size() const;
@@ -50,6 +53,7 @@ enum ExtraOptions : unsigned {
   kBlocking = 1U << 1,     // --blocking
   kWindowAndAv = 1U << 2,  // -w, --av
   kCorrupt = 1U << 3,      // --corrupt (a test of the data check, not a benchmark option)
+  kScale = 1U << 4,        // --peers, --procs, --rounds (rdm_scale)
 };
 
 Options ParseArgs(int argc, char** argv, unsigned extras);

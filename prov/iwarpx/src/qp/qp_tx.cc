@@ -336,9 +336,9 @@ bool QueuePair::FrameWithMarkers() {
     n += len;
   }
   auto marked = marker_tx_.Insert(ByteSpan(tx_marker_body_.data(), n), mpa_.crc,
-                                  MutableByteSpan(tx_stash_.data(), tx_stash_.size()));
+                                  MutableByteSpan(tx_stash_.get(), tx_stash_size_));
   if (!marked.ok()) return false;
-  tx_->iov[0] = iovec{tx_stash_.data(), *marked};
+  tx_->iov[0] = iovec{tx_stash_.get(), *marked};
   tx_->iov_count = 1;
   tx_->total = *marked;
   tx_->borrowed = false;  // copied
@@ -394,7 +394,7 @@ bool QueuePair::WriteBatch() {
 
 void QueuePair::StashBorrowedPayload(TxFpdu& f) {
   const size_t rest = f.total - f.sent;
-  if (rest > tx_stash_.size()) return;  // cannot happen: the stash holds a whole FPDU
+  if (rest > tx_stash_size_) return;  // cannot happen: the stash holds a whole FPDU
   size_t skip = f.sent;
   size_t out = 0;
   for (size_t i = 0; i < f.iov_count; ++i) {
@@ -403,12 +403,12 @@ void QueuePair::StashBorrowedPayload(TxFpdu& f) {
       skip -= p.iov_len;
       continue;
     }
-    std::memcpy(tx_stash_.data() + out, static_cast<const uint8_t*>(p.iov_base) + skip,
+    std::memcpy(tx_stash_.get() + out, static_cast<const uint8_t*>(p.iov_base) + skip,
                 p.iov_len - skip);
     out += p.iov_len - skip;
     skip = 0;
   }
-  f.iov[0] = iovec{tx_stash_.data(), out};
+  f.iov[0] = iovec{tx_stash_.get(), out};
   f.iov_count = 1;
   f.total = out;
   f.sent = 0;

@@ -409,7 +409,11 @@ class QueuePair {
   size_t tx_head_ = 0;
   size_t tx_count_ = 0;
   TxFpdu* tx_ = &tx_ring_[0];
-  std::vector<uint8_t> tx_stash_;  // one FPDU with markers, allocated in Create()
+  // One FPDU with markers, allocated in Create() but not written there
+  // (for_overwrite): a QP whose connection takes whole FPDUs (an RD stream)
+  // never touches it, so it costs no resident memory per peer.
+  size_t tx_stash_size_ = 0;
+  std::unique_ptr<uint8_t[]> tx_stash_;
   // Markers towards the peer (mpa_.markers_tx): FPDUs are copied into
   // tx_marker_body_, then marked into tx_stash_ (RFC 5044 §4; the peer asked).
   std::vector<uint8_t> tx_marker_body_;
