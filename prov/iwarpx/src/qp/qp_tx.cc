@@ -347,8 +347,11 @@ bool QueuePair::FrameWithMarkers() {
 
 bool QueuePair::WriteBatch() {
   while (tx_count_ > 0 && !write_shut_) {
-    std::array<iovec, kTxBatch*(kMaxSge + 3)> v{};
-    std::array<transport::LentIov, kTxBatch> lent{};
+    // Not zeroed: entries are written before they are used (zeroing 1.8 KiB
+    // per batch was measurable per message).
+    std::array<iovec, kTxBatch*(kMaxSge + 3)> v;  // NOLINT(cppcoreguidelines-pro-type-member-init)
+    std::array<transport::LentIov, kTxBatch>
+        lent;  // NOLINT(cppcoreguidelines-pro-type-member-init)
     size_t count = 0;
     size_t lent_count = 0;
     for (size_t k = 0; k < tx_count_; ++k) {

@@ -161,7 +161,8 @@ transport::IoResult RdStream::SendVLent(std::span<const iovec> iov,
   const size_t total = transport::TotalLength(iov);
   const uint64_t first_new = tx_tail_;
   // Stream positions of the lent pieces (only kept with a lender).
-  std::array<LentSpan, 16> spans{};
+  std::array<LentSpan, 16>
+      spans;  // written before use // NOLINT(cppcoreguidelines-pro-type-member-init)
   size_t span_count = 0;
   if (lender_ != nullptr && !lent.empty()) {
     size_t at = 0;

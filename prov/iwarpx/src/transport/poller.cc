@@ -56,7 +56,9 @@ Result<WaitResult, IoError> Poller::Wait(int timeout_ms, std::span<PollEvent> ou
   // Never ask the kernel for more events than `out` holds: an event taken
   // from the ready list and not handed back would be lost (edge-triggered).
   if (out.empty()) return Err{IoError{IoStatus::kError, EINVAL}};
-  std::array<epoll_event, kMaxEventsPerWait> raw{};
+  // Not zeroed: the kernel fills the first n (zeroing 3 KiB cost more than
+  // the rest of an idle poll).
+  std::array<epoll_event, kMaxEventsPerWait> raw;  // NOLINT(cppcoreguidelines-pro-type-member-init)
   const size_t cap = out.size() < raw.size() ? out.size() : raw.size();
   const int n = ::epoll_wait(epoll_.get(), raw.data(), static_cast<int>(cap), timeout_ms);
   WaitResult result;
