@@ -1,8 +1,17 @@
 /*
  * osc/iwarpx operation posting and waiting. Every operation carries an osc_iwarpx_op_t
  * context and is counted in its window's and its target's `outstanding` until its completion
- * is reaped by osc_iwarpx_progress. Writes use FI_DELIVERY_COMPLETE, so every completion is a
- * remote completion (flush, unlock and fence just wait for the counters to reach 0).
+ * is reaped by osc_iwarpx_progress.
+ * Remote completion: reads and atomics complete at their response. Rput writes carry
+ * FI_DELIVERY_COMPLETE (their request means remote completion). MPI_Put writes complete locally
+ * (the provider holds the data) and count in the target's `unflushed`; whoever waits for a
+ * target (flush, unlock, fence, PSCW complete, free) first posts ONE 8-byte read of the
+ * target's state region behind them: RDMAP answers a read only after every earlier write on
+ * the same stream is placed, so its completion is the remote completion of all of them. One
+ * round trip per flush instead of one hidden read per write (FI_DELIVERY_COMPLETE makes the
+ * provider post a zero-length read behind every write): W puts + flush send W + 1 requests.
+ * Threads: a write counts in `unflushed` only after it is posted, and the waiter repeats until
+ * `unflushed` stays 0, so a fence read never overtakes a write it is meant to cover.
  * -FI_EAGAIN (send queue full) is retried after driving progress, without bound: the queue
  * drains as completions are reaped.
  */
@@ -72,13 +81,15 @@ int osc_iwarpx_post_rma(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool wri
                              .data = 0};
     ssize_t ret;
     for (;;) {
-      ret = write ? fi_writemsg(f->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)
-                  : fi_readmsg(f->ep, &msg, FI_COMPLETION);
+      ret = write
+                ? fi_writemsg(f->ep, &msg, FI_COMPLETION | (req != NULL ? FI_DELIVERY_COMPLETE : 0))
+                : fi_readmsg(f->ep, &msg, FI_COMPLETION);
       if (ret != -FI_EAGAIN) break;
       opal_progress();
     }
     const int rc = check_post(ret, write ? "fi_writemsg" : "fi_readmsg", op);
     if (rc != OMPI_SUCCESS) return rc;
+    if (write && req == NULL) OPAL_THREAD_ADD_FETCH64(&t->unflushed, 1); /* after the post */
     p += chunk;
     remote += chunk;
     len -= chunk;
@@ -165,11 +176,48 @@ int osc_iwarpx_state_add(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, size_t 
   return osc_iwarpx_post_atomic(m, t, &a, NULL, NULL);
 }
 
+/* The remote-completion read for t's unflushed writes, if it has any (8 bytes of its state
+ * region into the op context: every window has one, whatever its size). */
+static void post_fence(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t) {
+  if (t->unflushed == 0 || opal_atomic_swap_64(&t->unflushed, 0) == 0) return;
+  osc_iwarpx_fabric_t* f = mca_osc_iwarpx_component.fabric;
+  osc_iwarpx_op_t* op = op_new(m, t, NULL, NULL);
+  if (op == NULL) {
+    opal_output_verbose(1, mca_osc_iwarpx_component.output,
+                        "osc:iwarpx: no memory for a remote-completion read");
+    OPAL_THREAD_ADD_FETCH64(&mca_osc_iwarpx_component.errors, 1);
+    return;
+  }
+  struct iovec iov = {.iov_base = &op->operand[0], .iov_len = sizeof(op->operand[0])};
+  struct fi_rma_iov rma = {
+      .addr = f->virt_addr ? t->state_base : 0, .len = iov.iov_len, .key = t->state_key};
+  struct fi_msg_rma msg = {.msg_iov = &iov,
+                           .desc = NULL,
+                           .iov_count = 1,
+                           .addr = t->addr,
+                           .rma_iov = &rma,
+                           .rma_iov_count = 1,
+                           .context = op,
+                           .data = 0};
+  ssize_t ret;
+  while ((ret = fi_readmsg(f->ep, &msg, FI_COMPLETION)) == -FI_EAGAIN) opal_progress();
+  if (check_post(ret, "fi_readmsg (remote-completion read)", op) != OMPI_SUCCESS)
+    OPAL_THREAD_ADD_FETCH64(&mca_osc_iwarpx_component.errors, 1);
+}
+
 void osc_iwarpx_wait_target(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t) {
-  (void)m;
-  while (t->outstanding > 0) opal_progress();
+  do {
+    post_fence(m, t);
+    while (t->outstanding > 0) opal_progress();
+  } while (t->unflushed > 0); /* a write another thread posted meanwhile */
 }
 
 void osc_iwarpx_wait_all(osc_iwarpx_module_t* m) {
-  while (m->outstanding > 0) opal_progress();
+  bool again;
+  do {
+    for (int i = 0; i < m->size; ++i) post_fence(m, &m->targets[i]);
+    while (m->outstanding > 0) opal_progress();
+    again = false;
+    for (int i = 0; i < m->size && !again; ++i) again = m->targets[i].unflushed > 0;
+  } while (again);
 }
