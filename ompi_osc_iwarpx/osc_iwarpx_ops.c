@@ -30,6 +30,21 @@
 #include "opal/util/output.h"
 #include "osc_iwarpx.h"
 
+/* One turn of a wait for our own operations: our CQ (which also runs the provider, so the
+ * data of peers aimed at our windows keeps being placed) every turn, the whole of
+ * opal_progress (the pml's BTLs, libevent's poll, nbc) only every OSC_IWX_FULL_TURN-th turn
+ * (a thread that holds the CQ makes ours return 0: the full turn still comes). Counted with
+ * callgrind: opal_progress with btl self,tcp costs 1,966 instructions and two syscalls a turn,
+ * osc_iwarpx_progress alone 1,405 and one, so a reply is noticed sooner. */
+#define OSC_IWX_FULL_TURN 8u
+static void wait_turn(unsigned* turn) {
+  if ((++*turn % OSC_IWX_FULL_TURN) == 0) {
+    opal_progress();
+  } else {
+    (void)osc_iwarpx_progress();
+  }
+}
+
 static osc_iwarpx_op_t* op_new(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t,
                                osc_iwarpx_request_t* req, volatile int* done) {
   osc_iwarpx_op_t* op = calloc(1, sizeof(*op));
@@ -157,7 +172,7 @@ int osc_iwarpx_atomic_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, enum 
                               .result = &result};
   const int rc = osc_iwarpx_post_atomic(m, t, &a, NULL, &done);
   if (rc != OMPI_SUCCESS) return rc;
-  while (done == 0) opal_progress();
+  for (unsigned turn = 0; done == 0;) wait_turn(&turn);
   if (done < 0) return OMPI_ERROR;
   if (fetched != NULL) *fetched = result;
   return OMPI_SUCCESS;
@@ -208,7 +223,7 @@ static void post_fence(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t) {
 void osc_iwarpx_wait_target(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t) {
   do {
     post_fence(m, t);
-    while (t->outstanding > 0) opal_progress();
+    for (unsigned turn = 0; t->outstanding > 0;) wait_turn(&turn);
   } while (t->unflushed > 0); /* a write another thread posted meanwhile */
 }
 
@@ -216,7 +231,7 @@ void osc_iwarpx_wait_all(osc_iwarpx_module_t* m) {
   bool again;
   do {
     for (int i = 0; i < m->size; ++i) post_fence(m, &m->targets[i]);
-    while (m->outstanding > 0) opal_progress();
+    for (unsigned turn = 0; m->outstanding > 0;) wait_turn(&turn);
     again = false;
     for (int i = 0; i < m->size && !again; ++i) again = m->targets[i].unflushed > 0;
   } while (again);
