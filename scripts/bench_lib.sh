@@ -42,14 +42,15 @@ bench_values() {
   awk -v k="$2" '{ v = $NF; $NF = ""; sub(/ $/, ""); if ($0 == k) print v }' "$1" | sort -g
 }
 
-# bench_median FILE KEY: the median of those values ("n/a" if none); 2 decimals below 100.
+# bench_median FILE KEY: the median of those values ("n/a" if none); no decimals from 100,
+# 2 from 1, 4 below 1 (a few bytes per millisecond must not read 0.00).
 bench_median() {
   bench_values "$1" "$2" | awk '
     { v[NR] = $1 }
     END {
       if (NR == 0) { print "n/a"; exit }
       m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-      printf (m < 100 ? "%.2f\n" : "%.0f\n"), m
+      printf (m >= 100 ? "%.0f\n" : (m >= 1 ? "%.2f\n" : "%.4f\n")), m
     }'
 }
 

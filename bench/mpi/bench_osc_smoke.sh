@@ -7,7 +7,8 @@
 #      the table header and 3 x (4 x 2 + 3) = 33 rows whose three value cells are all numbers
 #      (a failed run reads "n/a" and fails this check), the targets line, and write
 #      osc_bench.md plus two PNG files;
-#   2. the same (allocate window, then create window) with --corrupt 1k: osc_bench damages the
+#   2. every test and sync at 8 B over MPI_Win_create windows: 21 numeric rows;
+#   3. the same (allocate window, then create window) with --corrupt 1k: osc_bench damages the
 #      checked 1 KiB data, so the run of each side must fail with "data check failed" and the
 #      script with --strict must exit non-zero. A check that cannot fail cannot pass this.
 # Each step is bounded by timeout (and the script bounds every mpirun itself).
@@ -57,6 +58,16 @@ for png in osc_latency.png osc_bandwidth.png; do
     { echo "FAIL: --out wrote no PNG $png"; fail=1; }
 done
 
+# The same over MPI_Win_create windows (8 B only): 3 x (4 + 3) = 21 numeric rows.
+rc=0
+timeout -k 10 280 "$src/scripts/bench_osc.sh" "${args[@]}" --win create --sizes 8 >"$out" 2>"$err" ||
+  rc=$?
+sed 's/^/create stderr: /' "$err"
+((rc == 0)) || { echo "FAIL: bench_osc.sh --win create exited $rc"; fail=1; }
+rows=$(grep -Ec "^\\| [a-z_]+_(latency|bw) \\| (lock|fence|pscw) \\| 8 \\| (us|MB/s) \\|( $num \\|){3}\$" "$out" || true)
+[[ $rows -eq 21 ]] || { echo "FAIL: --win create: $rows complete numeric rows, expected 21"; fail=1; }
+grep -q -- "--win create" "$out" || { echo "FAIL: --win create not in the command lines"; fail=1; }
+
 for win in allocate create; do
   rc=0
   timeout -k 10 280 "$src/scripts/bench_osc.sh" "${args[@]}" --win "$win" --sync lock \
@@ -72,5 +83,5 @@ for win in allocate create; do
       { echo "FAIL: the $side run (window $win) did not fail on the corrupted 1 KiB data"; fail=1; }
   done
 done
-((fail == 0)) && echo "PASS: bench_osc.sh table complete over osc pt2pt and osc iwarpx (33 rows, plots written); corrupted data detected by both"
+((fail == 0)) && echo "PASS: bench_osc.sh table complete over osc pt2pt and osc iwarpx (33 rows, plots written; 21 over MPI_Win_create); corrupted data detected by both"
 exit $fail

@@ -35,7 +35,7 @@ static void print_header(const struct ob_opts* o, unsigned test, unsigned sync) 
 static void print_result(const struct ob_opts* o, unsigned test, unsigned sync, size_t size,
                          const struct ob_result* r) {
   if (o->csv) {
-    printf("osc_bench,%s,%s,%s,%s,%zu,%llu,%.3f,%s\n", o->label, ob_test_name(test),
+    printf("osc_bench,%s,%s,%s,%s,%zu,%llu,%.4f,%s\n", o->label, ob_test_name(test),
            ob_sync_name(sync), o->win_create ? "create" : "allocate", size,
            (unsigned long long)r->iters, r->value, ob_test_unit(test));
   } else {
