@@ -198,6 +198,8 @@ int osc_iwarpx_atomic_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, enum 
  * remote-completion read for pending MPI_Put writes, then wait for all of them. */
 void osc_iwarpx_wait_target(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t);
 void osc_iwarpx_wait_all(osc_iwarpx_module_t* m);
+/* Releases what osc_iwarpx_ops.c registered on the domain (before the domain closes). */
+void osc_iwarpx_ops_close(void);
 
 /* osc_iwarpx_window.c */
 int osc_iwarpx_window_create(struct ompi_win_t* win, void** base, size_t size, int disp_unit,
