@@ -20,6 +20,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # wire check, network namespaces, loss injection
   tshark nftables iproute2 util-linux procps python3
+  # plots of the window benchmarks (scripts/bench_osc.sh)
+  python3-matplotlib
 )
 
 missing=()

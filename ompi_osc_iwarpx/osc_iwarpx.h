@@ -10,10 +10,12 @@
  *  - Per window (flavors create and allocate): the window memory and a small state region (the
  *    lock word) are registered once (FI_REMOTE_READ|FI_REMOTE_WRITE); addresses, keys, bases,
  *    sizes and disp_units are exchanged with one allgather over a dup of the communicator.
- *  - Put/Get/Rput/Rget (any datatype; derived ones flattened into segments) are fi_write
- * (FI_DELIVERY_COMPLETE) / fi_read straight into / out of the target window, bounds-checked against
- * the target's size (OMPI_ERR_RMA_RANGE, nothing sent). Every completion therefore means remote
- * completion.
+ *  - Put/Get/Rput/Rget (any datatype; derived ones flattened into segments) are fi_write / fi_read
+ * straight into / out of the target window, bounds-checked against the target's size
+ * (OMPI_ERR_RMA_RANGE, nothing sent). Rput writes carry FI_DELIVERY_COMPLETE (the request means
+ * remote completion); MPI_Put writes complete locally and are made remote by one 8-byte read per
+ * target when a flush/unlock/fence/complete waits (osc_iwarpx_wait_target/_all): RDMAP answers a
+ * read only after the writes before it on the same stream are placed.
  *  - Accumulate family: one fi_atomic per element for MPI_SUM/MPI_REPLACE/MPI_NO_OP on 32/64-bit
  *    integers, and FI_CSWAP for MPI_Compare_and_swap (osc_iwarpx_atomic.c); others unsupported.
  *  - PSCW: monotonic post/complete counters in the state region, bumped by remote atomics
@@ -88,6 +90,7 @@ typedef struct osc_iwarpx_target_t {
   int64_t disp_unit;
   fi_addr_t addr;
   volatile int64_t outstanding; /* our operations to it not yet completed */
+  volatile int64_t unflushed;   /* MPI_Put writes posted since its last remote-completion read */
   int lock_type;                /* 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE held by us */
   bool pscw;                    /* in our MPI_Win_start access group */
   bool nocheck;                 /* locked with MPI_MODE_NOCHECK: no lock word taken */
@@ -191,8 +194,12 @@ int osc_iwarpx_post_atomic(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t,
 /* Blocking 64-bit atomic on the target's lock word (state region). */
 int osc_iwarpx_atomic_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, enum fi_op op,
                            uint64_t operand, uint64_t compare, uint64_t* fetched);
+/* Remote completion of every operation posted to t (to every target) before the call: the
+ * remote-completion read for pending MPI_Put writes, then wait for all of them. */
 void osc_iwarpx_wait_target(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t);
 void osc_iwarpx_wait_all(osc_iwarpx_module_t* m);
+/* Releases what osc_iwarpx_ops.c registered on the domain (before the domain closes). */
+void osc_iwarpx_ops_close(void);
 
 /* osc_iwarpx_window.c */
 int osc_iwarpx_window_create(struct ompi_win_t* win, void** base, size_t size, int disp_unit,

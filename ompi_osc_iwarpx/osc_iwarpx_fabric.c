@@ -127,6 +127,7 @@ void osc_iwarpx_fabric_close(void) {
   mca_osc_iwarpx_component_t* c = &mca_osc_iwarpx_component;
   if (c->fabric == NULL) return;
   osc_iwarpx_progress_enable(false);
+  osc_iwarpx_ops_close(); /* its MR belongs to the domain */
   fabric_destroy(c->fabric);
   c->fabric = NULL;
 }

@@ -1,7 +1,8 @@
 /*
  * osc/iwarpx synchronisation: fence, passive target lock/unlock, lock_all/unlock_all,
- * flush*, sync. Completion is always remote (writes carry FI_DELIVERY_COMPLETE), so flush and
- * flush_local both wait for the target's `outstanding` to reach 0.
+ * flush*, sync. Completion is always remote: flush and flush_local both call
+ * osc_iwarpx_wait_target (one remote-completion read behind pending MPI_Put writes, then wait
+ * for the target's `outstanding` to reach 0; osc_iwarpx_ops.c).
  *
  * Lock protocol: a 64-bit word in the target's registered state region, touched only with
  * fi_atomic on the target (the target's own lock calls go through the provider's loopback

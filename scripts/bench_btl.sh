@@ -103,15 +103,6 @@ bench_work_start bench_btl
 common=(--allow-run-as-root --oversubscribe --bind-to "$bind" -np 2 --mca oob_tcp_if_include lo
         --mca pml ob1)
 
-# show_cmd ARGS...: the command as one line a shell reads back (quotes only where needed).
-show_cmd() {
-  local a out=""
-  for a in "$@"; do
-    if [[ $a =~ ^[A-Za-z0-9_./:=,@%+-]+$ ]]; then out+="$a "; else out+="$(printf '%q' "$a") "; fi
-  done
-  echo "${out% }"
-}
-
 failures=0
 runs=0
 # run NAME: one mpirun over all tests and sizes; appends "test size value" lines to
@@ -127,7 +118,7 @@ run() {
   esac
   local cmd=("$mpirun" "${common[@]}" "${btl_args[@]}"
              "$prog" --csv --label "$name" --tests "$tests" --sizes "$sizes" "${prog_args[@]}")
-  printf -v "cmd_$name" '%s' "$(show_cmd "${cmd[@]}")"
+  printf -v "cmd_$name" '%s' "$(bench_show_cmd "${cmd[@]}")"
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     timeout -k 10 "$timeout_s" "${cmd[@]}" >"$log.out" 2>"$log.err" &
   pid=$!
@@ -151,17 +142,6 @@ for ((r = 0; r < repeat; ++r)); do
   if ((run_iwarpx)); then run iwarpx || failures=$((failures + 1)); fi
 done
 
-median() {  # median value of test $2 at size $3 in file $1
-  [[ -f $1 ]] || { echo n/a; return; }
-  awk -v t="$2" -v s="$3" '$1 == t && $2 == s { print $3 }' "$1" | sort -g | awk '
-    { v[NR] = $1 }
-    END {
-      if (NR == 0) { print "n/a"; exit }
-      m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-      printf (m < 100 ? "%.2f\n" : "%.0f\n"), m
-    }'
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
 size_list=$(cat "$work"/data/* 2>/dev/null | awk '{ print $2 }' | sort -gu)
 has() { [[ ,$tests, == *,$1,* ]]; }
 
@@ -182,25 +162,18 @@ for s in $size_list; do
   line="| $s |"
   for t in latency bw bibw; do
     has $t || continue
-    a=$(median "$work/data/tcp" $t "$s")
-    b=$(median "$work/data/iwarpx" $t "$s")
-    line+=" $a | $b | $(ratio "$b" "$a") |"
+    a=$(bench_median "$work/data/tcp" "$t $s")
+    b=$(bench_median "$work/data/iwarpx" "$t $s")
+    line+=" $a | $b | $(bench_ratio "$b" "$a") |"
   done
   echo "$line"
 done
 # The spread behind the two target cells: a median of runs that disagree by 10x says the
 # machine was busy, not which BTL is faster.
-spread() {  # spread NAME TEST SIZE UNIT
-  [[ -f $work/data/$1 ]] || return 0
-  awk -v t="$2" -v s="$3" '$1 == t && $2 == s { print $3 }' "$work/data/$1" | sort -g |
-    awk -v what="$1 $2 $3 B" -v unit="$4" '{ v[NR] = $1 } END {
-      if (NR == 0) exit
-      printf "%s: min %.2f, max %.2f %s over %d run(s)\n", what, v[1], v[NR], unit, NR }'
-}
 spreads=()
 for btl in tcp iwarpx; do
-  has latency && spreads+=("$(spread $btl latency 8 us)")
-  has bw && spreads+=("$(spread $btl bw 1048576 MB/s)")
+  has latency && spreads+=("$(bench_spread "$work/data/$btl" "latency 8" "$btl latency 8 B" us)")
+  has bw && spreads+=("$(bench_spread "$work/data/$btl" "bw 1048576" "$btl bw 1048576 B" MB/s)")
 done
 spread_line=$(printf '%s; ' "${spreads[@]}" | sed 's/^\(; \)*//; s/\(; \)*$//; s/; \(; \)*/; /g')
 if [[ -n $spread_line ]]; then

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # scripts/bench_lib.sh - sourced by the benchmark scripts (bench_msg.sh, bench_rdm_bw.sh,
-# bench_btl.sh): the per-run work directory and the processes a script started.
+# bench_btl.sh, bench_osc.sh): the per-run work directory, the processes a script started, and
+# the medians / ratios / spreads of the tables.
 #
 #   bench_work_start NAME   makes $work (/tmp/NAME.XXXXXX, with logs/ and data/), empties
 #                           started_pids, and installs the EXIT/INT/TERM traps
@@ -22,4 +23,45 @@ bench_work_start() {
   started_pids=()
   trap bench_cleanup EXIT
   trap 'exit 130' INT TERM
+}
+
+# bench_show_cmd ARGS...: the command as one line a shell reads back (quotes only where needed).
+bench_show_cmd() {
+  local a out=""
+  for a in "$@"; do
+    if [[ $a =~ ^[A-Za-z0-9_./:=,@%+-]+$ ]]; then out+="$a "; else out+="$(printf '%q' "$a") "; fi
+  done
+  echo "${out% }"
+}
+
+# Data files hold lines "KEY... VALUE" (e.g. "latency 8 3.14" or "put_bw lock 1048576 812.5").
+# bench_values FILE KEY: the values of the lines whose fields before the last equal KEY
+# (fields separated by single spaces), sorted numerically.
+bench_values() {
+  [[ -f $1 ]] || return 0
+  awk -v k="$2" '{ v = $NF; $NF = ""; sub(/ $/, ""); if ($0 == k) print v }' "$1" | sort -g
+}
+
+# bench_median FILE KEY: the median of those values ("n/a" if none); no decimals from 100,
+# 2 from 1, 4 below 1 (a few bytes per millisecond must not read 0.00).
+bench_median() {
+  bench_values "$1" "$2" | awk '
+    { v[NR] = $1 }
+    END {
+      if (NR == 0) { print "n/a"; exit }
+      m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+      printf (m >= 100 ? "%.0f\n" : (m >= 1 ? "%.2f\n" : "%.4f\n")), m
+    }'
+}
+
+# bench_ratio A B: A / B with 2 decimals, "n/a" if either is n/a or B is 0.
+bench_ratio() {
+  awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.2f\n", a / b }'
+}
+
+# bench_spread FILE KEY WHAT UNIT: "WHAT: min X, max Y UNIT over N run(s)", nothing if no data.
+bench_spread() {
+  bench_values "$1" "$2" | awk -v what="$3" -v unit="$4" '{ v[NR] = $1 } END {
+    if (NR == 0) exit
+    printf "%s: min %.2f, max %.2f %s over %d run(s)\n", what, v[1], v[NR], unit, NR }'
 }

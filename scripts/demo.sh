@@ -17,6 +17,10 @@
 #    every payload checked, eager and rendezvous sizes up to 8 MiB.
 # 7. An MPI job (the project's mpi_smoke, 4 ranks) over Open MPI's own mtl ofi
 #    on the iwarpx RDM endpoint.
+# 8. The window benchmark table: MPI one-sided Put/Get/atomics through the
+#    project's osc iwarpx against Open MPI's osc pt2pt over btl tcp
+#    (scripts/bench_osc.sh --quick, lock/flush synchronisation, data checked;
+#    ~10 s, each mpirun bounded to 60 s).
 # Needs root for the captures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,4 +52,10 @@ if [[ -x $build/tests/mpi/mpi_smoke ]] && command -v mpirun >/dev/null; then
   echo
   echo "== iwarpx demo: MPI over Open MPI's mtl ofi on the iwarpx RDM endpoint, 4 ranks =="
   tests/mpi/mpi_ofi_smoke.sh "$(command -v mpirun)" "$provider_dir" "$build/tests/mpi/mpi_smoke" mtl 4
+fi
+if [[ -x $build/bench/mpi/osc_bench && -f $build/mca/mca_osc_iwarpx.so ]] &&
+  command -v mpirun >/dev/null; then
+  echo
+  echo "== iwarpx demo: MPI one-sided windows, osc iwarpx vs osc pt2pt over btl tcp (quick; docs/PERFORMANCE.md has the full run) =="
+  scripts/bench_osc.sh --build "$build" --no-build --quick --timeout 60 --strict
 fi

@@ -1,13 +1,11 @@
 /* Command line, size lists and iteration schedule of mpi_bench; see mpi_bench_opts.h. */
 #include "mpi_bench_opts.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { MB_LIST_MAX = 512 };
-static const uint64_t kMaxSize = (uint64_t)1 << 30;
 static const uint64_t kMinIters = 2;
 
 void mb_opts_init(struct mb_opts* o) {
@@ -39,73 +37,6 @@ void mb_usage(void* out, const char* prog) {
           "  --label TEXT    the label column of --csv (default mpi)\n"
           "  --corrupt SIZE  testing: damage the checked data at SIZE, the run must fail\n",
           prog);
-}
-
-static int parse_u64(const char* text, uint64_t* out) {
-  if (text == NULL || *text == '\0' || *text == '-' || *text == '+') return -1;
-  char* end = NULL;
-  errno = 0;
-  const unsigned long long v = strtoull(text, &end, 10);
-  if (errno != 0 || *end != '\0') return -1;
-  *out = v;
-  return 0;
-}
-
-/* "8", "4k", "1m", "1g" -> bytes in 1 .. kMaxSize. */
-static int parse_size(const char* text, size_t len, uint64_t* out) {
-  char buf[32];
-  if (len == 0 || len >= sizeof(buf)) return -1;
-  memcpy(buf, text, len);
-  buf[len] = '\0';
-  unsigned shift = 0;
-  switch (buf[len - 1]) {
-    case 'k':
-    case 'K': shift = 10; break;
-    case 'm':
-    case 'M': shift = 20; break;
-    case 'g':
-    case 'G': shift = 30; break;
-    default: break;
-  }
-  if (shift != 0) buf[len - 1] = '\0';
-  uint64_t v = 0;
-  if (parse_u64(buf, &v) != 0 || v == 0 || v > (kMaxSize >> shift)) return -1;
-  *out = v << shift;
-  return 0;
-}
-
-static int is_pow2(uint64_t v) {
-  return v != 0 && (v & (v - 1)) == 0;
-}
-
-int mb_parse_sizes(const char* text, size_t* out, size_t* n) {
-  size_t count = 0;
-  const char* p = text;
-  if (text == NULL || *text == '\0') return -1;
-  for (;;) {
-    const char* comma = strchr(p, ',');
-    const size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
-    const char* colon = memchr(p, ':', len);
-    uint64_t lo = 0, hi = 0;
-    if (colon == NULL) {
-      if (parse_size(p, len, &lo) != 0 || count >= MB_MAX_SIZES) return -1;
-      out[count++] = (size_t)lo;
-    } else {
-      if (parse_size(p, (size_t)(colon - p), &lo) != 0 ||
-          parse_size(colon + 1, len - (size_t)(colon - p) - 1, &hi) != 0 || lo > hi ||
-          !is_pow2(lo) || !is_pow2(hi)) {
-        return -1;
-      }
-      for (uint64_t s = lo; s <= hi; s *= 2) {
-        if (count >= MB_MAX_SIZES) return -1;
-        out[count++] = (size_t)s;
-      }
-    }
-    if (comma == NULL) break;
-    p = comma + 1;
-  }
-  *n = count;
-  return 0;
 }
 
 static int parse_tests(const char* text, unsigned* out) {
@@ -151,22 +82,22 @@ int mb_parse_args(int argc, char** argv, struct mb_opts* o) {
     } else if (strcmp(arg, "--sizes") == 0) {
       ok = mb_parse_sizes(val, o->sizes, &o->nsizes) == 0;
     } else if (strcmp(arg, "--iters") == 0) {
-      ok = parse_u64(val, &n) == 0 && n >= kMinIters && n <= 100000000;
+      ok = mb_parse_u64(val, &n) == 0 && n >= kMinIters && n <= 100000000;
       if (ok) o->lat_iters = o->bw_iters = n;
     } else if (strcmp(arg, "--warmup") == 0) {
-      ok = parse_u64(val, &n) == 0 && n >= 1 && n <= 100000000;
+      ok = mb_parse_u64(val, &n) == 0 && n >= 1 && n <= 100000000;
       if (ok) o->warmup = n;
     } else if (strcmp(arg, "--budget") == 0) {
-      ok = parse_size(val, strlen(val), &n) == 0;
+      ok = mb_parse_size(val, strlen(val), &n) == 0;
       if (ok) o->budget = n;
     } else if (strcmp(arg, "-w") == 0) {
-      ok = parse_u64(val, &n) == 0 && n >= 1 && n <= 1024;
+      ok = mb_parse_u64(val, &n) == 0 && n >= 1 && n <= 1024;
       if (ok) o->window = (size_t)n;
     } else if (strcmp(arg, "--label") == 0) {
       ok = *val != '\0' && strpbrk(val, ",\n") == NULL;
       if (ok) o->label = val;
     } else if (strcmp(arg, "--corrupt") == 0) {
-      ok = parse_size(val, strlen(val), &n) == 0;
+      ok = mb_parse_size(val, strlen(val), &n) == 0;
       if (ok) o->corrupt = (size_t)n;
     } else {
       fprintf(stderr, "mpi_bench: unknown option %s\n", arg);
@@ -198,15 +129,9 @@ uint64_t mb_bytes_per_iter(const struct mb_opts* o, enum mb_test test, size_t si
 
 uint64_t mb_iters(const struct mb_opts* o, enum mb_test test, size_t size) {
   const uint64_t base = test == MB_TEST_LATENCY ? o->lat_iters : o->bw_iters;
-  const uint64_t per = mb_bytes_per_iter(o, test, size);
-  uint64_t n = per > 0 ? o->budget / per : base;
-  if (n > base) n = base;
-  if (n < kMinIters) n = kMinIters;
-  return n;
+  return mb_schedule_iters(base, mb_bytes_per_iter(o, test, size), o->budget);
 }
 
 uint64_t mb_warmup(const struct mb_opts* o, enum mb_test test, size_t size) {
-  const uint64_t iters = mb_iters(o, test, size);
-  if (o->warmup != 0) return o->warmup < iters ? o->warmup : iters;
-  return iters / 10 > 0 ? iters / 10 : 1;
+  return mb_schedule_warmup(o->warmup, mb_iters(o, test, size));
 }

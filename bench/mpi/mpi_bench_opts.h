@@ -4,13 +4,9 @@
  * Contract:
  *   - mb_parse_args fills *o from argv and returns 0, or returns -1 after printing why to
  *     stderr (the caller prints the usage and exits 2); "-h" returns 1.
- *   - Size lists: "8", "4k", "1m" (bytes, k/m/g = 2^10/2^20/2^30); "1:4m" = the powers of two
- *     from 1 to 4 MiB (both ends powers of two); items comma-separated, kept in the order given.
- *     Every size is 1 B .. 1 GiB.
- *   - The schedule is a pure function of the options and the size, so both ranks compute the
- *     same counts without talking: mb_iters = --iters (the small-message count) capped by
- *     --budget bytes moved per measured size, never below 2; mb_warmup = --warmup when given
- *     (at most the measured count), else a tenth of it, at least 1.
+ *   - Sizes and numbers as in mpi_bench_parse.h ("1:4m", "8,1k,1m").
+ *   - The schedule (mpi_bench_parse.h) with base = --iters (the small-message count), the
+ *     bytes one iteration moves and --budget bytes per measured size; --warmup as given.
  */
 #ifndef IWARPX_BENCH_MPI_BENCH_OPTS_H
 #define IWARPX_BENCH_MPI_BENCH_OPTS_H
@@ -18,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { MB_MAX_SIZES = 64 };
+#include "mpi_bench_parse.h"
 
 enum mb_test {
   MB_TEST_LATENCY = 1u << 0, /* ping-pong, blocking send/recv, half round trip in us */
@@ -48,9 +44,6 @@ int mb_parse_args(int argc, char** argv, struct mb_opts* o);
 
 /* The usage text to `out` (a FILE*; void* keeps <stdio.h> out of this header). */
 void mb_usage(void* out, const char* prog);
-
-/* Parses a size list into out[0..*n); 0 or -1 (malformed, out of range, too many). */
-int mb_parse_sizes(const char* text, size_t* out, size_t* n);
 
 size_t mb_max_size(const struct mb_opts* o);
 
