@@ -94,7 +94,8 @@ done
 
 failures=0
 runs=0
-# run MODE N: appends "per_peer per_peer_after_hot latency" to $work/data/MODE.N
+# run MODE N: appends "per_peer N BYTES", "per_peer_hot N BYTES" and "latency N US" lines
+# to $work/data/MODE (bench_lib.sh's data file format)
 run() {
   local mode=$1 n=$2 lines prov procs log rc=0
   mapfile -t lines < <(mode_env "$mode")
@@ -119,7 +120,8 @@ run() {
     return 1
   fi
   # rdm_scale,PROV,N,BASE_KIB,PER_PEER,PER_PEER_HOT,LAT
-  awk -F, '{print $5, $6, $7}' <<<"$row" >>"$work/data/$mode.$n"
+  awk -F, -v n="$n" '{print "per_peer", n, $5; print "per_peer_hot", n, $6; print "latency", n, $7}' \
+    <<<"$row" >>"$work/data/$mode"
 }
 
 for ((r = 0; r < repeat; r++)); do
@@ -128,12 +130,6 @@ for ((r = 0; r < repeat; r++)); do
   done
 done
 
-# median FILE COLUMN
-median() {
-  [[ -s $1 ]] || { echo n/a; return; }
-  awk -v c="$2" '{print $c}' "$1" | sort -g | awk '{v[NR] = $1} END {
-    if (NR % 2) printf "%s", v[(NR + 1) / 2]; else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 kib() {
   if [[ $1 == n/a ]]; then echo n/a; else awk -v b="$1" 'BEGIN {printf "%.1f", b / 1024}'; fi
 }
@@ -144,8 +140,9 @@ echo "| mode | peers | KiB per peer | KiB per peer after hot phase | hot-peer 8 
 echo "|---|---|---|---|---|"
 for n in "${peer_arr[@]}"; do
   for m in "${mode_arr[@]}"; do
-    f=$work/data/$m.$n
-    echo "| $m | $n | $(kib "$(median "$f" 1)") | $(kib "$(median "$f" 2)") | $(median "$f" 3) |"
+    f=$work/data/$m
+    echo "| $m | $n | $(kib "$(bench_median "$f" "per_peer $n")") |" \
+      "$(kib "$(bench_median "$f" "per_peer_hot $n")") | $(bench_median "$f" "latency $n") |"
   done
 done
 echo
