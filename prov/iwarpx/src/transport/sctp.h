@@ -18,6 +18,10 @@
 //   larger than the buffers, and the next calls return the rest of it.
 // - stream ids must be < outbound_streams() (the count negotiated at
 //   association setup; kError EINVAL otherwise).
+// - ShutdownWrite() starts SCTP's graceful shutdown. SCTP has no half-open
+//   state: data already queued in both directions is delivered, then both
+//   ends' RecvMsg return kClosed and neither can send. After the peer's
+//   shutdown was seen (kClosed), ShutdownWrite() succeeds doing nothing.
 // - Both ends advertise the Adaptation Layer Indication with code point 1
 //   (DDP, RFC 5043 §5.1) where the backend allows it (both do).
 //

@@ -152,7 +152,10 @@ IoResult KernelSctpConnection::RecvMsg(std::span<const iovec> iov, MessageInfo& 
       info.end_of_message = (msg.msg_flags & MSG_EOR) != 0;
       return IoResult::Ok(static_cast<size_t>(n));
     }
-    if (n == 0) return IoResult::Closed();
+    if (n == 0) {
+      peer_closed_ = true;
+      return IoResult::Closed();
+    }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return IoResult::WouldBlock();
     if (errno == ENOTCONN && !connected_) return IoResult::WouldBlock();
@@ -161,7 +164,8 @@ IoResult KernelSctpConnection::RecvMsg(std::span<const iovec> iov, MessageInfo& 
 }
 
 Status KernelSctpConnection::ShutdownWrite() {
-  return Status{::shutdown(fd_.get(), SHUT_WR) == 0 ? 0 : errno};
+  if (::shutdown(fd_.get(), SHUT_WR) == 0 || peer_closed_) return Status{};
+  return Status{errno};
 }
 
 // ---- KernelSctpListener ---------------------------------------------------

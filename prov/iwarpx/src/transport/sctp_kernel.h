@@ -48,6 +48,7 @@ class KernelSctpConnection final : public SctpConnection {
 
   UniqueFd fd_;
   bool connected_ = false;
+  bool peer_closed_ = false;  // RecvMsg returned kClosed
   uint16_t outbound_streams_ = 0;
   SockAddr local_;
   SockAddr peer_;

@@ -1,7 +1,14 @@
 #include "transport/sctp.h"
 
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -374,6 +381,132 @@ TEST(UsrsctpAddressTest, FirstListenerTakesTheEncapsulationPort) {
     r = (*c)->FinishConnect();
   }
   EXPECT_TRUE(r.ok()) << r.err;
+}
+
+// ---- Two processes, two usrsctp stacks ------------------------------------
+
+// The child half of TwoProcessesEachWithItsOwnUdpPort: started by the parent
+// as this binary with --gtest_also_run_disabled_tests and
+// IWARPX_SCTP_PEER_FD set. Listens on 127.0.0.1 (port 0: the SCTP port equals
+// its own UDP port), writes the port to the inherited pipe, echoes every
+// message with its PPID and stream until the peer closes.
+TEST(DISABLED_SctpPeerProcess, EchoServer) {
+  const char* fd_text = std::getenv("IWARPX_SCTP_PEER_FD");
+  ASSERT_NE(fd_text, nullptr);
+  const int out = std::atoi(fd_text);
+  auto l = SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4());
+  ASSERT_TRUE(l.ok());
+  const uint16_t port = (*l)->local_address().port();
+  ASSERT_EQ(::write(out, &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  ::close(out);
+  std::unique_ptr<SctpConnection> c;
+  while (!c) {
+    auto a = (*l)->AcceptSctp();
+    if (a.ok()) {
+      c = std::move(a).value();
+      break;
+    }
+    ASSERT_EQ(a.error().status, IoStatus::kWouldBlock);
+    ASSERT_TRUE(WaitFor((*l)->fd(), Poller::kReadable));
+  }
+  std::vector<uint8_t> buf(size_t{70} * 1024);
+  for (;;) {
+    MessageInfo info;
+    const iovec v = Iov(buf.data(), buf.size());
+    const IoResult r = RecvOne(*c, {&v, 1}, info);
+    if (r.status == IoStatus::kClosed) break;
+    ASSERT_TRUE(r.ok()) << r.err;
+    ASSERT_TRUE(info.end_of_message);
+    const iovec e = Iov(buf.data(), r.bytes);
+    ASSERT_TRUE(SendOne(*c, {&e, 1}, info).ok());
+  }
+  ASSERT_TRUE(c->ShutdownWrite().ok());
+  // Give the SHUTDOWN exchange time to finish before the stack goes away.
+  MessageInfo info;
+  const iovec v = Iov(buf.data(), buf.size());
+  (void)RecvOne(*c, {&v, 1}, info);
+}
+
+TEST(UsrsctpProcessTest, TwoProcessesEachWithItsOwnUdpPort) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string env = "IWARPX_SCTP_PEER_FD=" + std::to_string(fds[1]);
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  ASSERT_GT(n, 0);
+  self[n] = 0;
+  char filter[] = "--gtest_filter=DISABLED_SctpPeerProcess.EchoServer";
+  char disabled[] = "--gtest_also_run_disabled_tests";
+  char* argv[] = {self, filter, disabled, nullptr};
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+  envp.push_back(const_cast<char*>(env.c_str()));
+  envp.push_back(nullptr);
+  pid_t child = -1;
+  ASSERT_EQ(::posix_spawn(&child, self, nullptr, nullptr, argv, envp.data()), 0);
+  ::close(fds[1]);
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      if (pid > 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    }
+  } reaper{child};
+
+  pollfd pfd{fds[0], POLLIN, 0};
+  ASSERT_EQ(::poll(&pfd, 1, kTestTimeoutMs), 1) << "the child did not report its port";
+  uint16_t port = 0;
+  ASSERT_EQ(::read(fds[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  ::close(fds[0]);
+  ASSERT_NE(port, 0);
+
+  {
+    // Our own stack has another UDP port; the peer's is its SCTP port.
+    auto c = SctpConnect(SctpBackend::kUsrsctp, SockAddr::Loopback4(port));
+    ASSERT_TRUE(c.ok());
+    EXPECT_NE(UsrsctpStack::encaps_port(), port);
+    IoResult r = (*c)->FinishConnect();
+    while (r.status == IoStatus::kWouldBlock) {
+      ASSERT_TRUE(WaitFor((*c)->fd(), Poller::kReadable)) << "no association with the child";
+      r = (*c)->FinishConnect();
+    }
+    ASSERT_TRUE(r.ok()) << r.err;
+    std::vector<uint8_t> back(size_t{70} * 1024);
+    for (size_t size : {size_t{1}, size_t{300}, size_t{65536}}) {
+      const auto msg = Pattern(size, static_cast<uint8_t>(size));
+      const MessageInfo info{
+          .ppid = size == 300 ? wire::kSctpPpidDdpSessionControl : wire::kSctpPpidDdpSegment,
+          .stream = static_cast<uint16_t>(size % 5),
+          .unordered = false,
+          .end_of_message = true};
+      const iovec v = Iov(msg.data(), msg.size());
+      ASSERT_TRUE(SendOne(**c, {&v, 1}, info).ok());
+      MessageInfo got;
+      const iovec b = Iov(back.data(), back.size());
+      const IoResult e = RecvOne(**c, {&b, 1}, got);
+      ASSERT_TRUE(e.ok()) << e.err;
+      ASSERT_EQ(e.bytes, size);
+      EXPECT_EQ(std::memcmp(back.data(), msg.data(), size), 0);
+      EXPECT_EQ(got.ppid, info.ppid);
+      EXPECT_EQ(got.stream, info.stream);
+    }
+    ASSERT_TRUE((*c)->ShutdownWrite().ok());
+    MessageInfo got;
+    const iovec b = Iov(back.data(), back.size());
+    EXPECT_EQ(RecvOne(**c, {&b, 1}, got).status, IoStatus::kClosed);
+  }
+  int status = 0;
+  for (int i = 0; i < kTestTimeoutMs / 10; ++i) {
+    if (::waitpid(child, &status, WNOHANG) == child) {
+      reaper.pid = -1;
+      break;
+    }
+    ::usleep(10000);
+  }
+  ASSERT_EQ(reaper.pid, -1) << "the child did not exit";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
 }
 
 }  // namespace

@@ -284,7 +284,10 @@ IoResult UsrsctpConnection::RecvMsg(std::span<const iovec> iov, MessageInfo& inf
     }
     return IoResult::Error(e);
   }
-  if (n == 0 && (flags & MSG_EOR) == 0) return IoResult::Closed();
+  if (n == 0 && (flags & MSG_EOR) == 0) {
+    peer_closed_ = true;
+    return IoResult::Closed();
+  }
   if ((flags & MSG_NOTIFICATION) != 0) {
     // Not subscribed to any; should one arrive, it is not user data.
     return IoResult::WouldBlock();
@@ -309,7 +312,8 @@ IoResult UsrsctpConnection::RecvMsg(std::span<const iovec> iov, MessageInfo& inf
 }
 
 Status UsrsctpConnection::ShutdownWrite() {
-  return Status{usrsctp_shutdown(so_, SHUT_WR) == 0 ? 0 : errno};
+  if (usrsctp_shutdown(so_, SHUT_WR) == 0 || peer_closed_) return Status{};
+  return Status{errno};
 }
 
 // ---- UsrsctpListener ------------------------------------------------------

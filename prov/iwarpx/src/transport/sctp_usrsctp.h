@@ -59,6 +59,7 @@ class UsrsctpConnection final : public SctpConnection {
   struct socket* so_ = nullptr;
   UniqueFd doorbell_;
   bool connected_ = false;
+  bool peer_closed_ = false;  // RecvMsg returned kClosed
   uint16_t outbound_streams_ = 0;
   SockAddr local_;
   SockAddr peer_;
