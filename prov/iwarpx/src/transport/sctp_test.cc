@@ -383,6 +383,31 @@ TEST(UsrsctpAddressTest, FirstListenerTakesTheEncapsulationPort) {
   EXPECT_TRUE(r.ok()) << r.err;
 }
 
+TEST(UsrsctpTimeoutTest, NoSctpAtThePeersUdpPortTimesOutWithinTheInitLimits) {
+  // UDP port 9 (discard) on loopback: no usrsctp stack answers there, so the
+  // INIT is retransmitted max_init_attempts times and the connect times out.
+  SctpOptions opt;
+  opt.peer_encaps_port = 9;
+  opt.max_init_attempts = 2;
+  opt.max_init_timeout_ms = 200;
+  auto c = SctpConnect(SctpBackend::kUsrsctp, SockAddr::Loopback4(9), opt);
+  ASSERT_TRUE(c.ok());
+  const auto start = std::chrono::steady_clock::now();
+  IoResult r = (*c)->FinishConnect();
+  while (r.status == IoStatus::kWouldBlock &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+    WaitFor((*c)->fd(), Poller::kReadable, 1000);
+    r = (*c)->FinishConnect();
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  EXPECT_EQ(r.status, IoStatus::kError);
+  EXPECT_EQ(r.err, ETIMEDOUT);
+  // 3.8 s measured here with these limits (usrsctp defaults: 8 attempts, 60 s).
+  EXPECT_LT(ms, 8000) << "the INIT limits were not applied";
+}
+
 // ---- Two processes, two usrsctp stacks ------------------------------------
 
 // The child half of TwoProcessesEachWithItsOwnUdpPort: started by the parent
