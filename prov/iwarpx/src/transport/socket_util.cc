@@ -4,10 +4,29 @@
 
 namespace iwarpx::transport {
 
-Result<UniqueFd, IoError> OpenSocket(int family, int type) {
-  UniqueFd fd(::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+Result<UniqueFd, IoError> OpenSocket(int family, int type, int protocol) {
+  UniqueFd fd(::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol));
   if (!fd.valid()) return Err{IoError{IoStatus::kError, errno}};
   return fd;
+}
+
+IoError ErrnoError(int e) {
+  return IoError{(e == EAGAIN || e == EWOULDBLOCK) ? IoStatus::kWouldBlock : IoStatus::kError, e};
+}
+
+IoResult ConnectProgress(int fd) {
+  auto so_error = GetIntOption(fd, SOL_SOCKET, SO_ERROR);
+  if (!so_error.ok()) return IoResult::Error(so_error.error().err);
+  if (*so_error != 0) return IoResult::Error(*so_error);
+  // SO_ERROR is 0 both on success and while the handshake is still running;
+  // getpeername tells them apart.
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+    if (errno == ENOTCONN) return IoResult::WouldBlock();
+    return IoResult::Error(errno);
+  }
+  return IoResult::Ok(0);
 }
 
 int SetIntOption(int fd, int level, int name, int value) {

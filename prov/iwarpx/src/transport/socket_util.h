@@ -1,4 +1,4 @@
-// Small socket helpers shared by tcp.cc and udp.cc (internal to the
+// Small socket helpers shared by tcp.cc, udp.cc and the SCTP backends (internal to the
 // transport layer; the engine uses tcp.h/udp.h).
 //
 // Contract: every function is a thin wrapper of one or two syscalls; errors
@@ -15,8 +15,15 @@
 
 namespace iwarpx::transport {
 
-// socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0).
-Result<UniqueFd, IoError> OpenSocket(int family, int type);
+// socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol).
+Result<UniqueFd, IoError> OpenSocket(int family, int type, int protocol = 0);
+
+// errno as an IoError: EAGAIN/EWOULDBLOCK -> kWouldBlock, others kError.
+IoError ErrnoError(int e);
+
+// Progress of a non-blocking connect() on `fd`: kOk = connected, kWouldBlock
+// = still in progress, kError = failed (SO_ERROR, e.g. ECONNREFUSED).
+IoResult ConnectProgress(int fd);
 
 // setsockopt with an int value; 0 or errno.
 int SetIntOption(int fd, int level, int name, int value);

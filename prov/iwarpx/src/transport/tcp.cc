@@ -12,10 +12,6 @@
 namespace iwarpx::transport {
 namespace {
 
-IoError ErrnoError(int e) {
-  return IoError{(e == EAGAIN || e == EWOULDBLOCK) ? IoStatus::kWouldBlock : IoStatus::kError, e};
-}
-
 msghdr MessageFor(std::span<const iovec> iov) {
   msghdr msg{};
   // sendmsg does not write through msg_iov; recvmsg writes only into the
@@ -113,17 +109,8 @@ Result<std::unique_ptr<TcpConnection>, IoError> TcpConnection::FromAccepted(Uniq
 
 IoResult TcpConnection::FinishConnect() {
   if (connected_) return IoResult::Ok(0);
-  auto so_error = GetIntOption(fd_.get(), SOL_SOCKET, SO_ERROR);
-  if (!so_error.ok()) return IoResult::Error(so_error.error().err);
-  if (*so_error != 0) return IoResult::Error(*so_error);
-  // SO_ERROR is 0 both on success and while the handshake is still running;
-  // getpeername tells them apart.
-  sockaddr_storage ss{};
-  socklen_t len = sizeof(ss);
-  if (::getpeername(fd_.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
-    if (errno == ENOTCONN) return IoResult::WouldBlock();
-    return IoResult::Error(errno);
-  }
+  const IoResult progress = ConnectProgress(fd_.get());
+  if (!progress.ok()) return progress;
   connected_ = true;
   LearnAddresses();
   return IoResult::Ok(0);

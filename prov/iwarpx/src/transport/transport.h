@@ -1,8 +1,14 @@
 // The lower-layer-protocol (LLP) interfaces the engine drives: a connected
 // endpoint (Connection), a passive endpoint (Listener) and a datagram socket
-// (DatagramSocket). TCP and UDP (tcp.h, udp.h) implement them now; kernel
-// SCTP, usrsctp, the fault injector (fault.h) and the test fakes
-// (testing/fake_connection.h) implement the same classes.
+// (DatagramSocket). TCP and UDP (tcp.h, udp.h), SCTP (sctp.h: kernel
+// sockets or usrsctp), the fault injector (fault.h) and the test fakes
+// (testing/fake_connection.h) implement them.
+//
+// Message-preserving LLPs (SCTP) extend Connection in sctp.h: SctpConnection
+// adds SendMsg/RecvMsg with a per-message MessageInfo (Payload Protocol
+// Identifier, stream id, unordered flag, end of message) and doorbell(),
+// which says the fd() signals every event as readable (usrsctp's eventfd);
+// SendV/RecvV keep their meaning there with a default MessageInfo.
 //
 // Contract common to every implementation
 // - Never blocks. Readiness comes from a Poller (poller.h) on fd(); an
@@ -85,7 +91,7 @@ struct LentIov {
   uint32_t key = 0;
 };
 
-// A connected LLP endpoint (TCP now, SCTP later).
+// A connected LLP endpoint (TCP, SCTP).
 class Connection {
  public:
   virtual ~Connection() = default;

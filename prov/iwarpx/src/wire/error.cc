@@ -13,7 +13,12 @@ TermCause TerminateCauseFor(WireError e) {
     case WireError::kMpaRejected:
     case WireError::kMpaMarkersRefused:
     case WireError::kMpaCrcRefused:
-    case WireError::kMpaTrailingBytes: return term::kLlpInvalidReqRep;
+    case WireError::kMpaTrailingBytes:
+    case WireError::kSctpSessionBadFunction:
+    case WireError::kSctpSessionBadLength:
+    case WireError::kSctpSessionPrivateDataTooLong:
+    case WireError::kSctpSessionBadIrdOrd:
+    case WireError::kSctpSessionReservedBits: return term::kLlpInvalidReqRep;
     case WireError::kMpaInsufficientIrd: return term::kLlpInsufficientIrd;
     case WireError::kMpaNoMatchingRtr: return term::kLlpNoMatchingRtr;
     case WireError::kFpduTooLong:
@@ -94,6 +99,11 @@ const char* ToString(WireError e) {
     case WireError::kRdmBadOp: return "RDM message: unknown op";
     case WireError::kRdmReservedBits: return "RDM message: reserved bits or unused fields set";
     case WireError::kRdmBadLength: return "RDM message: size does not match its bytes";
+    case WireError::kSctpSessionBadFunction: return "SCTP session: unknown function code";
+    case WireError::kSctpSessionBadLength: return "SCTP session: PD length does not match message";
+    case WireError::kSctpSessionPrivateDataTooLong: return "SCTP session: private data too long";
+    case WireError::kSctpSessionBadIrdOrd: return "SCTP session: missing IRD/ORD block";
+    case WireError::kSctpSessionReservedBits: return "SCTP session: reserved IRD/ORD bits set";
   }
   return "unknown wire error";
 }

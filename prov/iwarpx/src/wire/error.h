@@ -68,6 +68,13 @@ enum class WireError : uint8_t {
   kRdmBadOp,
   kRdmReservedBits,  // reserved flag bits or bytes, or a field the op does not use
   kRdmBadLength,     // message size inconsistent with the bytes or the descriptors
+
+  // DDP Stream Session Control over SCTP (RFC 5043 §5.3, RFC 6581; wire/sctp_session.h).
+  kSctpSessionBadFunction,         // Function Code not one of the six defined
+  kSctpSessionBadLength,           // PD Length does not match the message size
+  kSctpSessionPrivateDataTooLong,  // PD Length above the limit (512)
+  kSctpSessionBadIrdOrd,           // enhanced message without its IRD/ORD block
+  kSctpSessionReservedBits,        // reserved bits of the IRD/ORD block set
 };
 
 // A Terminate cause: RFC 5040 Terminate control word fields.

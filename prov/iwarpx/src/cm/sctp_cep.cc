@@ -1,0 +1,282 @@
+#include "cm/sctp_cep.h"
+
+#include <sys/uio.h>
+
+namespace iwarpx::cm {
+
+using transport::IoResult;
+using transport::IoStatus;
+using transport::MessageInfo;
+using wire::MpaRole;
+using wire::SctpSessionFunction;
+using wire::SctpSessionMessage;
+using wire::WireError;
+
+SctpCep::SctpCep(transport::SctpConnection& conn, const Clock& clock,
+                 const wire::SctpSessionPolicy& policy, const CepTimeouts& timeouts, MpaRole role)
+    : conn_(conn), clock_(clock), policy_(policy), timeouts_(timeouts), role_(role) {}
+
+Result<std::unique_ptr<SctpCep>, WireError> SctpCep::CreateInitiator(
+    transport::SctpConnection& conn, const Clock& clock, const wire::SctpSessionPolicy& policy,
+    ByteSpan private_data, const CepTimeouts& timeouts) {
+  if (timeouts.request_ns == 0 || timeouts.reply_ns == 0) return Err{WireError::kInvalidArgument};
+  auto initiate = wire::MakeSctpInitiate(policy, private_data);
+  if (!initiate) return Err{initiate.error()};
+  std::unique_ptr<SctpCep> cep(new SctpCep(conn, clock, policy, timeouts, MpaRole::kInitiator));
+  auto encoded = cep->Encode(*initiate);
+  if (!encoded) return Err{encoded.error()};
+  cep->state_ = conn.connected() ? CepState::kSendingRequest : CepState::kConnecting;
+  cep->deadline_ = clock.NowNs() + timeouts.reply_ns;
+  return cep;
+}
+
+Result<std::unique_ptr<SctpCep>, WireError> SctpCep::CreateResponder(
+    transport::SctpConnection& conn, const Clock& clock, const wire::SctpSessionPolicy& policy,
+    const CepTimeouts& timeouts) {
+  if (timeouts.request_ns == 0 || timeouts.reply_ns == 0 ||
+      !wire::IsValidMpaPolicy(wire::ToMpaPolicy(policy))) {
+    return Err{WireError::kInvalidArgument};
+  }
+  std::unique_ptr<SctpCep> cep(new SctpCep(conn, clock, policy, timeouts, MpaRole::kResponder));
+  cep->state_ = CepState::kAwaitingRequest;
+  cep->deadline_ = clock.NowNs() + timeouts.request_ns;
+  return cep;
+}
+
+void SctpCep::OnWritable() {
+  Run();
+}
+
+void SctpCep::OnReadable() {
+  Run();
+}
+
+void SctpCep::OnTimer() {
+  if (IsTerminal(state_) || !deadline_ || clock_.NowNs() < *deadline_) return;
+  error_ = CepError{};
+  error_.kind = CepErrorKind::kTimeout;
+  Enter(CepState::kFailed);
+}
+
+Result<CepState, WireError> SctpCep::Accept(ByteSpan private_data) {
+  if (role_ != MpaRole::kResponder || state_ != CepState::kRequestReceived) {
+    return Err{WireError::kInvalidArgument};
+  }
+  auto response = wire::RespondToSctpInitiate(policy_, initiate_, private_data);
+  if (!response) return Err{response.error()};
+  auto encoded = Encode(response->answer);
+  if (!encoded) return Err{encoded.error()};
+  if (response->accepted) {
+    outcome_ = response->outcome;
+    Enter(CepState::kSendingReply);
+  } else {
+    // Not reached: the same negotiation accepted this Initiate on arrival.
+    outcome_.reset();
+    reject_reason_ = response->reason;
+    Enter(CepState::kSendingReject);
+  }
+  Run();
+  return state_;
+}
+
+Result<CepState, WireError> SctpCep::Reject(ByteSpan private_data) {
+  if (role_ != MpaRole::kResponder || state_ != CepState::kRequestReceived) {
+    return Err{WireError::kInvalidArgument};
+  }
+  SctpSessionMessage reject;
+  reject.function = SctpSessionFunction::kReject;
+  reject.private_data = private_data;
+  auto encoded = Encode(reject);
+  if (!encoded) return Err{encoded.error()};
+  outcome_.reset();
+  Enter(CepState::kSendingReject);
+  Run();
+  return state_;
+}
+
+bool SctpCep::wants_read() const {
+  return state_ == CepState::kAwaitingReply || state_ == CepState::kAwaitingRequest;
+}
+
+bool SctpCep::wants_write() const {
+  return state_ == CepState::kConnecting || state_ == CepState::kSendingRequest ||
+         state_ == CepState::kSendingReply || state_ == CepState::kSendingReject;
+}
+
+void SctpCep::Run() {
+  // Each step either changes the state or waits; at most a few rounds.
+  for (int i = 0; i < 8 && !IsTerminal(state_); ++i) {
+    const CepState before = state_;
+    Step();
+    if (state_ == before) return;
+  }
+}
+
+void SctpCep::Step() {
+  switch (state_) {
+    case CepState::kConnecting: {
+      const IoResult r = conn_.FinishConnect();
+      if (r.ok()) {
+        Enter(CepState::kSendingRequest);
+      } else if (r.status != IoStatus::kWouldBlock) {
+        FailIo(r);
+      }
+      return;
+    }
+    case CepState::kSendingRequest:
+      if (SendPending()) Enter(CepState::kAwaitingReply);
+      return;
+    case CepState::kAwaitingReply: {
+      auto m = ReceiveMessage();
+      if (!m) return;
+      if (m->function == SctpSessionFunction::kReject) {
+        peer_private_data_ = m->private_data;
+        error_ = CepError{};
+        error_.kind = CepErrorKind::kProtocol;
+        error_.wire_error = WireError::kMpaRejected;
+        Enter(CepState::kRejected);
+        return;
+      }
+      if (m->function != SctpSessionFunction::kAccept) {
+        FailProtocol(WireError::kSctpSessionBadFunction);
+        return;
+      }
+      auto outcome = wire::ProcessSctpAnswer(policy_, *m);
+      if (!outcome) {
+        FailProtocol(outcome.error());
+        // The association is the QP's now; it sends this Terminate (LLP
+        // causes: no CRC on SCTP).
+        error_.terminate = wire::TerminateCauseFor(outcome.error());
+        return;
+      }
+      outcome_ = *outcome;
+      peer_private_data_ = m->private_data;
+      Enter(CepState::kEstablished);
+      return;
+    }
+    case CepState::kAwaitingRequest: {
+      auto m = ReceiveMessage();
+      if (!m) return;
+      if (m->function != SctpSessionFunction::kInitiate) {
+        FailProtocol(WireError::kSctpSessionBadFunction);
+        return;
+      }
+      initiate_ = *m;
+      auto response = wire::RespondToSctpInitiate(policy_, initiate_, {});
+      if (!response) {
+        FailProtocol(response.error());
+        return;
+      }
+      peer_private_data_ = m->private_data;
+      if (!response->accepted) {
+        auto encoded = Encode(response->answer);
+        if (!encoded) {
+          FailProtocol(encoded.error());
+          return;
+        }
+        reject_reason_ = response->reason;
+        Enter(CepState::kSendingReject);
+        return;
+      }
+      outcome_ = response->outcome;
+      Enter(CepState::kRequestReceived);
+      return;
+    }
+    case CepState::kSendingReply:
+      if (SendPending()) Enter(CepState::kEstablished);
+      return;
+    case CepState::kSendingReject:
+      if (!SendPending()) return;
+      (void)conn_.ShutdownWrite();
+      if (reject_reason_) {
+        FailProtocol(*reject_reason_);
+      } else {
+        Enter(CepState::kClosedAfterReject);
+      }
+      return;
+    case CepState::kRequestReceived:
+    case CepState::kEstablished:
+    case CepState::kRejected:
+    case CepState::kClosedAfterReject:
+    case CepState::kFailed: return;
+  }
+}
+
+bool SctpCep::SendPending() {
+  const iovec v{tx_buf_.data(), tx_len_};
+  MessageInfo info;
+  info.ppid = wire::kSctpPpidDdpSessionControl;
+  info.stream = 0;
+  const IoResult r = conn_.SendMsg({&v, 1}, info);
+  if (r.ok()) return true;
+  if (r.status != IoStatus::kWouldBlock) FailIo(r);
+  return false;
+}
+
+std::optional<SctpSessionMessage> SctpCep::ReceiveMessage() {
+  const iovec v{rx_buf_.data(), rx_buf_.size()};
+  MessageInfo info;
+  const IoResult r = conn_.RecvMsg({&v, 1}, info);
+  if (r.status == IoStatus::kWouldBlock) return std::nullopt;
+  if (!r.ok()) {
+    FailIo(r);
+    return std::nullopt;
+  }
+  if (info.ppid != wire::kSctpPpidDdpSessionControl) {
+    FailProtocol(WireError::kSctpSessionBadFunction);
+    return std::nullopt;
+  }
+  if (!info.end_of_message) {
+    FailProtocol(WireError::kSctpSessionBadLength);
+    return std::nullopt;
+  }
+  wire::SctpSessionLimits limits;
+  limits.max_private_data = policy_.max_private_data;
+  auto m = wire::DecodeSctpSessionMessage(ByteSpan(rx_buf_.data(), r.bytes), limits);
+  if (!m) {
+    FailProtocol(m.error());
+    return std::nullopt;
+  }
+  return *m;
+}
+
+Result<size_t, WireError> SctpCep::Encode(const SctpSessionMessage& m) {
+  auto n = wire::EncodeSctpSessionMessage(m, tx_buf_);
+  if (!n) return Err{n.error()};
+  tx_len_ = *n;
+  return *n;
+}
+
+void SctpCep::Enter(CepState s) {
+  state_ = s;
+  switch (s) {
+    case CepState::kRequestReceived:
+      deadline_.reset();  // the decision is the application's
+      break;
+    case CepState::kSendingReply:
+    case CepState::kSendingReject: deadline_ = clock_.NowNs() + timeouts_.reply_ns; break;
+    default:
+      if (IsTerminal(s)) deadline_.reset();
+      break;
+  }
+}
+
+void SctpCep::FailProtocol(WireError e) {
+  error_ = CepError{};
+  error_.kind = CepErrorKind::kProtocol;
+  error_.wire_error = e;
+  Enter(CepState::kFailed);
+}
+
+void SctpCep::FailIo(const IoResult& r) {
+  error_ = CepError{};
+  if (r.status == IoStatus::kClosed) {
+    error_.kind = CepErrorKind::kPeerClosed;
+  } else {
+    error_.kind = CepErrorKind::kTransport;
+    error_.sys_errno = r.err;
+  }
+  Enter(CepState::kFailed);
+}
+
+}  // namespace iwarpx::cm

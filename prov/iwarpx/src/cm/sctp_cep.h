@@ -1,0 +1,120 @@
+// SctpCep: the connection endpoint of iWARP over SCTP (RFC 5043 §6): the
+// DDP Stream Session Initiate / Accept / Reject exchange (PPID 17, one SCTP
+// message each; wire/sctp_session.h) over an SctpConnection, in place of the
+// MPA exchange that cm::Cep runs over TCP. The negotiation is the pure
+// wire/sctp_session_negotiate.h; this class adds the I/O, timers, private data
+// and the application's accept/reject decision.
+//
+// Same driving model, states, errors and timeouts as cm::Cep (cep.h: CepState,
+// CepError, CepTimeouts, CepErrno), with message I/O instead of byte streams:
+// * OnWritable()/OnReadable()/OnTimer() as for Cep (spurious calls are
+//   harmless). On a doorbell connection (SctpConnection::doorbell()) the
+//   caller waits for kReadable only and calls both OnReadable and OnWritable.
+// * Initiator: kConnecting -> kSendingRequest (the Initiate is one SendMsg,
+//   whole or not at all) -> kAwaitingReply (one message) -> kEstablished
+//   (Accept), kRejected (Reject: peer_private_data() is the reason) or
+//   kFailed.
+// * Responder: kAwaitingRequest -> kRequestReceived (a decoded Initiate the
+//   negotiation accepts; the application calls Accept(pd) / Reject(pd)) ->
+//   kSendingReply -> kEstablished; kSendingReject -> kClosedAfterReject
+//   (application reject, then ShutdownWrite) or kFailed (protocol reject:
+//   the negotiation refused the Initiate; the Reject is sent first).
+// * A received setup message is refused (kFailed, kProtocol) when its PPID is
+//   not 17 (kSctpSessionBadFunction), when it is not a whole message
+//   (end_of_message false: kSctpSessionBadLength), when it does not decode
+//   (its WireError), or when its Function Code does not fit the state (an
+//   Accept to a responder, a Terminate, ...: kSctpSessionBadFunction). A
+//   refused Initiate gets no answer (as Cep treats a peer that does not speak
+//   MPA).
+// * Once kEstablished, the association belongs to the QP; the SctpCep reads
+//   nothing more. Unlike MPA there is no "initiator sends first" rule.
+//
+// Ownership and threads as Cep: borrows the connection and the clock.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "base/bytes.h"
+#include "base/clock.h"
+#include "base/result.h"
+#include "cm/cep.h"
+#include "transport/sctp.h"
+#include "wire/error.h"
+#include "wire/sctp_session.h"
+#include "wire/sctp_session_negotiate.h"
+
+namespace iwarpx::cm {
+
+class SctpCep {
+ public:
+  // kInvalidArgument for a zero timeout or an invalid policy;
+  // kSctpSessionPrivateDataTooLong if `private_data` does not fit.
+  static Result<std::unique_ptr<SctpCep>, wire::WireError> CreateInitiator(
+      transport::SctpConnection& conn, const Clock& clock, const wire::SctpSessionPolicy& policy,
+      ByteSpan private_data, const CepTimeouts& timeouts = {});
+  static Result<std::unique_ptr<SctpCep>, wire::WireError> CreateResponder(
+      transport::SctpConnection& conn, const Clock& clock, const wire::SctpSessionPolicy& policy,
+      const CepTimeouts& timeouts = {});
+
+  ~SctpCep() = default;
+  SctpCep(const SctpCep&) = delete;
+  SctpCep& operator=(const SctpCep&) = delete;
+
+  void OnWritable();
+  void OnReadable();
+  void OnTimer();
+
+  // Responder, kRequestReceived only; as Cep::Accept / Cep::Reject.
+  Result<CepState, wire::WireError> Accept(ByteSpan private_data);
+  Result<CepState, wire::WireError> Reject(ByteSpan private_data);
+
+  [[nodiscard]] wire::MpaRole role() const { return role_; }
+  [[nodiscard]] CepState state() const { return state_; }
+  [[nodiscard]] const std::optional<wire::MpaOutcome>& outcome() const { return outcome_; }
+  [[nodiscard]] ByteSpan peer_private_data() const { return peer_private_data_; }
+  [[nodiscard]] const CepError& error() const { return error_; }
+  [[nodiscard]] bool wants_read() const;
+  [[nodiscard]] bool wants_write() const;
+  [[nodiscard]] std::optional<uint64_t> deadline() const { return deadline_; }
+
+ private:
+  SctpCep(transport::SctpConnection& conn, const Clock& clock,
+          const wire::SctpSessionPolicy& policy, const CepTimeouts& timeouts, wire::MpaRole role);
+
+  void Run();
+  void Step();
+  // Sends tx_buf_ as one PPID-17 message: true when sent; false when it
+  // would block or failed (then the state is kFailed).
+  bool SendPending();
+  // Receives one whole PPID-17 message into rx_buf_ and decodes it; nullopt
+  // when nothing arrived yet or on failure (then the state is kFailed).
+  std::optional<wire::SctpSessionMessage> ReceiveMessage();
+  Result<size_t, wire::WireError> Encode(const wire::SctpSessionMessage& m);
+  void Enter(CepState s);
+  void FailProtocol(wire::WireError e);
+  void FailIo(const transport::IoResult& r);
+
+  transport::SctpConnection& conn_;
+  const Clock& clock_;
+  const wire::SctpSessionPolicy policy_;
+  const CepTimeouts timeouts_;
+  const wire::MpaRole role_;
+  CepState state_ = CepState::kFailed;
+  std::optional<uint64_t> deadline_;
+  std::optional<wire::MpaOutcome> outcome_;
+  CepError error_;
+  ByteSpan peer_private_data_;
+  wire::SctpSessionMessage initiate_;  // responder: views rx_buf_
+  std::optional<wire::WireError> reject_reason_;
+
+  std::array<uint8_t, wire::kSctpSessionMaxMessageSize> tx_buf_{};
+  size_t tx_len_ = 0;
+  // One byte more than the largest message, so an oversized one shows.
+  std::array<uint8_t, wire::kSctpSessionMaxMessageSize + 1> rx_buf_{};
+};
+
+}  // namespace iwarpx::cm

@@ -1,0 +1,131 @@
+// SCTP behind the transport interface (transport.h): one-to-one style
+// associations whose user messages keep their boundaries, with two backends
+// chosen by MakeSctpTransport(): the kernel's SCTP sockets (sctp_kernel.h)
+// and usrsctp, SCTP in user space over UDP encapsulation (RFC 6951;
+// sctp_usrsctp.h). iWARP over SCTP (RFC 5043) is built on this: one DDP
+// segment per message with PPID 16, session control with PPID 17.
+//
+// What SCTP adds to Connection (the interface extension of transport.h)
+// - SctpConnection::SendMsg / RecvMsg carry a MessageInfo per message: the
+//   Payload Protocol Identifier, the stream id and the unordered flag.
+//   SendV/RecvV are SendMsg/RecvMsg with the connection's default send info
+//   (set_default_send_info; initially PPID 16, stream 0, ordered) and the
+//   receive info dropped.
+// - preserves_message_boundaries() is true. One SendMsg sends one whole
+//   message or nothing (kWouldBlock when the send buffer has no room for all
+//   of it; kError EMSGSIZE when it can never fit). One RecvMsg returns bytes of
+//   at most one message; info.end_of_message is false when the message was
+//   larger than the buffers, and the next calls return the rest of it.
+// - stream ids must be < outbound_streams() (the count negotiated at
+//   association setup; kError EINVAL otherwise).
+// - ShutdownWrite() starts SCTP's graceful shutdown. SCTP has no half-open
+//   state: data already queued in both directions is delivered, then both
+//   ends' RecvMsg return kClosed and neither can send. After the peer's
+//   shutdown was seen (kClosed), ShutdownWrite() succeeds doing nothing.
+// - Both ends advertise the Adaptation Layer Indication with code point 1
+//   (DDP, RFC 5043 §5.1) where the backend allows it (both do).
+//
+// Readiness (fd())
+// - Kernel backend: the socket itself, exactly like TCP.
+// - usrsctp backend: an eventfd "doorbell" written from usrsctp's upcall. It
+//   turns readable whenever anything happened (data, send space, connect
+//   finished, error, incoming association) and stays readable until a call
+//   returns kWouldBlock with nothing left to report. It is always writable, so
+//   a caller must never wait for kWritable on it: doorbell() is true and the
+//   caller waits for kReadable and then retries its pending send /
+//   FinishConnect as well as RecvMsg.
+//
+// Backend choice
+// - SctpBackend::kAuto = kernel if socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP)
+//   works, else usrsctp (this machine: EPROTONOSUPPORT, so usrsctp). Forcing
+//   kKernel where the kernel has no SCTP fails with that errno. Parsing
+//   FI_IWARPX_SCTP_BACKEND into the enum belongs to ofi/.
+//
+// Addresses under usrsctp: every process has one UDP encapsulation port
+// (usrsctp_stack.h). A listener asked for port 0 takes the SCTP port equal to
+// that UDP port when it is free, so "ip:port" of that listener names both;
+// SctpOptions::peer_encaps_port = 0 means "the peer's UDP port equals the
+// SCTP port connected to". Other listeners need the explicit UDP port.
+//
+// Thread-safety as in transport.h.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "base/result.h"
+#include "transport/sock_addr.h"
+#include "transport/transport.h"
+
+namespace iwarpx::transport {
+
+enum class SctpBackend : uint8_t { kAuto, kKernel, kUsrsctp };
+
+const char* ToString(SctpBackend b);
+
+// The per-message side data of an SCTP message.
+struct MessageInfo {
+  uint32_t ppid = 16;          // Payload Protocol Identifier (host byte order)
+  uint16_t stream = 0;         // stream id, < outbound_streams()
+  bool unordered = false;      // send: deliver out of order; recv: was sent so
+  bool end_of_message = true;  // recv only: this call returned the message's end
+};
+
+struct SctpOptions {
+  uint16_t streams = 8;            // outbound streams asked for / inbound accepted
+  uint16_t peer_encaps_port = 0;   // usrsctp: peer's UDP port; 0 = peer.port()
+  uint16_t max_init_attempts = 4;  // INIT retransmissions before ETIMEDOUT
+  uint16_t max_init_timeout_ms = 1000;
+  int backlog = 128;
+};
+
+class SctpConnection : public Connection {
+ public:
+  virtual IoResult SendMsg(std::span<const iovec> iov, const MessageInfo& info) = 0;
+  virtual IoResult RecvMsg(std::span<const iovec> iov, MessageInfo& info) = 0;
+
+  IoResult SendV(std::span<const iovec> iov) final { return SendMsg(iov, default_send_info_); }
+  IoResult RecvV(std::span<const iovec> iov) final {
+    MessageInfo ignored;
+    return RecvMsg(iov, ignored);
+  }
+  [[nodiscard]] bool preserves_message_boundaries() const final { return true; }
+
+  // Outbound streams of the association (0 until connected).
+  [[nodiscard]] virtual uint16_t outbound_streams() const = 0;
+  // See "Readiness" above.
+  [[nodiscard]] virtual bool doorbell() const = 0;
+  [[nodiscard]] virtual SctpBackend backend() const = 0;
+
+  void set_default_send_info(const MessageInfo& info) { default_send_info_ = info; }
+  [[nodiscard]] const MessageInfo& default_send_info() const { return default_send_info_; }
+
+ private:
+  MessageInfo default_send_info_;
+};
+
+class SctpListener : public Listener {
+ public:
+  virtual Result<std::unique_ptr<SctpConnection>, IoError> AcceptSctp() = 0;
+  Result<std::unique_ptr<Connection>, IoError> Accept() final {
+    auto c = AcceptSctp();
+    if (!c.ok()) return Err{c.error()};
+    return std::unique_ptr<Connection>(std::move(c).value());
+  }
+  [[nodiscard]] virtual bool doorbell() const = 0;
+};
+
+// kAuto -> kKernel or kUsrsctp as described above; kKernel -> error (errno of
+// socket()) when the kernel has no SCTP; kUsrsctp -> kUsrsctp.
+Result<SctpBackend, IoError> ResolveSctpBackend(SctpBackend requested);
+
+// Starts a non-blocking association to `peer` (FinishConnect as for TCP).
+Result<std::unique_ptr<SctpConnection>, IoError> SctpConnect(SctpBackend backend,
+                                                             const SockAddr& peer,
+                                                             const SctpOptions& options = {});
+// Listens on `addr` (port 0: see "Addresses under usrsctp").
+Result<std::unique_ptr<SctpListener>, IoError> SctpListen(SctpBackend backend, const SockAddr& addr,
+                                                          const SctpOptions& options = {});
+
+}  // namespace iwarpx::transport

@@ -1,0 +1,400 @@
+#include "transport/sctp_usrsctp.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <usrsctp.h>
+
+#include "transport/socket_util.h"
+#include "transport/usrsctp_stack.h"
+#include "wire/sctp_session.h"
+
+namespace iwarpx::transport {
+namespace {
+
+// Holds one UsrsctpStack reference until Keep() hands it to an object.
+class StackRef {
+ public:
+  StackRef() = default;
+  ~StackRef() {
+    if (held_) UsrsctpStack::Release();
+  }
+  StackRef(const StackRef&) = delete;
+  StackRef& operator=(const StackRef&) = delete;
+  Result<uint16_t, IoError> Acquire() {
+    auto port = UsrsctpStack::Acquire();
+    held_ = port.ok();
+    return port;
+  }
+  void Keep() { held_ = false; }
+
+ private:
+  bool held_ = false;
+};
+
+// Owns a usrsctp socket until released into an object.
+class SocketGuard {
+ public:
+  explicit SocketGuard(struct socket* so) : so_(so) {}
+  ~SocketGuard() {
+    if (so_ != nullptr) usrsctp_close(so_);
+  }
+  SocketGuard(const SocketGuard&) = delete;
+  SocketGuard& operator=(const SocketGuard&) = delete;
+  [[nodiscard]] struct socket* get() const { return so_; }
+  struct socket* Release() {
+    return std::exchange(so_, nullptr);
+  }
+
+ private:
+  struct socket* so_;
+};
+
+template <class T>
+int SetOpt(struct socket* so, int level, int name, const T& value) {
+  return usrsctp_setsockopt(so, level, name, &value, sizeof(value)) == 0 ? 0 : errno;
+}
+
+// The options every socket gets (listeners pass them on to accepted ones).
+int Configure(struct socket* so, const SctpOptions& options) {
+  if (usrsctp_set_non_blocking(so, 1) != 0) return errno;
+  if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_NODELAY, 1); e != 0) return e;
+  if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_RECVRCVINFO, 1); e != 0) return e;
+  sctp_initmsg init{};
+  init.sinit_num_ostreams = options.streams;
+  init.sinit_max_instreams = options.streams;
+  init.sinit_max_attempts = options.max_init_attempts;
+  init.sinit_max_init_timeo = options.max_init_timeout_ms;
+  if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_INITMSG, init); e != 0) return e;
+  sctp_setadaptation adaptation{};
+  adaptation.ssb_adaptation_ind = wire::kSctpAdaptationCodeDdp;
+  return SetOpt(so, IPPROTO_SCTP, SCTP_ADAPTATION_LAYER, adaptation);
+}
+
+// A configured socket of `family` with its doorbell registered. On success
+// the caller owns the socket (guard released) and the doorbell.
+struct NewSocket {
+  struct socket* so = nullptr;
+  UniqueFd doorbell;
+};
+
+Result<NewSocket, IoError> OpenConfigured(int family, const SctpOptions& options) {
+  SocketGuard so(usrsctp_socket(family, SOCK_STREAM, IPPROTO_SCTP, nullptr, nullptr, 0, nullptr));
+  if (so.get() == nullptr) return Err{IoError{IoStatus::kError, errno != 0 ? errno : ENOMEM}};
+  if (const int e = Configure(so.get(), options); e != 0) return Err{IoError{IoStatus::kError, e}};
+  auto bell = UsrsctpStack::MakeDoorbell();
+  if (!bell.ok()) return Err{bell.error()};
+  if (const int e = UsrsctpStack::Register(so.get(), bell->get()); e != 0) {
+    return Err{IoError{IoStatus::kError, e}};
+  }
+  return NewSocket{so.Release(), std::move(bell).value()};
+}
+
+void CloseRegistered(struct socket* so) {
+  UsrsctpStack::Unregister(so);
+  usrsctp_close(so);
+}
+
+SockAddr FirstAddress(struct socket* so, bool peer) {
+  struct sockaddr* addrs = nullptr;
+  const int n = peer ? usrsctp_getpaddrs(so, 0, &addrs) : usrsctp_getladdrs(so, 0, &addrs);
+  SockAddr out;
+  if (n > 0 && addrs != nullptr) {
+    const socklen_t len = addrs->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+    if (auto a = SockAddr::FromRaw(addrs, len)) out = *a;
+  }
+  if (addrs != nullptr) {
+    if (peer) {
+      usrsctp_freepaddrs(addrs);
+    } else {
+      usrsctp_freeladdrs(addrs);
+    }
+  }
+  return out;
+}
+
+// Association state and outbound stream count, or errno.
+Result<sctp_status, IoError> AssocStatus(struct socket* so) {
+  sctp_status st{};
+  socklen_t len = sizeof(st);
+  if (usrsctp_getsockopt(so, IPPROTO_SCTP, SCTP_STATUS, &st, &len) != 0) {
+    return Err{IoError{IoStatus::kError, errno}};
+  }
+  return st;
+}
+
+// Pending socket error (SO_ERROR), 0 when none.
+int PendingError(struct socket* so) {
+  int err = 0;
+  socklen_t len = sizeof(err);
+  if (usrsctp_getsockopt(so, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return 0;
+  return err;
+}
+
+}  // namespace
+
+// ---- UsrsctpConnection --------------------------------------------------
+
+UsrsctpConnection::UsrsctpConnection(struct socket* so, UniqueFd doorbell, bool connected)
+    : so_(so), doorbell_(std::move(doorbell)), connected_(connected) {
+  if (connected_) LearnAssociation();
+  // Anything that happened before the doorbell was registered is reported.
+  UsrsctpStack::Ring(doorbell_.get());
+}
+
+UsrsctpConnection::~UsrsctpConnection() {
+  CloseRegistered(so_);
+  UsrsctpStack::Release();
+}
+
+void UsrsctpConnection::LearnAssociation() {
+  local_ = FirstAddress(so_, false);
+  const SockAddr peer = FirstAddress(so_, true);
+  if (peer.valid()) peer_ = peer;
+  if (auto st = AssocStatus(so_); st.ok()) outbound_streams_ = st->sstat_outstrms;
+}
+
+void UsrsctpConnection::Rearm() {
+  UsrsctpStack::Drain(doorbell_.get());
+  if ((usrsctp_get_events(so_) & (SCTP_EVENT_READ | SCTP_EVENT_ERROR)) != 0) {
+    UsrsctpStack::Ring(doorbell_.get());
+  }
+}
+
+Result<std::unique_ptr<UsrsctpConnection>, IoError> UsrsctpConnection::Connect(
+    const SockAddr& peer, const SctpOptions& options) {
+  if (!peer.valid()) return Err{IoError{IoStatus::kError, EAFNOSUPPORT}};
+  StackRef stack;
+  if (auto port = stack.Acquire(); !port.ok()) return Err{port.error()};
+  auto opened = OpenConfigured(peer.family(), options);
+  if (!opened.ok()) return Err{opened.error()};
+  NewSocket sock = std::move(opened).value();
+  SocketGuard so(sock.so);
+  sctp_udpencaps encaps{};
+  encaps.sue_address.ss_family = static_cast<sa_family_t>(peer.family());
+  encaps.sue_assoc_id = SCTP_FUTURE_ASSOC;
+  encaps.sue_port = htons(options.peer_encaps_port != 0 ? options.peer_encaps_port : peer.port());
+  if (const int e = SetOpt(so.get(), IPPROTO_SCTP, SCTP_REMOTE_UDP_ENCAPS_PORT, encaps); e != 0) {
+    UsrsctpStack::Unregister(so.get());
+    return Err{IoError{IoStatus::kError, e}};
+  }
+  sockaddr_storage to{};
+  std::memcpy(&to, peer.sa(), peer.length());
+  bool connected = true;
+  if (usrsctp_connect(so.get(), reinterpret_cast<sockaddr*>(&to), peer.length()) != 0) {
+    if (errno != EINPROGRESS) {
+      const int e = errno;
+      UsrsctpStack::Unregister(so.get());
+      return Err{IoError{IoStatus::kError, e}};
+    }
+    connected = false;
+  }
+  auto conn = std::unique_ptr<UsrsctpConnection>(
+      new UsrsctpConnection(so.Release(), std::move(sock.doorbell), connected));
+  stack.Keep();
+  conn->peer_ = peer;
+  return conn;
+}
+
+IoResult UsrsctpConnection::FinishConnect() {
+  if (connected_) return IoResult::Ok(0);
+  if (const int e = PendingError(so_); e != 0) return IoResult::Error(e);
+  auto st = AssocStatus(so_);
+  if (!st.ok()) {
+    // No association any more: it was aborted (refused) or timed out.
+    return IoResult::Error(st.error().err == EINVAL ? ECONNREFUSED : st.error().err);
+  }
+  if (st->sstat_state == SCTP_ESTABLISHED) {
+    connected_ = true;
+    LearnAssociation();
+    return IoResult::Ok(0);
+  }
+  if (st->sstat_state == SCTP_COOKIE_WAIT || st->sstat_state == SCTP_COOKIE_ECHOED) {
+    Rearm();
+    return IoResult::WouldBlock();
+  }
+  return IoResult::Error(ECONNREFUSED);
+}
+
+IoResult UsrsctpConnection::SendMsg(std::span<const iovec> iov, const MessageInfo& info) {
+  if (!connected_) return IoResult::WouldBlock();
+  if (info.stream >= outbound_streams_) return IoResult::Error(EINVAL);
+  const size_t total = TotalLength(iov);
+  if (total == 0) return IoResult::Ok(0);  // SCTP has no empty messages
+  const void* data = nullptr;
+  if (iov.size() == 1) {
+    data = iov[0].iov_base;
+  } else {
+    if (send_staging_.size() < total) send_staging_.resize(total);
+    size_t off = 0;
+    for (const iovec& v : iov) {
+      if (v.iov_len == 0) continue;
+      std::memcpy(send_staging_.data() + off, v.iov_base, v.iov_len);
+      off += v.iov_len;
+    }
+    data = send_staging_.data();
+  }
+  sctp_sndinfo snd{};
+  snd.snd_sid = info.stream;
+  snd.snd_flags = info.unordered ? SCTP_UNORDERED : 0;
+  snd.snd_ppid = htonl(info.ppid);
+  const ssize_t n =
+      usrsctp_sendv(so_, data, total, nullptr, 0, &snd, sizeof(snd), SCTP_SENDV_SNDINFO, 0);
+  if (n >= 0) return IoResult::Ok(static_cast<size_t>(n));
+  const int e = errno;
+  if (e == EAGAIN || e == EWOULDBLOCK) {
+    Rearm();
+    return IoResult::WouldBlock();
+  }
+  return IoResult::Error(e);
+}
+
+IoResult UsrsctpConnection::RecvMsg(std::span<const iovec> iov, MessageInfo& info) {
+  const size_t total = TotalLength(iov);
+  if (total == 0) return IoResult::Ok(0);
+  if (!connected_) return IoResult::WouldBlock();
+  void* buf = nullptr;
+  size_t len = 0;
+  if (iov.size() == 1) {
+    buf = iov[0].iov_base;
+    len = iov[0].iov_len;
+  } else {
+    len = std::min(total, kRecvStaging);
+    if (recv_staging_.size() < len) recv_staging_.resize(len);
+    buf = recv_staging_.data();
+  }
+  sctp_rcvinfo rcv{};
+  socklen_t infolen = sizeof(rcv);
+  unsigned int infotype = 0;
+  int flags = 0;
+  sockaddr_storage from{};
+  socklen_t fromlen = sizeof(from);
+  const ssize_t n = usrsctp_recvv(so_, buf, len, reinterpret_cast<sockaddr*>(&from), &fromlen, &rcv,
+                                  &infolen, &infotype, &flags);
+  if (n < 0) {
+    const int e = errno;
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      Rearm();
+      return IoResult::WouldBlock();
+    }
+    return IoResult::Error(e);
+  }
+  if (n == 0 && (flags & MSG_EOR) == 0) {
+    peer_closed_ = true;
+    return IoResult::Closed();
+  }
+  if ((flags & MSG_NOTIFICATION) != 0) {
+    // Not subscribed to any; should one arrive, it is not user data.
+    return IoResult::WouldBlock();
+  }
+  if (infotype == SCTP_RECVV_RCVINFO) {
+    info.ppid = ntohl(rcv.rcv_ppid);
+    info.stream = rcv.rcv_sid;
+    info.unordered = (rcv.rcv_flags & SCTP_UNORDERED) != 0;
+  }
+  info.end_of_message = (flags & MSG_EOR) != 0;
+  const auto bytes = static_cast<size_t>(n);
+  if (iov.size() > 1) {
+    size_t off = 0;
+    for (const iovec& v : iov) {
+      if (off == bytes) break;
+      const size_t take = std::min(v.iov_len, bytes - off);
+      if (take > 0) std::memcpy(v.iov_base, recv_staging_.data() + off, take);
+      off += take;
+    }
+  }
+  return IoResult::Ok(bytes);
+}
+
+Status UsrsctpConnection::ShutdownWrite() {
+  if (usrsctp_shutdown(so_, SHUT_WR) == 0 || peer_closed_) return Status{};
+  return Status{errno};
+}
+
+// ---- UsrsctpListener ------------------------------------------------------
+
+Result<std::unique_ptr<UsrsctpListener>, IoError> UsrsctpListener::Listen(
+    const SockAddr& addr, const SctpOptions& options) {
+  if (!addr.valid()) return Err{IoError{IoStatus::kError, EAFNOSUPPORT}};
+  StackRef stack;
+  auto encaps_port = stack.Acquire();
+  if (!encaps_port.ok()) return Err{encaps_port.error()};
+  auto opened = OpenConfigured(addr.family(), options);
+  if (!opened.ok()) return Err{opened.error()};
+  NewSocket sock = std::move(opened).value();
+  SocketGuard so(sock.so);
+  auto fail = [&](int e) -> Result<std::unique_ptr<UsrsctpListener>, IoError> {
+    UsrsctpStack::Unregister(so.get());
+    return Err{ErrnoError(e)};
+  };
+  auto bind_to = [&](uint16_t port) {
+    SockAddr where = addr;
+    where.set_port(port);
+    sockaddr_storage ss{};
+    std::memcpy(&ss, where.sa(), where.length());
+    return usrsctp_bind(so.get(), reinterpret_cast<sockaddr*>(&ss), where.length()) == 0 ? 0
+                                                                                         : errno;
+  };
+  int e = 0;
+  if (addr.port() == 0) {
+    // The SCTP port equal to the UDP encapsulation port, so that one
+    // ip:port names both (sctp.h); any free port otherwise.
+    e = bind_to(*encaps_port);
+    if (e == EADDRINUSE) e = bind_to(0);
+  } else {
+    e = bind_to(addr.port());
+  }
+  if (e != 0) return fail(e);
+  if (usrsctp_listen(so.get(), options.backlog) != 0) return fail(errno);
+  const SockAddr local = FirstAddress(so.get(), false);
+  auto l = std::unique_ptr<UsrsctpListener>(
+      new UsrsctpListener(so.Release(), std::move(sock.doorbell), local.valid() ? local : addr));
+  stack.Keep();
+  return l;
+}
+
+UsrsctpListener::~UsrsctpListener() {
+  CloseRegistered(so_);
+  UsrsctpStack::Release();
+}
+
+Result<std::unique_ptr<SctpConnection>, IoError> UsrsctpListener::AcceptSctp() {
+  sockaddr_storage from{};
+  socklen_t fromlen = sizeof(from);
+  struct socket* raw = usrsctp_accept(so_, reinterpret_cast<sockaddr*>(&from), &fromlen);
+  if (raw == nullptr) {
+    const int e = errno;
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      UsrsctpStack::Drain(doorbell_.get());
+      if ((usrsctp_get_events(so_) & (SCTP_EVENT_READ | SCTP_EVENT_ERROR)) != 0) {
+        UsrsctpStack::Ring(doorbell_.get());
+      }
+    }
+    return Err{ErrnoError(e)};
+  }
+  SocketGuard so(raw);
+  StackRef stack;
+  if (auto port = stack.Acquire(); !port.ok()) return Err{port.error()};
+  // Inherited from the listener: the SCTP options; set again what a
+  // connection needs on its own socket.
+  if (usrsctp_set_non_blocking(so.get(), 1) != 0) return Err{IoError{IoStatus::kError, errno}};
+  auto bell = UsrsctpStack::MakeDoorbell();
+  if (!bell.ok()) return Err{bell.error()};
+  if (const int e = UsrsctpStack::Register(so.get(), bell->get()); e != 0) {
+    return Err{IoError{IoStatus::kError, e}};
+  }
+  auto conn = std::unique_ptr<UsrsctpConnection>(
+      new UsrsctpConnection(so.Release(), std::move(bell).value(), true));
+  stack.Keep();
+  if (!conn->peer_.valid()) {
+    if (auto a = SockAddr::FromRaw(reinterpret_cast<sockaddr*>(&from), fromlen)) conn->peer_ = *a;
+  }
+  return std::unique_ptr<SctpConnection>(std::move(conn));
+}
+
+}  // namespace iwarpx::transport

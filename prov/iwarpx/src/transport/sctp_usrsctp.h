@@ -1,0 +1,90 @@
+// usrsctp backend of SctpConnection / SctpListener (sctp.h): SCTP in user
+// space over UDP encapsulation (RFC 6951), for hosts whose kernel has no SCTP.
+//
+// Contract (beyond sctp.h)
+// - Each object holds a UsrsctpStack reference (usrsctp_stack.h) and one
+//   usrsctp one-to-one socket (SOCK_STREAM, IPPROTO_SCTP), non-blocking, with
+//   SCTP_NODELAY, SCTP_RECVRCVINFO, SCTP_INITMSG from SctpOptions, the DDP
+//   adaptation indication and the remote UDP encapsulation port.
+// - fd() is the eventfd doorbell (sctp.h "Readiness"); doorbell() is true.
+// - usrsctp has no gather/scatter: SendMsg with more than one iovec copies
+//   into a per-connection staging buffer (grown to the largest message sent,
+//   then reused); RecvMsg with more than one iovec receives into a staging
+//   buffer of at most kRecvStaging bytes and scatters from it (a larger
+//   message arrives in several calls, end_of_message false until the last).
+// - Destruction closes the socket (usrsctp_close: an association still up is
+//   shut down gracefully in the background) after unregistering the doorbell.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/result.h"
+#include "transport/fd.h"
+#include "transport/sctp.h"
+
+struct socket;
+
+namespace iwarpx::transport {
+
+class UsrsctpConnection final : public SctpConnection {
+ public:
+  static constexpr size_t kRecvStaging = size_t{256} * 1024;
+
+  static Result<std::unique_ptr<UsrsctpConnection>, IoError> Connect(const SockAddr& peer,
+                                                                     const SctpOptions& options);
+  ~UsrsctpConnection() override;
+
+  IoResult SendMsg(std::span<const iovec> iov, const MessageInfo& info) override;
+  IoResult RecvMsg(std::span<const iovec> iov, MessageInfo& info) override;
+  [[nodiscard]] bool connected() const override { return connected_; }
+  IoResult FinishConnect() override;
+  Status ShutdownWrite() override;
+  [[nodiscard]] int fd() const override { return doorbell_.get(); }
+  [[nodiscard]] SockAddr local_address() const override { return local_; }
+  [[nodiscard]] SockAddr peer_address() const override { return peer_; }
+  [[nodiscard]] uint16_t outbound_streams() const override { return outbound_streams_; }
+  [[nodiscard]] bool doorbell() const override { return true; }
+  [[nodiscard]] SctpBackend backend() const override { return SctpBackend::kUsrsctp; }
+
+ private:
+  friend class UsrsctpListener;
+  UsrsctpConnection(struct socket* so, UniqueFd doorbell, bool connected);
+  // Called when a call finds nothing to do: empties the doorbell, then rings
+  // it again if usrsctp still has something to report.
+  void Rearm();
+  void LearnAssociation();
+
+  struct socket* so_ = nullptr;
+  UniqueFd doorbell_;
+  bool connected_ = false;
+  bool peer_closed_ = false;  // RecvMsg returned kClosed
+  uint16_t outbound_streams_ = 0;
+  SockAddr local_;
+  SockAddr peer_;
+  std::vector<uint8_t> send_staging_;
+  std::vector<uint8_t> recv_staging_;
+};
+
+class UsrsctpListener final : public SctpListener {
+ public:
+  static Result<std::unique_ptr<UsrsctpListener>, IoError> Listen(const SockAddr& addr,
+                                                                  const SctpOptions& options);
+  ~UsrsctpListener() override;
+
+  Result<std::unique_ptr<SctpConnection>, IoError> AcceptSctp() override;
+  [[nodiscard]] int fd() const override { return doorbell_.get(); }
+  [[nodiscard]] SockAddr local_address() const override { return local_; }
+  [[nodiscard]] bool doorbell() const override { return true; }
+
+ private:
+  UsrsctpListener(struct socket* so, UniqueFd doorbell, SockAddr local)
+      : so_(so), doorbell_(std::move(doorbell)), local_(local) {}
+
+  struct socket* so_ = nullptr;
+  UniqueFd doorbell_;
+  SockAddr local_;
+};
+
+}  // namespace iwarpx::transport

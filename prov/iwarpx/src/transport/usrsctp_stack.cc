@@ -1,0 +1,140 @@
+#include "transport/usrsctp_stack.h"
+
+#include <netinet/in.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include <usrsctp.h>
+
+#include "transport/sock_addr.h"
+#include "transport/socket_util.h"
+
+namespace iwarpx::transport {
+namespace {
+
+struct StackState {
+  std::mutex mu;
+  int users = 0;
+  bool initialised = false;
+  uint16_t port = 0;
+};
+
+StackState& State() {
+  static StackState* s = new StackState();  // never destroyed: usrsctp threads may outlive main
+  return *s;
+}
+
+struct Registry {
+  std::mutex mu;
+  std::unordered_map<struct socket*, int> doorbells;
+};
+
+Registry& Doorbells() {
+  static Registry* r = new Registry();  // never destroyed (see State)
+  return *r;
+}
+
+// A UDP port free on the wildcard address right now.
+Result<uint16_t, IoError> ProbeUdpPort() {
+  auto sock = OpenSocket(AF_INET, SOCK_DGRAM);
+  if (!sock.ok()) return Err{sock.error()};
+  const SockAddr any = SockAddr::Any4(0);
+  if (::bind(sock->get(), any.sa(), any.length()) != 0) {
+    return Err{IoError{IoStatus::kError, errno}};
+  }
+  const uint16_t port = LocalAddressOf(sock->get()).port();
+  if (port == 0) return Err{IoError{IoStatus::kError, EADDRNOTAVAIL}};
+  return port;
+}
+
+void Upcall(struct socket* so, void* /*arg*/, int /*flags*/) {
+  Registry& r = Doorbells();
+  std::lock_guard lock(r.mu);
+  auto it = r.doorbells.find(so);
+  if (it != r.doorbells.end()) UsrsctpStack::Ring(it->second);
+}
+
+}  // namespace
+
+Result<uint16_t, IoError> UsrsctpStack::Acquire() {
+  StackState& s = State();
+  std::lock_guard lock(s.mu);
+  if (!s.initialised) {
+    auto port = ProbeUdpPort();
+    if (!port.ok()) return Err{port.error()};
+    usrsctp_init(*port, nullptr, nullptr);
+    s.initialised = true;
+    s.port = *port;
+  }
+  ++s.users;
+  return s.port;
+}
+
+void UsrsctpStack::Release() {
+  StackState& s = State();
+  std::lock_guard lock(s.mu);
+  if (s.users == 0) return;
+  if (--s.users > 0) return;
+  // usrsctp_finish() refuses (-1) while closed associations are still being
+  // shut down; give them a bounded time.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (usrsctp_finish() != 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return;  // stays initialised
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  s.initialised = false;
+  s.port = 0;
+}
+
+uint16_t UsrsctpStack::encaps_port() {
+  StackState& s = State();
+  std::lock_guard lock(s.mu);
+  return s.port;
+}
+
+Result<UniqueFd, IoError> UsrsctpStack::MakeDoorbell() {
+  UniqueFd fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!fd.valid()) return Err{IoError{IoStatus::kError, errno}};
+  return fd;
+}
+
+int UsrsctpStack::Register(struct socket* so, int doorbell_fd) {
+  {
+    Registry& r = Doorbells();
+    std::lock_guard lock(r.mu);
+    r.doorbells[so] = doorbell_fd;
+  }
+  if (usrsctp_set_upcall(so, Upcall, nullptr) != 0) {
+    const int e = errno != 0 ? errno : EINVAL;
+    Unregister(so);
+    return e;
+  }
+  return 0;
+}
+
+void UsrsctpStack::Unregister(struct socket* so) {
+  Registry& r = Doorbells();
+  std::lock_guard lock(r.mu);
+  r.doorbells.erase(so);
+}
+
+void UsrsctpStack::Ring(int doorbell_fd) {
+  const uint64_t one = 1;
+  // EAGAIN (counter at its maximum) still leaves the eventfd readable.
+  [[maybe_unused]] const ssize_t n = ::write(doorbell_fd, &one, sizeof(one));
+}
+
+void UsrsctpStack::Drain(int doorbell_fd) {
+  uint64_t value = 0;
+  [[maybe_unused]] const ssize_t n = ::read(doorbell_fd, &value, sizeof(value));
+}
+
+}  // namespace iwarpx::transport

@@ -1,0 +1,52 @@
+// The process-wide usrsctp instance and the readiness doorbells of its
+// sockets (internal to the transport layer; used by sctp_usrsctp.cc).
+//
+// Contract
+// - UsrsctpStack::Acquire() initialises usrsctp on first use and counts
+//   users; Release() by the last user calls usrsctp_finish() (retried for at
+//   most ~2 s while usrsctp still holds closing associations; after that the
+//   stack stays initialised and the next Acquire reuses it). Every socket
+//   object holds one reference for its lifetime. Thread-safe.
+// - UDP encapsulation (RFC 6951): usrsctp_init() gets a UDP port that was
+//   free on the wildcard address when the stack started (probed with a
+//   bind to port 0; a process that races for the same port in between makes
+//   usrsctp fail to bind and its associations time out). encaps_port() tells
+//   it. Raw-IP SCTP is not used: every association sets its remote UDP port.
+// - Doorbells: an eventfd per usrsctp socket, registered under the socket's
+//   pointer. The upcall (usrsctp's threads) writes to the eventfd of the
+//   socket it is called for, under the registry's mutex, so Unregister()
+//   followed by closing the eventfd can never race with a write. Upcalls for
+//   a socket no longer registered are ignored.
+#pragma once
+
+#include <cstdint>
+
+#include "base/result.h"
+#include "transport/fd.h"
+#include "transport/transport.h"
+
+struct socket;  // usrsctp's opaque socket
+
+namespace iwarpx::transport {
+
+class UsrsctpStack {
+ public:
+  // Initialises usrsctp if needed; errno (e.g. EADDRINUSE from the probe) on
+  // failure.
+  static Result<uint16_t, IoError> Acquire();
+  static void Release();
+  // The UDP encapsulation port (0 when not initialised).
+  static uint16_t encaps_port();
+
+  // A new non-blocking, close-on-exec eventfd.
+  static Result<UniqueFd, IoError> MakeDoorbell();
+  // Routes upcalls for `so` to `doorbell_fd` and installs the upcall.
+  static int Register(struct socket* so, int doorbell_fd);
+  static void Unregister(struct socket* so);
+  // Makes `doorbell_fd` readable.
+  static void Ring(int doorbell_fd);
+  // Empties `doorbell_fd`.
+  static void Drain(int doorbell_fd);
+};
+
+}  // namespace iwarpx::transport

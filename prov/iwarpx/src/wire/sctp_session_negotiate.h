@@ -1,0 +1,71 @@
+// Session setup negotiation for iWARP over SCTP (RFC 5043 §6 session
+// establishment, RFC 6581 IRD/ORD): from a local policy and the peer's
+// decoded PPID-17 message to the message to send and the parameters both ends
+// use. The IRD/ORD rules are exactly MPA's (wire/mpa_negotiate.h, the one
+// source of truth): this adapter maps session messages onto MPA frames with
+// CRC, markers and peer-to-peer off, runs that negotiation and maps back.
+//
+// Contract:
+// * Pure functions, like mpa_negotiate.h; returned messages view the private
+//   data the caller passed in (or the peer message's views).
+// * Exchange:
+//     initiator: MakeSctpInitiate() -> encode, SendMsg(PPID 17); decode the
+//                answer -> ProcessSctpAnswer() -> MpaOutcome.
+//     responder: decode the Initiate -> RespondToSctpInitiate() -> send its
+//                Accept or Reject; if accepted use its outcome.
+// * An enhanced policy sends Enhanced Initiate/Accept (IRD/ORD block); a peer
+//   that answers a plain Accept is accepted with the policy's own IRD/ORD (the
+//   RFC 6581 fallback, as a rev-1 MPA Reply).
+// * The outcome has crc, markers_tx/rx, p2p, send_rtr,
+//   initiator_ulp_sends_first and hold_tx_until_first_fpdu all false: SCTP
+//   checksums every packet and frames every message, so MPA's CRC, markers and
+//   first-sender rule have nothing to do.
+// * Errors. From MakeSctpInitiate/RespondToSctpInitiate: kInvalidArgument
+//   (invalid policy, or a message that is not an Initiate),
+//   kSctpSessionPrivateDataTooLong (private data over the limit).
+//   ProcessSctpAnswer: kInvalidArgument when `answer` is neither Accept nor
+//   Reject (the caller's state machine should have refused it: it is a
+//   protocol error of the peer), kMpaRejected for a Reject (its private data
+//   is the reason), kMpaInsufficientIrd as in mpa_negotiate.h.
+#pragma once
+
+#include <cstdint>
+
+#include "base/bytes.h"
+#include "base/result.h"
+#include "wire/error.h"
+#include "wire/mpa_negotiate.h"
+#include "wire/sctp_session.h"
+
+namespace iwarpx::wire {
+
+struct SctpSessionPolicy {
+  bool enhanced = true;  // send the RFC 6581 IRD/ORD block
+  uint16_t ird = 16;
+  uint16_t max_ird = 16;
+  uint16_t ord = 16;
+  uint16_t min_ord = 0;
+  uint16_t max_private_data = kSctpSessionMaxPrivateData;
+};
+
+struct SctpSessionResponse {
+  bool accepted = false;
+  WireError reason = WireError::kInvalidArgument;  // why, when !accepted
+  SctpSessionMessage answer;                       // Accept or Reject to send
+  MpaOutcome outcome;                              // valid when accepted
+};
+
+// The MPA policy the SCTP negotiation runs (CRC, markers, P2P off).
+MpaPolicy ToMpaPolicy(const SctpSessionPolicy& policy);
+
+Result<SctpSessionMessage, WireError> MakeSctpInitiate(const SctpSessionPolicy& policy,
+                                                       ByteSpan ulp_private_data);
+
+Result<SctpSessionResponse, WireError> RespondToSctpInitiate(const SctpSessionPolicy& policy,
+                                                             const SctpSessionMessage& initiate,
+                                                             ByteSpan accept_private_data);
+
+Result<MpaOutcome, WireError> ProcessSctpAnswer(const SctpSessionPolicy& policy,
+                                                const SctpSessionMessage& answer);
+
+}  // namespace iwarpx::wire
