@@ -2,12 +2,12 @@
  * iwarpx OSC (one-sided) component for Open MPI 4.1 (OSC API 3.0.0), built outside Open
  * MPI's tree, over the public libfabric API and the iwarpx provider's FI_EP_RDM endpoint.
  *
- * Contract (increment 1, see README.md for the status table):
+ * Contract (increments 1 and 2, see README.md for the status table):
  *  - One libfabric endpoint per process (fabric, domain, AV, CQ, RDM endpoint), opened by
  *    the first osc_query and shared by every window; FI_THREAD_SAFE, so MPI_THREAD_MULTIPLE
  *    callers may post concurrently. Completions are reaped by osc_iwarpx_progress (a trylock
  *    serialises readers), which is registered with opal_progress while windows exist.
- *  - Per window (flavors create and allocate): the window memory and a small state region (the
+ *  - Per window (flavors create, allocate and dynamic: osc_iwarpx_dynamic.c): the window memory and a small state region (the
  *    lock word) are registered once (FI_REMOTE_READ|FI_REMOTE_WRITE); addresses, keys, bases,
  *    sizes and disp_units are exchanged with one allgather over a dup of the communicator.
  *  - Put/Get/Rput/Rget (any datatype; derived ones flattened into segments) are fi_write
@@ -104,6 +104,26 @@ typedef struct osc_iwarpx_state_t {
   ((sizeof(osc_iwarpx_state_t) + (size_t)(n) * sizeof(uint64_t) + 63) & ~(size_t)63)
 #define OSC_IWARPX_LOCK_EXCL (UINT64_C(1) << 62)
 
+/* Dynamic windows (osc_iwarpx_dynamic.c): the attached regions of a rank, published right
+ * after its state region (same MR, offset OSC_IWARPX_STATE_BYTES(n)) for origins to RDMA-read.
+ * `gen` is odd while the owner changes the table; a reader accepts a copy only if an atomic
+ * read of `gen` before and after the copy gave the same even value. */
+#define OSC_IWARPX_MAX_REGIONS 32
+typedef struct osc_iwarpx_region_t {
+  uint64_t base, len, key;
+} osc_iwarpx_region_t;
+typedef struct osc_iwarpx_regions_t {
+  volatile uint64_t gen;
+  uint64_t count;
+  osc_iwarpx_region_t r[OSC_IWARPX_MAX_REGIONS];
+} osc_iwarpx_regions_t;
+struct osc_iwarpx_dyn_t; /* per-window dynamic state (local MRs, per-target caches) */
+
+/* The remote memory one access goes to: a target's window, or one of its attached regions. */
+typedef struct osc_iwarpx_rwin_t {
+  uint64_t base, size, key;
+} osc_iwarpx_rwin_t;
+
 typedef struct osc_iwarpx_module_t {
   ompi_osc_base_module_t super; /* must be first: the MPI layer casts w_osc_module */
   ompi_communicator_t* comm;    /* dup of the window's communicator */
@@ -126,8 +146,10 @@ typedef struct osc_iwarpx_module_t {
   int access_n;
   int* exposure_group; /* MPI_Win_post group as window ranks, NULL outside */
   int exposure_n;
-  uint64_t* post_seen;    /* [size]: posts of rank i consumed by our starts */
-  uint64_t complete_seen; /* completes consumed by our waits */
+  struct osc_iwarpx_dyn_t* dyn; /* dynamic flavor only, else NULL */
+  volatile uint64_t epoch_id;   /* bumped when an access epoch opens (dynamic cache checks) */
+  uint64_t* post_seen;          /* [size]: posts of rank i consumed by our starts */
+  uint64_t complete_seen;       /* completes consumed by our waits */
   uint64_t puts, gets, put_bytes, get_bytes, atomics; /* counters printed at free */
 } osc_iwarpx_module_t;
 
@@ -173,6 +195,10 @@ void osc_iwarpx_progress_enable(bool on); /* (un)register with opal_progress */
 /* osc_iwarpx_ops.c: posting (retries -FI_EAGAIN with progress) and waiting. */
 int osc_iwarpx_post_rma(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write, void* local,
                         uint64_t remote, size_t len, osc_iwarpx_request_t* req);
+/* The same into/out of the remote memory w (post_rma is this with the target's window). */
+int osc_iwarpx_post_rma_key(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write, void* local,
+                            uint64_t remote, size_t len, const osc_iwarpx_rwin_t* w,
+                            osc_iwarpx_request_t* req);
 /* One remote atomic on one 32/64-bit integer: plain (result NULL), fetching (result set) or
  * compare-and-swap (compare set). Operands are copied; result is written at completion. */
 typedef struct osc_iwarpx_amo_t {
@@ -211,7 +237,8 @@ int osc_iwarpx_request_finish(osc_iwarpx_request_t* req, int rc, struct ompi_req
  * code (logged) if it is not allowed. */
 int osc_iwarpx_resolve(osc_iwarpx_module_t* m, const void* origin, int ocount,
                        struct ompi_datatype_t* odt, int target, ptrdiff_t disp, int tcount,
-                       struct ompi_datatype_t* tdt, char** local, uint64_t* remote, size_t* bytes);
+                       struct ompi_datatype_t* tdt, char** local, uint64_t* remote, size_t* bytes,
+                       osc_iwarpx_rwin_t* rw);
 int osc_iwarpx_put(const void* origin_addr, int origin_count, struct ompi_datatype_t* origin_dt,
                    int target, ptrdiff_t target_disp, int target_count,
                    struct ompi_datatype_t* target_dt, struct ompi_win_t* win);
@@ -283,6 +310,25 @@ int osc_iwarpx_state_add(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, size_t 
 
 /* May origin rank access target now? (an access epoch covers it) */
 bool osc_iwarpx_epoch_covers(osc_iwarpx_module_t* m, int target);
+
+/* osc_iwarpx_range.c: where a target displacement points and which remote memory holds it.
+ * target_addr: window base + disp * disp_unit (dynamic windows: disp is the absolute address);
+ * OMPI_ERR_RMA_RANGE on negative/overflowing displacements. remote_range: the window or the
+ * attached region that holds all of [addr, addr + len), else OMPI_ERR_RMA_RANGE (logged). */
+int osc_iwarpx_target_addr(osc_iwarpx_module_t* m, int target, ptrdiff_t disp, uint64_t* addr);
+int osc_iwarpx_remote_range(osc_iwarpx_module_t* m, int target, uint64_t addr, uint64_t len,
+                            osc_iwarpx_rwin_t* out);
+
+/* osc_iwarpx_dynamic.c */
+#define OSC_IWARPX_DYN_BYTES ((sizeof(osc_iwarpx_regions_t) + 63) & ~(size_t)63)
+int osc_iwarpx_dyn_init(osc_iwarpx_module_t* m); /* after m->state is allocated */
+void osc_iwarpx_dyn_fini(osc_iwarpx_module_t* m);
+int osc_iwarpx_dyn_attach(struct ompi_win_t* win, void* base, size_t size);
+int osc_iwarpx_dyn_detach(struct ompi_win_t* win, const void* base);
+/* The attached region of target holding [addr, addr + len): OMPI_SUCCESS, or
+ * OMPI_ERR_RMA_RANGE when none does even after re-reading the target's table. */
+int osc_iwarpx_dyn_lookup(osc_iwarpx_module_t* m, int target, uint64_t addr, uint64_t len,
+                          osc_iwarpx_rwin_t* out);
 
 /* osc_iwarpx_unsupported.c: the module slots not implemented in this increment. */
 extern const ompi_osc_base_module_t osc_iwarpx_module_template;

@@ -83,8 +83,9 @@ static int accumulate_common(const char* call, const void* origin, int ocount,
   char* local = NULL;
   uint64_t remote = 0;
   size_t bytes = 0;
-  int rc =
-      osc_iwarpx_resolve(m, vbuf, vcount, vdt, target, disp, tcount, tdt, &local, &remote, &bytes);
+  osc_iwarpx_rwin_t rw = {0};
+  int rc = osc_iwarpx_resolve(m, vbuf, vcount, vdt, target, disp, tcount, tdt, &local, &remote,
+                              &bytes, &rw);
   if (rc != OMPI_SUCCESS) return rc;
   enum fi_datatype fdt = FI_UINT64;
   size_t esize = 0;
@@ -116,8 +117,8 @@ static int accumulate_common(const char* call, const void* origin, int ocount,
     const osc_iwarpx_amo_t a = {.op = fop,
                                 .datatype = fdt,
                                 .remote = remote + off,
-                                .region_base = t->base,
-                                .key = t->key,
+                                .region_base = rw.base,
+                                .key = rw.key,
                                 .operand = src != NULL ? (const void*)(src + off) : &zero,
                                 .compare = NULL,
                                 .result = res != NULL ? res + off : NULL};
@@ -179,8 +180,9 @@ int osc_iwarpx_compare_and_swap(const void* origin_addr, const void* compare_add
   char* local = NULL;
   uint64_t remote = 0;
   size_t bytes = 0;
+  osc_iwarpx_rwin_t rw = {0};
   int rc = osc_iwarpx_resolve(m, origin_addr, 1, dt, target, target_disp, 1, dt, &local, &remote,
-                              &bytes);
+                              &bytes, &rw);
   if (rc != OMPI_SUCCESS) return rc;
   enum fi_datatype fdt = FI_UINT64;
   size_t esize = 0;
@@ -195,8 +197,8 @@ int osc_iwarpx_compare_and_swap(const void* origin_addr, const void* compare_add
   const osc_iwarpx_amo_t a = {.op = FI_CSWAP,
                               .datatype = fdt,
                               .remote = remote,
-                              .region_base = t->base,
-                              .key = t->key,
+                              .region_base = rw.base,
+                              .key = rw.key,
                               .operand = local,
                               .compare = compare_addr,
                               .result = result_addr};

@@ -1,7 +1,7 @@
 /*
  * osc/iwarpx component: parameters, open/close, init/finalize, and query/select: windows of
- * flavor create and allocate are accepted (priority osc_iwarpx_priority) when the iwarpx
- * provider opens; shared and dynamic are declined with a log line.
+ * flavor create, allocate and dynamic are accepted (priority osc_iwarpx_priority) when the iwarpx
+ * provider opens; shared is declined with a log line.
  */
 // clang-format off
 #include "ompi_config.h" /* first, see osc_iwarpx.h */
@@ -145,10 +145,10 @@ static int iwarpx_query(struct ompi_win_t* win, void** base, size_t size, int di
   (void)disp_unit;
   (void)comm;
   (void)info;
-  if (flavor != MPI_WIN_FLAVOR_CREATE && flavor != MPI_WIN_FLAVOR_ALLOCATE) {
+  if (flavor != MPI_WIN_FLAVOR_CREATE && flavor != MPI_WIN_FLAVOR_ALLOCATE &&
+      flavor != MPI_WIN_FLAVOR_DYNAMIC) {
     opal_output_verbose(1, c->output,
-                        "osc:iwarpx: declines %s window (only create and allocate are "
-                        "implemented; dynamic comes next, shared belongs to osc sm)",
+                        "osc:iwarpx: declines %s window (shared windows belong to osc sm)",
                         flavor_name(flavor));
     return -1;
   }

@@ -70,6 +70,7 @@ int osc_iwarpx_fence(int mode, struct ompi_win_t* win) {
   osc_iwarpx_wait_all(m);
   int rc = m->comm->c_coll->coll_barrier(m->comm, m->comm->c_coll->coll_barrier_module);
   m->fence_epoch = (mode & MPI_MODE_NOSUCCEED) == 0;
+  m->epoch_id++;
   return rc;
 }
 
@@ -90,6 +91,7 @@ int osc_iwarpx_lock(int lock_type, int target, int mode, struct ompi_win_t* win)
   t->lock_type = lock_type;
   t->nocheck = nocheck;
   m->passive_count++;
+  m->epoch_id++;
   opal_mutex_unlock(&m->lock);
   return OMPI_SUCCESS;
 }
@@ -124,6 +126,7 @@ int osc_iwarpx_lock_all(int mode, struct ompi_win_t* win) {
   }
   m->lock_all_nocheck = nocheck;
   m->lock_all = true;
+  m->epoch_id++;
   return OMPI_SUCCESS;
 }
 
