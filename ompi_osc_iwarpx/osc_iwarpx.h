@@ -7,15 +7,17 @@
  *    the first osc_query and shared by every window; FI_THREAD_SAFE, so MPI_THREAD_MULTIPLE
  *    callers may post concurrently. Completions are reaped by osc_iwarpx_progress (a trylock
  *    serialises readers), which is registered with opal_progress while windows exist.
- *  - Per window (flavors create, allocate and dynamic: osc_iwarpx_dynamic.c): the window memory and a small state region (the
- *    lock word) are registered once (FI_REMOTE_READ|FI_REMOTE_WRITE); addresses, keys, bases,
- *    sizes and disp_units are exchanged with one allgather over a dup of the communicator.
+ *  - Per window (flavors create, allocate and dynamic: osc_iwarpx_dynamic.c): the window memory and
+ * a small state region (the lock word) are registered once (FI_REMOTE_READ|FI_REMOTE_WRITE);
+ * addresses, keys, bases, sizes and disp_units are exchanged with one allgather over a dup of the
+ * communicator.
  *  - Put/Get/Rput/Rget (any datatype; derived ones flattened into segments) are fi_write
  * (FI_DELIVERY_COMPLETE) / fi_read straight into / out of the target window, bounds-checked against
  * the target's size (OMPI_ERR_RMA_RANGE, nothing sent). Every completion therefore means remote
  * completion.
- *  - Accumulate family: one fi_atomic per element for MPI_SUM/MPI_REPLACE/MPI_NO_OP on 32/64-bit
- *    integers, and FI_CSWAP for MPI_Compare_and_swap (osc_iwarpx_atomic.c); others unsupported.
+ *  - Accumulate family: every predefined op and type; osc_iwarpx_atomic.c picks, from the
+ *    element type and target alignment only, native remote atomics, a compare-and-swap loop,
+ *    or the target's accumulate lock (the last two in osc_iwarpx_acc_general.c).
  *  - PSCW: monotonic post/complete counters in the state region, bumped by remote atomics
  *    (osc_iwarpx_pscw.c).
  *  - Locks are a 64-bit word in the target's state region changed with fi_atomic only
@@ -98,6 +100,7 @@ typedef struct osc_iwarpx_target_t {
 typedef struct osc_iwarpx_state_t {
   volatile uint64_t lock;           /* readers in the low bits, OSC_IWARPX_LOCK_EXCL if exclusive */
   volatile uint64_t complete_count; /* MPI_Win_complete calls aimed at this rank, ever */
+  volatile uint64_t acc_lock;       /* general accumulate path: 0 free, else holder rank + 1 */
   volatile uint64_t post_count[];   /* [size]: MPI_Win_post calls of rank i including us, ever */
 } osc_iwarpx_state_t;
 #define OSC_IWARPX_STATE_BYTES(n) \
@@ -283,6 +286,26 @@ int osc_iwarpx_compare_and_swap(const void* origin_addr, const void* compare_add
                                 void* result_addr, struct ompi_datatype_t* dt, int target,
                                 ptrdiff_t target_disp, struct ompi_win_t* win);
 
+/* osc_iwarpx_acc_general.c: the general accumulate path (blocking). `count` elements of the
+ * predefined type dt laid out by extent over `span` bytes at `remote` (inside rw); origin NULL
+ * for MPI_NO_OP; compare set only for MPI_Compare_and_swap (locked path); result (same layout)
+ * receives the old contents when set. */
+typedef struct osc_iwarpx_acc_t {
+  struct ompi_op_t* op;
+  struct ompi_datatype_t* dt;
+  size_t count, span;
+  const void* origin;
+  const void* compare;
+  void* result;
+  uint64_t remote;
+  osc_iwarpx_rwin_t rw;
+} osc_iwarpx_acc_t;
+/* 4/8-byte elements (extent == size), aligned: a compare-and-swap loop per element. */
+int osc_iwarpx_acc_cas(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc_iwarpx_acc_t* a);
+/* Anything else: under the target's accumulate lock, read, combine, write back. */
+int osc_iwarpx_acc_locked(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t,
+                          const osc_iwarpx_acc_t* a);
+
 /* osc_iwarpx_dtype.c: Put/Get when either datatype is non-contiguous (access already checked);
  * *bytes gets the transfer size. */
 int osc_iwarpx_rma_noncontig(osc_iwarpx_module_t* m, bool write, const void* origin, int ocount,
@@ -311,6 +334,11 @@ int osc_iwarpx_state_add(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, size_t 
 /* May origin rank access target now? (an access epoch covers it) */
 bool osc_iwarpx_epoch_covers(osc_iwarpx_module_t* m, int target);
 
+/* osc_iwarpx_blocking.c: one remote atomic / one RMA transfer, posted and waited for. */
+int osc_iwarpx_amo_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc_iwarpx_amo_t* a);
+int osc_iwarpx_rma_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write, void* local,
+                        uint64_t remote, size_t len, const osc_iwarpx_rwin_t* w);
+
 /* osc_iwarpx_range.c: where a target displacement points and which remote memory holds it.
  * target_addr: window base + disp * disp_unit (dynamic windows: disp is the absolute address);
  * OMPI_ERR_RMA_RANGE on negative/overflowing displacements. remote_range: the window or the
@@ -318,6 +346,9 @@ bool osc_iwarpx_epoch_covers(osc_iwarpx_module_t* m, int target);
 int osc_iwarpx_target_addr(osc_iwarpx_module_t* m, int target, ptrdiff_t disp, uint64_t* addr);
 int osc_iwarpx_remote_range(osc_iwarpx_module_t* m, int target, uint64_t addr, uint64_t len,
                             osc_iwarpx_rwin_t* out);
+/* Bytes from the true lower bound of the first of count elements of dt to the true upper
+ * bound of the last (the byte count for contiguous layouts; non-negative extents assumed). */
+uint64_t osc_iwarpx_span(struct ompi_datatype_t* dt, int count);
 
 /* osc_iwarpx_dynamic.c */
 #define OSC_IWARPX_DYN_BYTES ((sizeof(osc_iwarpx_regions_t) + 63) & ~(size_t)63)

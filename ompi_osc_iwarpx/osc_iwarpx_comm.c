@@ -42,8 +42,11 @@ int osc_iwarpx_resolve(osc_iwarpx_module_t* m, const void* origin, int ocount,
                        osc_iwarpx_rwin_t* rw) {
   int rc = check_access(m, target, ocount, tcount);
   if (rc != OMPI_SUCCESS) return rc;
-  if (!ompi_datatype_is_contiguous_memory_layout(odt, ocount) ||
-      !ompi_datatype_is_contiguous_memory_layout(tdt, tcount)) {
+  /* The one non-contiguous case: the same predefined type on both sides (pair types with
+   * holes, e.g. MPI_DOUBLE_INT, for the accumulate family). */
+  const bool same_predefined = odt == tdt && ocount == tcount && ompi_datatype_is_predefined(tdt);
+  if (!same_predefined && (!ompi_datatype_is_contiguous_memory_layout(odt, ocount) ||
+                           !ompi_datatype_is_contiguous_memory_layout(tdt, tcount))) {
     return reject(m, MPI_ERR_UNSUPPORTED_OPERATION,
                   "non-contiguous datatype (not supported in this version)", target);
   }
@@ -63,7 +66,9 @@ int osc_iwarpx_resolve(osc_iwarpx_module_t* m, const void* origin, int ocount,
   if (rc == OMPI_SUCCESS && __builtin_add_overflow(addr, (uint64_t)(int64_t)tlb, &addr)) {
     rc = OMPI_ERR_RMA_RANGE;
   }
-  if (rc == OMPI_SUCCESS) rc = osc_iwarpx_remote_range(m, target, addr, tbytes, rw);
+  if (rc == OMPI_SUCCESS) {
+    rc = osc_iwarpx_remote_range(m, target, addr, osc_iwarpx_span(tdt, tcount), rw);
+  }
   if (rc != OMPI_SUCCESS) {
     return reject(m, rc, "target range outside the window (see above)", target);
   }

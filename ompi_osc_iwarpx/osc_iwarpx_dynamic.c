@@ -32,7 +32,6 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 
-#include "ompi/request/request.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 #include "osc_iwarpx.h"
@@ -164,7 +163,6 @@ int osc_iwarpx_dyn_detach(struct ompi_win_t* win, const void* base) {
 /* Blocking remote atomic read of the target's table generation. */
 static int read_gen(osc_iwarpx_module_t* m, int target, uint64_t* gen) {
   osc_iwarpx_target_t* t = &m->targets[target];
-  volatile int done = 0;
   const uint64_t zero = 0;
   const osc_iwarpx_amo_t a = {.op = FI_ATOMIC_READ,
                               .datatype = FI_UINT64,
@@ -174,10 +172,7 @@ static int read_gen(osc_iwarpx_module_t* m, int target, uint64_t* gen) {
                               .operand = &zero,
                               .compare = NULL,
                               .result = gen};
-  const int rc = osc_iwarpx_post_atomic(m, t, &a, NULL, &done);
-  if (rc != OMPI_SUCCESS) return rc;
-  while (done == 0) opal_progress();
-  return done > 0 ? OMPI_SUCCESS : OMPI_ERROR;
+  return osc_iwarpx_amo_sync(m, t, &a);
 }
 
 /* Blocking RDMA read of the target's whole table into out. */
@@ -186,16 +181,8 @@ static int read_table(osc_iwarpx_module_t* m, int target, osc_iwarpx_regions_t* 
   const osc_iwarpx_rwin_t w = {.base = t->state_base,
                                .size = OSC_IWARPX_STATE_BYTES(m->size) + OSC_IWARPX_DYN_BYTES,
                                .key = t->state_key};
-  osc_iwarpx_request_t* req = osc_iwarpx_request_new();
-  if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
-  int rc = osc_iwarpx_post_rma_key(
-      m, t, false, out, t->state_base + OSC_IWARPX_STATE_BYTES(m->size), sizeof(*out), &w, req);
-  struct ompi_request_t* r = NULL;
-  rc = osc_iwarpx_request_finish(req, rc, &r);
-  if (rc != OMPI_SUCCESS) return rc;
-  /* Returns the request's MPI_ERROR (set by a failed completion); the status is not filled. */
-  rc = ompi_request_wait(&r, MPI_STATUS_IGNORE);
-  return rc == OMPI_SUCCESS ? OMPI_SUCCESS : OMPI_ERROR;
+  return osc_iwarpx_rma_sync(m, t, false, out, t->state_base + OSC_IWARPX_STATE_BYTES(m->size),
+                             sizeof(*out), &w);
 }
 
 /* A consistent copy of target's table into c (lock held). */

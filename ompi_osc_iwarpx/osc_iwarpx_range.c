@@ -12,6 +12,7 @@
 #include "ompi_config.h" /* first, see osc_iwarpx.h */
 // clang-format on
 
+#include "ompi/datatype/ompi_datatype.h"
 #include "opal/util/output.h"
 #include "osc_iwarpx.h"
 
@@ -55,4 +56,15 @@ int osc_iwarpx_remote_range(osc_iwarpx_module_t* m, int target, uint64_t addr, u
   out->size = t->size;
   out->key = t->key;
   return OMPI_SUCCESS;
+}
+
+uint64_t osc_iwarpx_span(struct ompi_datatype_t* dt, int count) {
+  if (count <= 0) return 0;
+  size_t size = 0;
+  (void)ompi_datatype_type_size(dt, &size);
+  if (ompi_datatype_is_contiguous_memory_layout(dt, count)) return (uint64_t)size * (uint64_t)count;
+  ptrdiff_t lb = 0, extent = 0, tlb = 0, textent = 0;
+  (void)ompi_datatype_get_extent(dt, &lb, &extent);
+  (void)ompi_datatype_get_true_extent(dt, &tlb, &textent);
+  return (uint64_t)(count - 1) * (uint64_t)extent + (uint64_t)textent;
 }
