@@ -32,6 +32,7 @@
 // clang-format on
 
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
@@ -235,6 +236,8 @@ osc_iwarpx_request_t* osc_iwarpx_request_new(void);
 int osc_iwarpx_request_finish(osc_iwarpx_request_t* req, int rc, struct ompi_request_t** out);
 
 /* osc_iwarpx_comm.c */
+/* Target rank valid, an access epoch covers it, counts not negative (logged error code). */
+int osc_iwarpx_check_access(osc_iwarpx_module_t* m, int target, int ocount, int tcount);
 /* Validates an access (target, epoch, contiguous datatypes, equal byte counts, range in the
  * target's window) and computes the local pointer, remote address and byte count; an error
  * code (logged) if it is not allowed. */
@@ -305,6 +308,41 @@ int osc_iwarpx_acc_cas(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc
 /* Anything else: under the target's accumulate lock, read, combine, write back. */
 int osc_iwarpx_acc_locked(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t,
                           const osc_iwarpx_acc_t* a);
+
+/* osc_iwarpx_atomic.c: one run of elements on the path its type and address choose: native
+ * atomics are posted (counted in req if set), the CAS and locked paths block. packed: the run
+ * is contiguous at origin, target and result (else a.dt is a predefined type with holes). */
+int osc_iwarpx_acc_run(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc_iwarpx_acc_t* a,
+                       bool packed, osc_iwarpx_request_t* req);
+
+/* osc_iwarpx_acc_dtype.c: an accumulate whose origin, target or result type is a
+ * non-contiguous derived type built of one predefined type (access and op already checked):
+ * blocking, element runs taken segment by segment. */
+typedef struct osc_iwarpx_acc_args_t {
+  const void* origin; /* NULL for MPI_NO_OP */
+  int ocount;
+  struct ompi_datatype_t* odt;
+  void* result; /* NULL unless fetching */
+  int rcount;
+  struct ompi_datatype_t* rdt;
+  int target;
+  ptrdiff_t disp;
+  int tcount;
+  struct ompi_datatype_t* tdt;
+  struct ompi_op_t* op;
+  struct ompi_datatype_t* basic;
+} osc_iwarpx_acc_args_t;
+int osc_iwarpx_acc_noncontig(osc_iwarpx_module_t* m, const osc_iwarpx_acc_args_t* a);
+
+/* osc_iwarpx_dtype.c: count x dt laid out from base as (address, length) segments in type-map
+ * order (addresses only computed, never read); the caller frees v. */
+typedef struct osc_iwarpx_segs_t {
+  struct iovec* v;
+  size_t n, cap;
+  size_t bytes;
+} osc_iwarpx_segs_t;
+int osc_iwarpx_flatten(struct ompi_datatype_t* dt, int count, const void* base,
+                       osc_iwarpx_segs_t* out);
 
 /* osc_iwarpx_dtype.c: Put/Get when either datatype is non-contiguous (access already checked);
  * *bytes gets the transfer size. */

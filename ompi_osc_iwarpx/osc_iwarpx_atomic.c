@@ -133,6 +133,40 @@ static int accumulate_common(const char* call, const void* origin, int ocount,
   const void* vbuf = noop ? result : origin;
   const int vcount = noop ? rcount : ocount;
   struct ompi_datatype_t* vdt = noop ? rdt : odt;
+  const bool contiguous = ompi_datatype_is_contiguous_memory_layout(tdt, tcount) &&
+                          ompi_datatype_is_contiguous_memory_layout(vdt, vcount) &&
+                          (!fetching || ompi_datatype_is_contiguous_memory_layout(rdt, rcount));
+  const bool same_predefined = ompi_datatype_is_predefined(tdt) && vdt == tdt && vcount == tcount &&
+                               (!fetching || (rdt == tdt && rcount == tcount));
+  if (!contiguous && !same_predefined) {
+    struct ompi_datatype_t* basic = basic_of(tdt);
+    if (basic == NULL || basic_of(vdt) != basic || (fetching && basic_of(rdt) != basic)) {
+      return unsupported(m, call, "origin, target and result must be built of one predefined type",
+                         target);
+    }
+    int rc = osc_iwarpx_check_access(m, target, vcount, tcount);
+    if (rc == OMPI_SUCCESS) rc = check_op(m, call, op, basic, target);
+    if (rc != OMPI_SUCCESS) return rc;
+    osc_iwarpx_request_t* req = NULL;
+    if (request != NULL) {
+      req = osc_iwarpx_request_new();
+      if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    const osc_iwarpx_acc_args_t args = {.origin = noop ? NULL : origin,
+                                        .ocount = ocount,
+                                        .odt = odt,
+                                        .result = result,
+                                        .rcount = rcount,
+                                        .rdt = rdt,
+                                        .target = target,
+                                        .disp = disp,
+                                        .tcount = tcount,
+                                        .tdt = tdt,
+                                        .op = op,
+                                        .basic = basic};
+    rc = osc_iwarpx_acc_noncontig(m, &args);
+    return osc_iwarpx_request_finish(req, rc, request);
+  }
   char* local = NULL;
   uint64_t remote = 0;
   size_t bytes = 0;
@@ -161,34 +195,13 @@ static int accumulate_common(const char* call, const void* origin, int ocount,
     res = (char*)result + lb;
   }
   const char* src = noop ? NULL : local;
-  enum fi_op fop = FI_SUM;
-  const acc_path_t path = choose_path(op, basic, remote, packed, &fop);
   osc_iwarpx_request_t* req = NULL;
   if (request != NULL) {
     req = osc_iwarpx_request_new();
     if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
   }
-  osc_iwarpx_target_t* t = &m->targets[target];
   size_t es = 0;
   (void)ompi_datatype_type_size(basic, &es);
-  if (path == PATH_NATIVE) {
-    const enum fi_datatype fdt = es == 4 ? FI_UINT32 : FI_UINT64;
-    const uint64_t zero = 0;
-    for (size_t off = 0; rc == OMPI_SUCCESS && off < bytes; off += es) {
-      const osc_iwarpx_amo_t a = {.op = fop,
-                                  .datatype = fdt,
-                                  .remote = remote + off,
-                                  .region_base = rw.base,
-                                  .key = rw.key,
-                                  .operand = src != NULL ? (const void*)(src + off) : &zero,
-                                  .compare = NULL,
-                                  .result = res != NULL ? res + off : NULL};
-      rc = osc_iwarpx_post_atomic(m, t, &a, req, NULL);
-    }
-    return osc_iwarpx_request_finish(req, rc, request);
-  }
-  /* General path: blocking, after our earlier operations to this target (ordering). */
-  osc_iwarpx_wait_target(m, t);
   const osc_iwarpx_acc_t a = {.op = op,
                               .dt = packed ? basic : tdt,
                               .count = packed ? bytes / es : (size_t)tcount,
@@ -198,8 +211,38 @@ static int accumulate_common(const char* call, const void* origin, int ocount,
                               .result = res,
                               .remote = remote,
                               .rw = rw};
-  rc = path == PATH_CAS ? osc_iwarpx_acc_cas(m, t, &a) : osc_iwarpx_acc_locked(m, t, &a);
+  rc = osc_iwarpx_acc_run(m, &m->targets[target], &a, packed, req);
   return osc_iwarpx_request_finish(req, rc, request);
+}
+
+int osc_iwarpx_acc_run(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc_iwarpx_acc_t* a,
+                       bool packed, osc_iwarpx_request_t* req) {
+  enum fi_op fop = FI_SUM;
+  const acc_path_t path = choose_path(a->op, a->dt, a->remote, packed, &fop);
+  if (path == PATH_NATIVE) {
+    size_t es = 0;
+    (void)ompi_datatype_type_size(a->dt, &es);
+    const enum fi_datatype fdt = es == 4 ? FI_UINT32 : FI_UINT64;
+    const uint64_t zero = 0;
+    const char* src = a->origin;
+    char* res = a->result;
+    int rc = OMPI_SUCCESS;
+    for (size_t off = 0; rc == OMPI_SUCCESS && off < a->span; off += es) {
+      const osc_iwarpx_amo_t amo = {.op = fop,
+                                    .datatype = fdt,
+                                    .remote = a->remote + off,
+                                    .region_base = a->rw.base,
+                                    .key = a->rw.key,
+                                    .operand = src != NULL ? (const void*)(src + off) : &zero,
+                                    .compare = NULL,
+                                    .result = res != NULL ? res + off : NULL};
+      rc = osc_iwarpx_post_atomic(m, t, &amo, req, NULL);
+    }
+    return rc;
+  }
+  /* General path: blocking, after our earlier operations to this target (ordering). */
+  osc_iwarpx_wait_target(m, t);
+  return path == PATH_CAS ? osc_iwarpx_acc_cas(m, t, a) : osc_iwarpx_acc_locked(m, t, a);
 }
 
 int osc_iwarpx_accumulate(const void* origin_addr, int origin_count,

@@ -36,6 +36,10 @@ static int check_access(osc_iwarpx_module_t* m, int target, int ocount, int tcou
   return OMPI_SUCCESS;
 }
 
+int osc_iwarpx_check_access(osc_iwarpx_module_t* m, int target, int ocount, int tcount) {
+  return check_access(m, target, ocount, tcount);
+}
+
 int osc_iwarpx_resolve(osc_iwarpx_module_t* m, const void* origin, int ocount,
                        struct ompi_datatype_t* odt, int target, ptrdiff_t disp, int tcount,
                        struct ompi_datatype_t* tdt, char** local, uint64_t* remote, size_t* bytes,

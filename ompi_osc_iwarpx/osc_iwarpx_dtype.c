@@ -19,11 +19,7 @@
 
 #define OSC_IWX_RAW_BATCH 64
 
-typedef struct seg_list_t {
-  struct iovec* v;
-  size_t n, cap;
-  size_t bytes;
-} seg_list_t;
+typedef osc_iwarpx_segs_t seg_list_t;
 
 static int seg_push(seg_list_t* l, const struct iovec* iov, uint32_t n) {
   if (l->n + n > l->cap) {
@@ -42,8 +38,8 @@ static int seg_push(seg_list_t* l, const struct iovec* iov, uint32_t n) {
   return OMPI_SUCCESS;
 }
 
-/* count x dt laid out from base -> segments (addresses only computed, never read). */
-static int flatten(struct ompi_datatype_t* dt, int count, const void* base, seg_list_t* out) {
+int osc_iwarpx_flatten(struct ompi_datatype_t* dt, int count, const void* base,
+                       osc_iwarpx_segs_t* out) {
   opal_convertor_t conv;
   OBJ_CONSTRUCT(&conv, opal_convertor_t);
   int rc = opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor, &dt->super,
@@ -67,9 +63,9 @@ int osc_iwarpx_rma_noncontig(osc_iwarpx_module_t* m, bool write, const void* ori
   uint64_t start = 0;
   if (osc_iwarpx_target_addr(m, target, disp, &start) != OMPI_SUCCESS) return OMPI_ERR_RMA_RANGE;
   seg_list_t o = {0}, r = {0};
-  int rc = flatten(odt, ocount, origin, &o);
+  int rc = osc_iwarpx_flatten(odt, ocount, origin, &o);
   if (rc == OMPI_SUCCESS) {
-    rc = flatten(tdt, tcount, (const void*)(uintptr_t)start, &r);
+    rc = osc_iwarpx_flatten(tdt, tcount, (const void*)(uintptr_t)start, &r);
   }
   if (rc == OMPI_SUCCESS && o.bytes != r.bytes) {
     opal_output_verbose(1, mca_osc_iwarpx_component.output,

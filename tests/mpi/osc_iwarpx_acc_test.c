@@ -14,7 +14,10 @@
  *     lock: Get_accumulate must fetch the old contents and leave old op origin (oracle:
  *     MPI_Reduce_local; MPI_REPLACE / MPI_NO_OP by hand); a contiguous derived origin type
  *     against a predefined target type; the slots around the accessed ones stay untouched;
- *  3. errors: MPI_MAXLOC on MPI_DOUBLE and MPI_BAND on MPI_FLOAT are MPI_ERR_OP, an
+ *  3. non-contiguous derived types: Get_accumulate(SUM) through a vector target and a vector
+ *     result of doubles; from all ranks at once, an indexed type of shorts (out-of-order
+ *     blocks, accumulate lock) and a vector of floats (CAS loop) at rank 0; gaps untouched;
+ *  4. errors: MPI_MAXLOC on MPI_DOUBLE and MPI_BAND on MPI_FLOAT are MPI_ERR_OP, an
  *     accumulate crossing the window's end is MPI_ERR_RMA_RANGE, nothing written.
  */
 #include <mpi.h>
@@ -328,6 +331,71 @@ static void test_ops(MPI_Win win, uint8_t* mem) {
   (void)left;
 }
 
+/* Non-contiguous derived types: each rank works on its right neighbour's window at 1024.. with
+ * a vector target (every other double), a contiguous origin and a vector result (stride 3);
+ * then all ranks at once at rank 0: an indexed target of shorts (locked path) and a vector of
+ * floats (CAS loop), MPI_SUM, checked exactly; gaps untouched everywhere. */
+static void test_derived(MPI_Win win, uint8_t* mem) {
+  enum { K = 4, TOFF = 1024, COFF = 1200 };
+  const int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+  double* t = (double*)(mem + TOFF);
+  for (int i = 0; i < 2 * K; ++i) t[i] = i % 2 ? -7.0 : 10.0 * left + i; /* odd: gaps */
+  memset(mem + COFF, 0, 64);
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Datatype tvec, rvec, sidx, fvec;
+  MPI_Type_vector(K, 1, 2, MPI_DOUBLE, &tvec);
+  MPI_Type_vector(K, 1, 3, MPI_DOUBLE, &rvec);
+  const int blen[2] = {2, 1}, bdisp[2] = {3, 0}; /* shorts 3,4 then 0: out of order, gaps 1,2 */
+  MPI_Type_indexed(2, blen, bdisp, MPI_SHORT, &sidx);
+  MPI_Type_vector(2, 1, 2, MPI_FLOAT, &fvec);
+  MPI_Type_commit(&tvec);
+  MPI_Type_commit(&rvec);
+  MPI_Type_commit(&sidx);
+  MPI_Type_commit(&fvec);
+  const double add[K] = {1.0, 2.0, 3.0, 4.0};
+  double res[3 * K];
+  for (int i = 0; i < 3 * K; ++i) res[i] = -1.0;
+  MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
+  int rc = MPI_Get_accumulate(add, K, MPI_DOUBLE, res, 1, rvec, right, TOFF, 1, tvec, MPI_SUM, win);
+  CHECK(rc == MPI_SUCCESS, "get_accumulate vector: rc %d", rc);
+  MPI_Win_unlock(right, win);
+  for (int i = 0; i < K; ++i) {
+    CHECK(res[3 * i] == 10.0 * g_rank + 2 * i, "vector result %d: %g", i, res[3 * i]);
+    CHECK(res[3 * i + 1] == -1.0 && res[3 * i + 2] == -1.0, "result gap %d written", i);
+  }
+  MPI_Win_lock_all(0, win);
+  const short sv[3] = {1, 2, 3};
+  const float fv[2] = {0.5f, 0.25f};
+  for (int it = 0; it < 10; ++it) {
+    CHECK(MPI_Accumulate(sv, 3, MPI_SHORT, 0, COFF, 1, sidx, MPI_SUM, win) == MPI_SUCCESS,
+          "accumulate indexed shorts");
+    CHECK(MPI_Accumulate(fv, 2, MPI_FLOAT, 0, COFF + 16, 1, fvec, MPI_SUM, win) == MPI_SUCCESS,
+          "accumulate vector floats");
+  }
+  MPI_Win_unlock_all(win);
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int i = 0; i < 2 * K; ++i) {
+    const double want = i % 2 ? -7.0 : 10.0 * left + i + add[i / 2];
+    CHECK(t[i] == want, "vector target element %d: %g, want %g", i, t[i], want);
+  }
+  if (g_rank == 0) {
+    short sh[5];
+    float fl[3];
+    memcpy(sh, mem + COFF, sizeof(sh));
+    memcpy(fl, mem + COFF + 16, sizeof(fl));
+    const int n = 10 * g_size;
+    CHECK(sh[3] == n * 1 && sh[4] == n * 2 && sh[0] == n * 3 && sh[1] == 0 && sh[2] == 0,
+          "indexed shorts %d %d %d %d %d", sh[0], sh[1], sh[2], sh[3], sh[4]);
+    CHECK(fl[0] == 0.5f * n && fl[1] == 0.0f && fl[2] == 0.25f * n, "vector floats %g %g %g",
+          (double)fl[0], (double)fl[1], (double)fl[2]);
+  }
+  MPI_Type_free(&tvec);
+  MPI_Type_free(&rvec);
+  MPI_Type_free(&sidx);
+  MPI_Type_free(&fvec);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static void test_errors(MPI_Win win, uint8_t* mem) {
   const int right = (g_rank + 1) % g_size;
   memset(mem + WIN_BYTES - 64, 0x3C, 64);
@@ -365,6 +433,7 @@ int main(int argc, char** argv) {
   MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
   test_concurrent(win, mem);
   test_ops(win, mem);
+  test_derived(win, mem);
   test_errors(win, mem);
   MPI_Win_free(&win);
   int total = 0;
