@@ -151,6 +151,8 @@ typedef struct osc_iwarpx_module_t {
   int* exposure_group; /* MPI_Win_post group as window ranks, NULL outside */
   int exposure_n;
   struct osc_iwarpx_dyn_t* dyn; /* dynamic flavor only, else NULL */
+  bool no_locks;                /* info no_locks=true: lock/lock_all are MPI_ERR_RMA_SYNC */
+  bool acc_unordered;           /* info accumulate_ordering=none */
   volatile uint64_t epoch_id;   /* bumped when an access epoch opens (dynamic cache checks) */
   uint64_t* post_seen;          /* [size]: posts of rank i consumed by our starts */
   uint64_t complete_seen;       /* completes consumed by our waits */
@@ -223,6 +225,10 @@ int osc_iwarpx_atomic_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, enum 
                            uint64_t operand, uint64_t compare, uint64_t* fetched);
 void osc_iwarpx_wait_target(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t);
 void osc_iwarpx_wait_all(osc_iwarpx_module_t* m);
+
+/* osc_iwarpx_info.c: reads the creation info and subscribes to the keys (win->w_osc_module
+ * set). */
+int osc_iwarpx_info_init(struct ompi_win_t* win, struct opal_info_t* info);
 
 /* osc_iwarpx_window.c */
 int osc_iwarpx_window_create(struct ompi_win_t* win, void** base, size_t size, int disp_unit,

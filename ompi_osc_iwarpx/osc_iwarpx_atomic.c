@@ -240,8 +240,9 @@ int osc_iwarpx_acc_run(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc
     }
     return rc;
   }
-  /* General path: blocking, after our earlier operations to this target (ordering). */
-  osc_iwarpx_wait_target(m, t);
+  /* General path: blocking, after our earlier operations to this target (ordering; not with
+   * accumulate_ordering=none). */
+  if (!m->acc_unordered) osc_iwarpx_wait_target(m, t);
   return path == PATH_CAS ? osc_iwarpx_acc_cas(m, t, a) : osc_iwarpx_acc_locked(m, t, a);
 }
 
@@ -319,7 +320,7 @@ int osc_iwarpx_compare_and_swap(const void* origin_addr, const void* compare_add
                                 .result = result_addr};
     return osc_iwarpx_post_atomic(m, t, &a, NULL, NULL);
   }
-  osc_iwarpx_wait_target(m, t);
+  if (!m->acc_unordered) osc_iwarpx_wait_target(m, t);
   const osc_iwarpx_acc_t a = {.op = MPI_REPLACE,
                               .dt = dt,
                               .count = 1,

@@ -168,8 +168,8 @@ static int iwarpx_query(struct ompi_win_t* win, void** base, size_t size, int di
 static int iwarpx_select(struct ompi_win_t* win, void** base, size_t size, int disp_unit,
                          struct ompi_communicator_t* comm, struct opal_info_t* info, int flavor,
                          int* model) {
-  (void)info;
   int rc = osc_iwarpx_window_create(win, base, size, disp_unit, comm, flavor);
+  if (rc == OMPI_SUCCESS) rc = osc_iwarpx_info_init(win, info);
   if (rc != OMPI_SUCCESS) {
     opal_output_verbose(1, mca_osc_iwarpx_component.output,
                         "osc:iwarpx: %s window setup failed (%d)", flavor_name(flavor), rc);
