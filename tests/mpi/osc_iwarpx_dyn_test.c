@@ -15,7 +15,9 @@
  *     epoch is MPI_ERR_RMA_RANGE and the detached memory stays unchanged; attach it again and a
  *     Put to it works (fence epoch this time);
  *  5. a region attached after the origin cached the table, announced by MPI_Send inside the
- *     same lock_all epoch, is found (a miss re-reads the target's table).
+ *     same lock_all epoch, is found (a miss re-reads the target's table);
+ *  6. from all ranks into rank 0's regions 1 and 2: Accumulate(SUM, int64), Get_accumulate(MAX,
+ *     double), Accumulate(SUM, short): native, CAS-loop and locked paths, results exact.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -196,6 +198,44 @@ static void test_dynamic(void) {
   uint32_t got = 0;
   memcpy(&got, late + 100, 4);
   CHECK(got == 0xC0FFEE00u + (uint32_t)left, "late region holds 0x%x", got);
+
+  /* 6. the accumulate family into every region of rank 0 from all ranks: native (int64 SUM),
+   * CAS loop (double MAX via Get_accumulate) and accumulate lock (short SUM). */
+  if (g_rank == 0) {
+    memset(buf[1] + GUARD, 0, 16);
+    memset(buf[2] + GUARD, 0, 32);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Win_lock_all(0, win);
+  for (int i = 0; i < 10; ++i) {
+    const int64_t add = 1;
+    const double mx = (double)(i * g_size + g_rank);
+    const short one_s = 1;
+    double old = -1.0;
+    CHECK(MPI_Accumulate(&add, 1, MPI_INT64_T, 0, all[1], 1, MPI_INT64_T, MPI_SUM, win) ==
+              MPI_SUCCESS,
+          "acc region 1");
+    CHECK(MPI_Get_accumulate(&mx, 1, MPI_DOUBLE, &old, 1, MPI_DOUBLE, 0, all[2] + 8, 1, MPI_DOUBLE,
+                             MPI_MAX, win) == MPI_SUCCESS,
+          "get_acc region 2");
+    CHECK(MPI_Accumulate(&one_s, 1, MPI_SHORT, 0, all[2] + 16, 1, MPI_SHORT, MPI_SUM, win) ==
+              MPI_SUCCESS,
+          "acc short region 2");
+    MPI_Win_flush(0, win);
+    CHECK(old >= 0.0, "get_acc fetched %g", old);
+  }
+  MPI_Win_unlock_all(win);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    int64_t c = 0;
+    double m = 0;
+    short sh = 0;
+    memcpy(&c, buf[1] + GUARD, 8);
+    memcpy(&m, buf[2] + GUARD + 8, 8);
+    memcpy(&sh, buf[2] + GUARD + 16, 2);
+    CHECK(c == 10 * g_size && m == 10.0 * g_size - 1 && sh == 10 * g_size,
+          "region accumulates: %lld %g %d", (long long)c, m, sh);
+  }
 
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Win_free(&win);
