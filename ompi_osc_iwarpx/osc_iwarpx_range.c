@@ -7,6 +7,7 @@
  *  - osc_iwarpx_remote_range: which remote memory holds all of [addr, addr + len): the
  *    target's window, or (dynamic) the attached region found in the target's region table.
  *    Anything else is OMPI_ERR_RMA_RANGE with a log line, and the caller sends nothing.
+ *  - osc_iwarpx_span: how many target bytes count x dt covers (range checks, accumulate paths).
  */
 // clang-format off
 #include "ompi_config.h" /* first, see osc_iwarpx.h */
