@@ -215,6 +215,7 @@ static void test_misuse(void) {
   for (int i = 0; i < N; ++i) intact &= buf[i] == 0x11;
   for (int i = 0; i < GUARD; ++i) intact &= buf[N + i] == 0xAB;
   CHECK(intact, "a rejected call changed the window or the guard behind it");
+  MPI_Barrier(MPI_COMM_WORLD); /* everyone checked before the next Put lands */
   /* The window still works. */
   MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win);
   CHECK(MPI_Put(&v, 8, MPI_BYTE, right, N - 8, 8, MPI_BYTE, win) == MPI_SUCCESS, "last put");
