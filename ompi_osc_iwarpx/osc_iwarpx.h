@@ -63,8 +63,9 @@ typedef struct osc_iwarpx_fabric_t {
   struct fid_av* av;
   struct fid_cq* cq;
   struct fid_ep* ep;
-  bool virt_addr; /* FI_MR_VIRT_ADDR: remote addresses are virtual */
-  size_t max_msg; /* ep_attr->max_msg_size: larger transfers are split */
+  bool virt_addr;      /* FI_MR_VIRT_ADDR: remote addresses are virtual */
+  size_t max_msg;      /* ep_attr->max_msg_size: larger transfers are split */
+  uint32_t native_ops; /* 1 << FI_SUM/FI_BOR/FI_BAND/FI_BXOR the provider offers (u32+u64) */
   uint8_t addr[OSC_IWARPX_MAX_ADDR];
   size_t addrlen;
   opal_mutex_t lock;          /* av_cache */

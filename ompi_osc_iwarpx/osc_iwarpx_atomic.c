@@ -9,8 +9,8 @@
  * same op or MPI_NO_OP, same basic type):
  *  - native (one remote atomic per element, non-blocking): elements of 4 or 8 bytes, aligned:
  *    MPI_REPLACE -> FI_ATOMIC_WRITE, MPI_NO_OP -> FI_ATOMIC_READ, MPI_Compare_and_swap ->
- *    FI_CSWAP for any such type; MPI_SUM/MPI_BAND/MPI_BOR -> FI_SUM/FI_BAND/FI_BOR on 32/64-bit
- *    integer types;
+ *    FI_CSWAP for any such type; MPI_SUM/MPI_BAND/MPI_BOR/MPI_BXOR -> FI_SUM/FI_BAND/FI_BOR/
+ *    FI_BXOR on 32/64-bit integer types when fi_query_atomic says the provider has them;
  *  - CAS loop (osc_iwarpx_acc_general.c): every other op on those elements (floating point,
  *    MIN/MAX/PROD, logical ops, BXOR, MAXLOC/MINLOC on MPI_2INT/MPI_FLOAT_INT, ...); atomic
  *    against the native ones since both are remote atomics on the same word;
@@ -62,7 +62,8 @@ static bool amo_type(struct ompi_datatype_t* dt, enum fi_datatype* out, size_t* 
   return false;
 }
 
-/* MPI op -> provider arithmetic op on integers (MPI_REPLACE/MPI_NO_OP are handled apart). */
+/* MPI op -> provider op on integers, if the provider offers it (fabric->native_ops;
+ * MPI_REPLACE/MPI_NO_OP are handled apart). */
 static bool amo_op(struct ompi_op_t* op, enum fi_op* out) {
   if (op == MPI_SUM) {
     *out = FI_SUM;
@@ -70,10 +71,12 @@ static bool amo_op(struct ompi_op_t* op, enum fi_op* out) {
     *out = FI_BAND;
   } else if (op == MPI_BOR) {
     *out = FI_BOR;
+  } else if (op == MPI_BXOR) {
+    *out = FI_BXOR;
   } else {
     return false;
   }
-  return true;
+  return (mca_osc_iwarpx_component.fabric->native_ops & (1u << *out)) != 0;
 }
 
 /* The predefined type a datatype is built of (itself if predefined), NULL if several. */

@@ -78,7 +78,8 @@ static int iwarpx_register(void) {
   (void)mca_base_component_var_register(
       v, "priority",
       "Selection priority of the iwarpx one-sided component for windows of flavor create, "
-      "allocate and dynamic (reference: rdma 101, sm 100, ucx 60, pt2pt 10). The default, 20, is above "
+      "allocate and dynamic (reference: rdma 101, sm 100, ucx 60, pt2pt 10). The default, 20, is "
+      "above "
       "pt2pt and below rdma/sm, so `--mca osc iwarpx` (or this parameter above 101) selects it",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
       &c->priority);

@@ -8,7 +8,8 @@
  *     Accumulate(MPI_SUM, MPI_LONG_DOUBLE) (accumulate lock), MAXLOC/MINLOC on MPI_2INT (CAS
  *     loop) and MPI_DOUBLE_INT (lock), Fetch_and_op(MPI_SUM, MPI_DOUBLE) tickets forming a
  *     permutation, Get_accumulate(MPI_MAX, MPI_FLOAT) whose fetched values only grow,
- *     Compare_and_swap on MPI_SHORT and MPI_CHAR with exactly one winner, and
+ *     Compare_and_swap on MPI_SHORT and MPI_CHAR with exactly one winner, Accumulate and
+ *     Fetch_and_op with MPI_BXOR on MPI_INT64_T (native or CAS loop, by provider), and
  *     Raccumulate/Rget_accumulate(MPI_PROD, MPI_DOUBLE) with MPI_Wait;
  *  2. every op on every type class, one origin per target (right neighbour) under an exclusive
  *     lock: Get_accumulate must fetch the old contents and leave old op origin (oracle:
@@ -59,6 +60,7 @@ enum {
   OFF_TICKET = 192, /* double */
   OFF_FMAX = 200,   /* float */
   OFF_PROD = 208,   /* double */
+  OFF_BXOR = 216,   /* int64: BXOR (native if the provider has FI_BXOR, else CAS loop) */
   OFF_END = 256
 };
 
@@ -118,6 +120,12 @@ static void test_concurrent(MPI_Win win, uint8_t* mem) {
                              MPI_MAX, win) == MPI_SUCCESS,
           "get_accumulate max float");
     MPI_Win_flush(0, win);
+    const int64_t x = (int64_t)((uint64_t)(g_rank + 1) << (i % 48));
+    int64_t xold = 0;
+    CHECK((i % 2 ? MPI_Fetch_and_op(&x, &xold, MPI_INT64_T, 0, OFF_BXOR, MPI_BXOR, win)
+                 : MPI_Accumulate(&x, 1, MPI_INT64_T, 0, OFF_BXOR, 1, MPI_INT64_T, MPI_BXOR,
+                                  win)) == MPI_SUCCESS,
+          "bxor");
     if (fetched < prev_max) monotonic = 0;
     prev_max = fetched;
     if (i < 3) {
@@ -194,6 +202,12 @@ static void test_concurrent(MPI_Win win, uint8_t* mem) {
     float fm = 0;
     memcpy(&fm, mem + OFF_FMAX, sizeof(fm));
     CHECK(fm == (float)top, "float max %g", (double)fm);
+    uint64_t xr = 0, xw = 0;
+    for (int r = 0; r < g_size; ++r) {
+      for (int i = 0; i < ITERS; ++i) xw ^= (uint64_t)(r + 1) << (i % 48);
+    }
+    memcpy(&xr, mem + OFF_BXOR, 8);
+    CHECK(xr == xw, "bxor 0x%llx, expected 0x%llx", (unsigned long long)xr, (unsigned long long)xw);
     double prod = 0;
     memcpy(&prod, mem + OFF_PROD, sizeof(prod));
     CHECK(prod == (double)(1ull << (6 * g_size)), "prod %g, expected 2^%d", prod, 6 * g_size);
