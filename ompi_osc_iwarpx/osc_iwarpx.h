@@ -95,6 +95,8 @@ typedef struct osc_iwarpx_target_t {
   int lock_type;                /* 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE held by us */
   bool pscw;                    /* in our MPI_Win_start access group */
   bool nocheck;                 /* locked with MPI_MODE_NOCHECK: no lock word taken */
+  uint64_t cas_addr, cas_val;   /* CAS loop: last word we swapped and what we left there (a
+                                 * first guess only; races just cost a retry) */
 } osc_iwarpx_target_t;
 
 /* The state region every window registers: the remote side of the lock and PSCW protocols,

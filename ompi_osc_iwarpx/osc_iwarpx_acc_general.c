@@ -4,10 +4,11 @@
  *
  *  - osc_iwarpx_acc_cas: (not MPI_Compare_and_swap, which is one native FI_CSWAP there) elements of
  * 4 or 8 bytes (extent == size), naturally aligned at the target: per element a compare-and-swap
- * loop on the target word: guess the old value (0 first), compute new = origin op guess locally
- * with ompi_op_reduce, FI_CSWAP(guess -> new); if the word held something else, that value is the
- * next guess. Every step is a remote atomic on the target's RDMA engine, so it is element-wise
- * atomic against every other accumulate on 4/8-byte elements (native FI_SUM/FI_BOR/... included).
+ * loop on the target word: guess the old value (what this origin left there last time, else 0),
+ * compute new = origin op guess locally with ompi_op_reduce, FI_CSWAP(guess -> new); if the word
+ * held something else, that value is the next guess. Every step is a remote atomic on the target's
+ * RDMA engine, so it is element-wise atomic against every other accumulate on 4/8-byte elements
+ * (native FI_SUM/FI_BOR/... included).
  *  - osc_iwarpx_acc_locked: any other element (1/2-byte types, long double, pair types with
  *    holes such as MPI_DOUBLE_INT, unaligned targets): the target's accumulate lock word
  *    (state region, acc_lock) is taken with FI_CSWAP(0 -> rank + 1) (retried, progressing),
@@ -50,13 +51,16 @@ int osc_iwarpx_acc_cas(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc
   const enum fi_datatype fdt = es == 4 ? FI_UINT32 : FI_UINT64;
   for (size_t i = 0; i < a->count; ++i) {
     const char* src = a->origin != NULL ? (const char*)a->origin + i * es : NULL;
-    uint64_t guess = 0;
+    const uint64_t addr = a->remote + i * es;
+    /* First guess: what we left in this word last time (0 otherwise); wrong only costs the
+     * retry a fixed 0 guess would cost anyway. */
+    uint64_t guess = t->cas_addr == addr ? t->cas_val : 0;
     for (;;) {
       uint64_t next = guess, fetched = 0;
       if (src != NULL) combine(a, src, &next, 1, es);
       const osc_iwarpx_amo_t amo = {.op = FI_CSWAP,
                                     .datatype = fdt,
-                                    .remote = a->remote + i * es,
+                                    .remote = addr,
                                     .region_base = a->rw.base,
                                     .key = a->rw.key,
                                     .operand = &next,
@@ -67,6 +71,8 @@ int osc_iwarpx_acc_cas(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc
       const bool swapped = memcmp(&fetched, &guess, es) == 0;
       if (swapped) {
         if (a->result != NULL) memcpy((char*)a->result + i * es, &fetched, es);
+        t->cas_addr = addr;
+        t->cas_val = next;
         break;
       }
       guess = fetched; /* someone changed it: try again from what it holds */
