@@ -2,13 +2,16 @@
  * osc/iwarpx general accumulate path: the accumulate-family accesses the provider's remote
  * atomics cannot do in one request (osc_iwarpx_atomic.c decides, see there for the rule).
  *
- *  - osc_iwarpx_acc_cas: (not MPI_Compare_and_swap, which is one native FI_CSWAP there) elements of
- * 4 or 8 bytes (extent == size), naturally aligned at the target: per element a compare-and-swap
- * loop on the target word: guess the old value (what this origin left there last time, else 0),
- * compute new = origin op guess locally with ompi_op_reduce, FI_CSWAP(guess -> new); if the word
- * held something else, that value is the next guess. Every step is a remote atomic on the target's
- * RDMA engine, so it is element-wise atomic against every other accumulate on 4/8-byte elements
- * (native FI_SUM/FI_BOR/... included).
+ *  - osc_iwarpx_acc_cas (not MPI_Compare_and_swap: that is one native FI_CSWAP there):
+ *    elements of 4 or 8 bytes (extent == size), naturally aligned at the target: per element a
+ *    compare-and-swap loop on the target word: guess the old value (runs of several elements:
+ *    one RDMA read of them all; one element: what this origin left there last time, else 0),
+ *    compute new = origin op guess locally with ompi_op_reduce, FI_CSWAP(guess -> new); if the
+ *    word held something else, that value is the next guess. Every swap is a remote atomic on
+ *    the target's RDMA engine, so it is element-wise atomic against every other accumulate on
+ *    4/8-byte elements (native FI_SUM/FI_BOR/... included). Up to 1024 elements have their CAS
+ *    in flight at once: an uncontended run costs one read and one CAS per element, all
+ *    pipelined, not a round trip each.
  *  - osc_iwarpx_acc_locked: any other element (1/2-byte types, long double, pair types with
  *    holes such as MPI_DOUBLE_INT, unaligned targets): the target's accumulate lock word
  *    (state region, acc_lock) is taken with FI_CSWAP(0 -> rank + 1) (retried, progressing),
@@ -45,40 +48,99 @@ static void combine(const osc_iwarpx_acc_t* a, const void* origin, void* inout, 
   }
 }
 
+/* One CAS-loop element in flight. */
+typedef struct cas_elem_t {
+  uint64_t guess, next, fetched;
+  volatile int done;
+} cas_elem_t;
+
+#define OSC_IWX_CAS_BATCH 1024
+
+/* Elements [first, first + n) of a: every pending element's CAS is posted at once, then all
+ * are waited for; the ones that found another value retry with it, until none is left. */
+static int cas_batch(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc_iwarpx_acc_t* a,
+                     size_t first, size_t n, size_t es, cas_elem_t* e, size_t* pending) {
+  const enum fi_datatype fdt = es == 4 ? FI_UINT32 : FI_UINT64;
+  size_t np = n;
+  /* First guesses: for several elements, one RDMA read of them all (not atomic per element:
+   * a torn or stale value is just a wrong guess); for one element, what we left in that word
+   * last time (else 0). A wrong guess costs one retry. */
+  char* seen = n > 1 ? malloc(n * es) : NULL;
+  if (seen != NULL && osc_iwarpx_rma_sync(m, t, false, seen, a->remote + first * es, n * es,
+                                          &a->rw) != OMPI_SUCCESS) {
+    free(seen);
+    seen = NULL;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    const uint64_t addr = a->remote + (first + k) * es;
+    e[k].guess = 0;
+    if (seen != NULL) {
+      memcpy(&e[k].guess, seen + k * es, es);
+    } else if (t->cas_addr == addr) {
+      e[k].guess = t->cas_val;
+    }
+    pending[k] = k;
+  }
+  free(seen);
+  int rc = OMPI_SUCCESS;
+  while (rc == OMPI_SUCCESS && np > 0) {
+    size_t posted = 0;
+    for (; rc == OMPI_SUCCESS && posted < np; ++posted) {
+      cas_elem_t* x = &e[pending[posted]];
+      const size_t idx = first + pending[posted];
+      x->next = x->guess;
+      x->fetched = 0;
+      x->done = 0;
+      if (a->origin != NULL) combine(a, (const char*)a->origin + idx * es, &x->next, 1, es);
+      const osc_iwarpx_amo_t amo = {.op = FI_CSWAP,
+                                    .datatype = fdt,
+                                    .remote = a->remote + idx * es,
+                                    .region_base = a->rw.base,
+                                    .key = a->rw.key,
+                                    .operand = &x->next,
+                                    .compare = &x->guess,
+                                    .result = &x->fetched};
+      rc = osc_iwarpx_post_atomic(m, t, &amo, NULL, &x->done);
+      if (rc != OMPI_SUCCESS) break;
+    }
+    /* Wait for everything posted (its completion writes into e[]) even after an error. */
+    size_t left = 0;
+    for (size_t k = 0; k < posted; ++k) {
+      cas_elem_t* x = &e[pending[k]];
+      while (x->done == 0) opal_progress();
+      if (x->done < 0) {
+        rc = OMPI_ERROR;
+      } else if (memcmp(&x->fetched, &x->guess, es) == 0) {
+        if (a->result != NULL) {
+          memcpy((char*)a->result + (first + pending[k]) * es, &x->fetched, es);
+        }
+        t->cas_addr = a->remote + (first + pending[k]) * es;
+        t->cas_val = x->next;
+      } else {
+        x->guess = x->fetched; /* someone changed it: try again from what it holds */
+        pending[left++] = pending[k];
+      }
+    }
+    np = left;
+  }
+  return rc;
+}
+
 int osc_iwarpx_acc_cas(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc_iwarpx_acc_t* a) {
   size_t es = 0;
   (void)ompi_datatype_type_size(a->dt, &es);
-  const enum fi_datatype fdt = es == 4 ? FI_UINT32 : FI_UINT64;
-  for (size_t i = 0; i < a->count; ++i) {
-    const char* src = a->origin != NULL ? (const char*)a->origin + i * es : NULL;
-    const uint64_t addr = a->remote + i * es;
-    /* First guess: what we left in this word last time (0 otherwise); wrong only costs the
-     * retry a fixed 0 guess would cost anyway. */
-    uint64_t guess = t->cas_addr == addr ? t->cas_val : 0;
-    for (;;) {
-      uint64_t next = guess, fetched = 0;
-      if (src != NULL) combine(a, src, &next, 1, es);
-      const osc_iwarpx_amo_t amo = {.op = FI_CSWAP,
-                                    .datatype = fdt,
-                                    .remote = addr,
-                                    .region_base = a->rw.base,
-                                    .key = a->rw.key,
-                                    .operand = &next,
-                                    .compare = &guess,
-                                    .result = &fetched};
-      const int rc = osc_iwarpx_amo_sync(m, t, &amo);
-      if (rc != OMPI_SUCCESS) return rc;
-      const bool swapped = memcmp(&fetched, &guess, es) == 0;
-      if (swapped) {
-        if (a->result != NULL) memcpy((char*)a->result + i * es, &fetched, es);
-        t->cas_addr = addr;
-        t->cas_val = next;
-        break;
-      }
-      guess = fetched; /* someone changed it: try again from what it holds */
-    }
+  const size_t batch = a->count < OSC_IWX_CAS_BATCH ? a->count : OSC_IWX_CAS_BATCH;
+  if (batch == 0) return OMPI_SUCCESS;
+  cas_elem_t* e = calloc(batch, sizeof(*e));
+  size_t* pending = calloc(batch, sizeof(*pending));
+  int rc = e != NULL && pending != NULL ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
+  for (size_t first = 0; rc == OMPI_SUCCESS && first < a->count; first += batch) {
+    const size_t n = a->count - first < batch ? a->count - first : batch;
+    rc = cas_batch(m, t, a, first, n, es, e, pending);
   }
-  return OMPI_SUCCESS;
+  free(e);
+  free(pending);
+  return rc;
 }
 
 static int lock_word(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, enum fi_op op,
