@@ -2,22 +2,24 @@
  * iwarpx OSC (one-sided) component for Open MPI 4.1 (OSC API 3.0.0), built outside Open
  * MPI's tree, over the public libfabric API and the iwarpx provider's FI_EP_RDM endpoint.
  *
- * Contract (increment 1, see README.md for the status table):
+ * Contract (increments 1 and 2, see README.md for the status table):
  *  - One libfabric endpoint per process (fabric, domain, AV, CQ, RDM endpoint), opened by
  *    the first osc_query and shared by every window; FI_THREAD_SAFE, so MPI_THREAD_MULTIPLE
  *    callers may post concurrently. Completions are reaped by osc_iwarpx_progress (a trylock
  *    serialises readers), which is registered with opal_progress while windows exist.
- *  - Per window (flavors create and allocate): the window memory and a small state region (the
- *    lock word) are registered once (FI_REMOTE_READ|FI_REMOTE_WRITE); addresses, keys, bases,
- *    sizes and disp_units are exchanged with one allgather over a dup of the communicator.
+ *  - Per window (flavors create, allocate and dynamic: osc_iwarpx_dynamic.c): the window memory and
+ * a small state region (the lock word) are registered once (FI_REMOTE_READ|FI_REMOTE_WRITE);
+ * addresses, keys, bases, sizes and disp_units are exchanged with one allgather over a dup of the
+ * communicator.
  *  - Put/Get/Rput/Rget (any datatype; derived ones flattened into segments) are fi_write / fi_read
  * straight into / out of the target window, bounds-checked against the target's size
  * (OMPI_ERR_RMA_RANGE, nothing sent). Rput writes carry FI_DELIVERY_COMPLETE (the request means
  * remote completion); MPI_Put writes complete locally and are made remote by one 8-byte read per
  * target when a flush/unlock/fence/complete waits (osc_iwarpx_wait_target/_all): RDMAP answers a
  * read only after the writes before it on the same stream are placed.
- *  - Accumulate family: one fi_atomic per element for MPI_SUM/MPI_REPLACE/MPI_NO_OP on 32/64-bit
- *    integers, and FI_CSWAP for MPI_Compare_and_swap (osc_iwarpx_atomic.c); others unsupported.
+ *  - Accumulate family: every predefined op and type; osc_iwarpx_atomic.c picks, from the
+ *    element type and target alignment only, native remote atomics, a compare-and-swap loop,
+ *    or the target's accumulate lock (the last two in osc_iwarpx_acc_general.c).
  *  - PSCW: monotonic post/complete counters in the state region, bumped by remote atomics
  *    (osc_iwarpx_pscw.c).
  *  - Locks are a 64-bit word in the target's state region changed with fi_atomic only
@@ -32,6 +34,7 @@
 // clang-format on
 
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
@@ -62,8 +65,9 @@ typedef struct osc_iwarpx_fabric_t {
   struct fid_av* av;
   struct fid_cq* cq;
   struct fid_ep* ep;
-  bool virt_addr; /* FI_MR_VIRT_ADDR: remote addresses are virtual */
-  size_t max_msg; /* ep_attr->max_msg_size: larger transfers are split */
+  bool virt_addr;      /* FI_MR_VIRT_ADDR: remote addresses are virtual */
+  size_t max_msg;      /* ep_attr->max_msg_size: larger transfers are split */
+  uint32_t native_ops; /* 1 << FI_SUM/FI_BOR/FI_BAND/FI_BXOR the provider offers (u32+u64) */
   uint8_t addr[OSC_IWARPX_MAX_ADDR];
   size_t addrlen;
   opal_mutex_t lock;          /* av_cache */
@@ -94,6 +98,8 @@ typedef struct osc_iwarpx_target_t {
   int lock_type;                /* 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE held by us */
   bool pscw;                    /* in our MPI_Win_start access group */
   bool nocheck;                 /* locked with MPI_MODE_NOCHECK: no lock word taken */
+  uint64_t cas_addr, cas_val;   /* CAS loop: last word we swapped and what we left there (a
+                                 * first guess only; races just cost a retry) */
 } osc_iwarpx_target_t;
 
 /* The state region every window registers: the remote side of the lock and PSCW protocols,
@@ -101,11 +107,32 @@ typedef struct osc_iwarpx_target_t {
 typedef struct osc_iwarpx_state_t {
   volatile uint64_t lock;           /* readers in the low bits, OSC_IWARPX_LOCK_EXCL if exclusive */
   volatile uint64_t complete_count; /* MPI_Win_complete calls aimed at this rank, ever */
+  volatile uint64_t acc_lock;       /* general accumulate path: 0 free, else holder rank + 1 */
   volatile uint64_t post_count[];   /* [size]: MPI_Win_post calls of rank i including us, ever */
 } osc_iwarpx_state_t;
 #define OSC_IWARPX_STATE_BYTES(n) \
   ((sizeof(osc_iwarpx_state_t) + (size_t)(n) * sizeof(uint64_t) + 63) & ~(size_t)63)
 #define OSC_IWARPX_LOCK_EXCL (UINT64_C(1) << 62)
+
+/* Dynamic windows (osc_iwarpx_dynamic.c): the attached regions of a rank, published right
+ * after its state region (same MR, offset OSC_IWARPX_STATE_BYTES(n)) for origins to RDMA-read.
+ * `gen` is odd while the owner changes the table; a reader accepts a copy only if an atomic
+ * read of `gen` before and after the copy gave the same even value. */
+#define OSC_IWARPX_MAX_REGIONS 32
+typedef struct osc_iwarpx_region_t {
+  uint64_t base, len, key;
+} osc_iwarpx_region_t;
+typedef struct osc_iwarpx_regions_t {
+  volatile uint64_t gen;
+  uint64_t count;
+  osc_iwarpx_region_t r[OSC_IWARPX_MAX_REGIONS];
+} osc_iwarpx_regions_t;
+struct osc_iwarpx_dyn_t; /* per-window dynamic state (local MRs, per-target caches) */
+
+/* The remote memory one access goes to: a target's window, or one of its attached regions. */
+typedef struct osc_iwarpx_rwin_t {
+  uint64_t base, size, key;
+} osc_iwarpx_rwin_t;
 
 typedef struct osc_iwarpx_module_t {
   ompi_osc_base_module_t super; /* must be first: the MPI layer casts w_osc_module */
@@ -129,8 +156,12 @@ typedef struct osc_iwarpx_module_t {
   int access_n;
   int* exposure_group; /* MPI_Win_post group as window ranks, NULL outside */
   int exposure_n;
-  uint64_t* post_seen;    /* [size]: posts of rank i consumed by our starts */
-  uint64_t complete_seen; /* completes consumed by our waits */
+  struct osc_iwarpx_dyn_t* dyn; /* dynamic flavor only, else NULL */
+  bool no_locks;                /* info no_locks=true: lock/lock_all are MPI_ERR_RMA_SYNC */
+  bool acc_unordered;           /* info accumulate_ordering=none */
+  volatile uint64_t epoch_id;   /* bumped when an access epoch opens (dynamic cache checks) */
+  uint64_t* post_seen;          /* [size]: posts of rank i consumed by our starts */
+  uint64_t complete_seen;       /* completes consumed by our waits */
   uint64_t puts, gets, put_bytes, get_bytes, atomics; /* counters printed at free */
 } osc_iwarpx_module_t;
 
@@ -176,6 +207,10 @@ void osc_iwarpx_progress_enable(bool on); /* (un)register with opal_progress */
 /* osc_iwarpx_ops.c: posting (retries -FI_EAGAIN with progress) and waiting. */
 int osc_iwarpx_post_rma(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write, void* local,
                         uint64_t remote, size_t len, osc_iwarpx_request_t* req);
+/* The same into/out of the remote memory w (post_rma is this with the target's window). */
+int osc_iwarpx_post_rma_key(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write, void* local,
+                            uint64_t remote, size_t len, const osc_iwarpx_rwin_t* w,
+                            osc_iwarpx_request_t* req);
 /* One remote atomic on one 32/64-bit integer: plain (result NULL), fetching (result set) or
  * compare-and-swap (compare set). Operands are copied; result is written at completion. */
 typedef struct osc_iwarpx_amo_t {
@@ -201,6 +236,10 @@ void osc_iwarpx_wait_all(osc_iwarpx_module_t* m);
 /* Releases what osc_iwarpx_ops.c registered on the domain (before the domain closes). */
 void osc_iwarpx_ops_close(void);
 
+/* osc_iwarpx_info.c: reads the creation info and subscribes to the keys (win->w_osc_module
+ * set). */
+int osc_iwarpx_info_init(struct ompi_win_t* win, struct opal_info_t* info);
+
 /* osc_iwarpx_window.c */
 int osc_iwarpx_window_create(struct ompi_win_t* win, void** base, size_t size, int disp_unit,
                              struct ompi_communicator_t* comm, int flavor);
@@ -213,12 +252,15 @@ osc_iwarpx_request_t* osc_iwarpx_request_new(void);
 int osc_iwarpx_request_finish(osc_iwarpx_request_t* req, int rc, struct ompi_request_t** out);
 
 /* osc_iwarpx_comm.c */
+/* Target rank valid, an access epoch covers it, counts not negative (logged error code). */
+int osc_iwarpx_check_access(osc_iwarpx_module_t* m, int target, int ocount, int tcount);
 /* Validates an access (target, epoch, contiguous datatypes, equal byte counts, range in the
  * target's window) and computes the local pointer, remote address and byte count; an error
  * code (logged) if it is not allowed. */
 int osc_iwarpx_resolve(osc_iwarpx_module_t* m, const void* origin, int ocount,
                        struct ompi_datatype_t* odt, int target, ptrdiff_t disp, int tcount,
-                       struct ompi_datatype_t* tdt, char** local, uint64_t* remote, size_t* bytes);
+                       struct ompi_datatype_t* tdt, char** local, uint64_t* remote, size_t* bytes,
+                       osc_iwarpx_rwin_t* rw);
 int osc_iwarpx_put(const void* origin_addr, int origin_count, struct ompi_datatype_t* origin_dt,
                    int target, ptrdiff_t target_disp, int target_count,
                    struct ompi_datatype_t* target_dt, struct ompi_win_t* win);
@@ -263,6 +305,61 @@ int osc_iwarpx_compare_and_swap(const void* origin_addr, const void* compare_add
                                 void* result_addr, struct ompi_datatype_t* dt, int target,
                                 ptrdiff_t target_disp, struct ompi_win_t* win);
 
+/* osc_iwarpx_acc_general.c: the general accumulate path (blocking). `count` elements of the
+ * predefined type dt laid out by extent over `span` bytes at `remote` (inside rw); origin NULL
+ * for MPI_NO_OP; compare set only for MPI_Compare_and_swap (locked path); result (same layout)
+ * receives the old contents when set. */
+typedef struct osc_iwarpx_acc_t {
+  struct ompi_op_t* op;
+  struct ompi_datatype_t* dt;
+  size_t count, span;
+  const void* origin;
+  const void* compare;
+  void* result;
+  uint64_t remote;
+  osc_iwarpx_rwin_t rw;
+} osc_iwarpx_acc_t;
+/* 4/8-byte elements (extent == size), aligned: a compare-and-swap loop per element. */
+int osc_iwarpx_acc_cas(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc_iwarpx_acc_t* a);
+/* Anything else: under the target's accumulate lock, read, combine, write back. */
+int osc_iwarpx_acc_locked(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t,
+                          const osc_iwarpx_acc_t* a);
+
+/* osc_iwarpx_atomic.c: one run of elements on the path its type and address choose: native
+ * atomics are posted (counted in req if set), the CAS and locked paths block. packed: the run
+ * is contiguous at origin, target and result (else a.dt is a predefined type with holes). */
+int osc_iwarpx_acc_run(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc_iwarpx_acc_t* a,
+                       bool packed, osc_iwarpx_request_t* req);
+
+/* osc_iwarpx_acc_dtype.c: an accumulate whose origin, target or result type is a
+ * non-contiguous derived type built of one predefined type (access and op already checked):
+ * blocking, element runs taken segment by segment. */
+typedef struct osc_iwarpx_acc_args_t {
+  const void* origin; /* NULL for MPI_NO_OP */
+  int ocount;
+  struct ompi_datatype_t* odt;
+  void* result; /* NULL unless fetching */
+  int rcount;
+  struct ompi_datatype_t* rdt;
+  int target;
+  ptrdiff_t disp;
+  int tcount;
+  struct ompi_datatype_t* tdt;
+  struct ompi_op_t* op;
+  struct ompi_datatype_t* basic;
+} osc_iwarpx_acc_args_t;
+int osc_iwarpx_acc_noncontig(osc_iwarpx_module_t* m, const osc_iwarpx_acc_args_t* a);
+
+/* osc_iwarpx_dtype.c: count x dt laid out from base as (address, length) segments in type-map
+ * order (addresses only computed, never read); the caller frees v. */
+typedef struct osc_iwarpx_segs_t {
+  struct iovec* v;
+  size_t n, cap;
+  size_t bytes;
+} osc_iwarpx_segs_t;
+int osc_iwarpx_flatten(struct ompi_datatype_t* dt, int count, const void* base,
+                       osc_iwarpx_segs_t* out);
+
 /* osc_iwarpx_dtype.c: Put/Get when either datatype is non-contiguous (access already checked);
  * *bytes gets the transfer size. */
 int osc_iwarpx_rma_noncontig(osc_iwarpx_module_t* m, bool write, const void* origin, int ocount,
@@ -290,6 +387,33 @@ int osc_iwarpx_state_add(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, size_t 
 
 /* May origin rank access target now? (an access epoch covers it) */
 bool osc_iwarpx_epoch_covers(osc_iwarpx_module_t* m, int target);
+
+/* osc_iwarpx_blocking.c: one remote atomic / one RMA transfer, posted and waited for. */
+int osc_iwarpx_amo_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc_iwarpx_amo_t* a);
+int osc_iwarpx_rma_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write, void* local,
+                        uint64_t remote, size_t len, const osc_iwarpx_rwin_t* w);
+
+/* osc_iwarpx_range.c: where a target displacement points and which remote memory holds it.
+ * target_addr: window base + disp * disp_unit (dynamic windows: disp is the absolute address);
+ * OMPI_ERR_RMA_RANGE on negative/overflowing displacements. remote_range: the window or the
+ * attached region that holds all of [addr, addr + len), else OMPI_ERR_RMA_RANGE (logged). */
+int osc_iwarpx_target_addr(osc_iwarpx_module_t* m, int target, ptrdiff_t disp, uint64_t* addr);
+int osc_iwarpx_remote_range(osc_iwarpx_module_t* m, int target, uint64_t addr, uint64_t len,
+                            osc_iwarpx_rwin_t* out);
+/* Bytes from the true lower bound of the first of count elements of dt to the true upper
+ * bound of the last (the byte count for contiguous layouts; non-negative extents assumed). */
+uint64_t osc_iwarpx_span(struct ompi_datatype_t* dt, int count);
+
+/* osc_iwarpx_dynamic.c */
+#define OSC_IWARPX_DYN_BYTES ((sizeof(osc_iwarpx_regions_t) + 63) & ~(size_t)63)
+int osc_iwarpx_dyn_init(osc_iwarpx_module_t* m); /* after m->state is allocated */
+void osc_iwarpx_dyn_fini(osc_iwarpx_module_t* m);
+int osc_iwarpx_dyn_attach(struct ompi_win_t* win, void* base, size_t size);
+int osc_iwarpx_dyn_detach(struct ompi_win_t* win, const void* base);
+/* The attached region of target holding [addr, addr + len): OMPI_SUCCESS, or
+ * OMPI_ERR_RMA_RANGE when none does even after re-reading the target's table. */
+int osc_iwarpx_dyn_lookup(osc_iwarpx_module_t* m, int target, uint64_t addr, uint64_t len,
+                          osc_iwarpx_rwin_t* out);
 
 /* osc_iwarpx_unsupported.c: the module slots not implemented in this increment. */
 extern const ompi_osc_base_module_t osc_iwarpx_module_template;

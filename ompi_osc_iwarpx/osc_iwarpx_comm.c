@@ -5,7 +5,8 @@
  * Checks, in this order, each with a log line at verbosity 1 and nothing sent on failure:
  *   target rank valid (OMPI_ERR_RMA_RANGE), an access epoch covers the target
  *   (OMPI_ERR_RMA_SYNC), origin and target byte counts equal (OMPI_ERR_BAD_PARAM), the target
- *   range inside the target's window (OMPI_ERR_RMA_RANGE). osc_iwarpx_resolve (also used by the
+ *   range inside the target's window or one of its attached regions (dynamic windows,
+ *   osc_iwarpx_range.c) (OMPI_ERR_RMA_RANGE). osc_iwarpx_resolve (also used by the
  *   accumulate calls) rejects non-contiguous datatypes (MPI_ERR_UNSUPPORTED_OPERATION).
  * Rput/Rget requests complete when every chunk has completed (remotely, for writes).
  */
@@ -35,13 +36,21 @@ static int check_access(osc_iwarpx_module_t* m, int target, int ocount, int tcou
   return OMPI_SUCCESS;
 }
 
+int osc_iwarpx_check_access(osc_iwarpx_module_t* m, int target, int ocount, int tcount) {
+  return check_access(m, target, ocount, tcount);
+}
+
 int osc_iwarpx_resolve(osc_iwarpx_module_t* m, const void* origin, int ocount,
                        struct ompi_datatype_t* odt, int target, ptrdiff_t disp, int tcount,
-                       struct ompi_datatype_t* tdt, char** local, uint64_t* remote, size_t* bytes) {
+                       struct ompi_datatype_t* tdt, char** local, uint64_t* remote, size_t* bytes,
+                       osc_iwarpx_rwin_t* rw) {
   int rc = check_access(m, target, ocount, tcount);
   if (rc != OMPI_SUCCESS) return rc;
-  if (!ompi_datatype_is_contiguous_memory_layout(odt, ocount) ||
-      !ompi_datatype_is_contiguous_memory_layout(tdt, tcount)) {
+  /* The one non-contiguous case: the same predefined type on both sides (pair types with
+   * holes, e.g. MPI_DOUBLE_INT, for the accumulate family). */
+  const bool same_predefined = odt == tdt && ocount == tcount && ompi_datatype_is_predefined(tdt);
+  if (!same_predefined && (!ompi_datatype_is_contiguous_memory_layout(odt, ocount) ||
+                           !ompi_datatype_is_contiguous_memory_layout(tdt, tcount))) {
     return reject(m, MPI_ERR_UNSUPPORTED_OPERATION,
                   "non-contiguous datatype (not supported in this version)", target);
   }
@@ -56,20 +65,19 @@ int osc_iwarpx_resolve(osc_iwarpx_module_t* m, const void* origin, int ocount,
   ptrdiff_t olb = 0, oext = 0, tlb = 0, text = 0;
   (void)ompi_datatype_get_true_extent(odt, &olb, &oext);
   (void)ompi_datatype_get_true_extent(tdt, &tlb, &text);
-  const osc_iwarpx_target_t* t = &m->targets[target];
-  int64_t off = 0;
-  if (disp < 0 || __builtin_mul_overflow((int64_t)disp, t->disp_unit, &off) ||
-      __builtin_add_overflow(off, (int64_t)tlb, &off) || off < 0 || (uint64_t)off > t->size ||
-      tbytes > t->size - (uint64_t)off) {
-    opal_output_verbose(1, mca_osc_iwarpx_component.output,
-                        "osc:iwarpx: rank %d -> %d: access of %zu bytes at displacement %td "
-                        "(disp_unit %lld) outside the target's %llu-byte window",
-                        m->rank, target, tbytes, disp, (long long)t->disp_unit,
-                        (unsigned long long)t->size);
-    return OMPI_ERR_RMA_RANGE;
+  uint64_t addr = 0;
+  rc = osc_iwarpx_target_addr(m, target, disp, &addr);
+  if (rc == OMPI_SUCCESS && __builtin_add_overflow(addr, (uint64_t)(int64_t)tlb, &addr)) {
+    rc = OMPI_ERR_RMA_RANGE;
+  }
+  if (rc == OMPI_SUCCESS) {
+    rc = osc_iwarpx_remote_range(m, target, addr, osc_iwarpx_span(tdt, tcount), rw);
+  }
+  if (rc != OMPI_SUCCESS) {
+    return reject(m, rc, "target range outside the window (see above)", target);
   }
   *local = (char*)(uintptr_t)origin + olb;
-  *remote = t->base + (uint64_t)off;
+  *remote = addr;
   *bytes = tbytes;
   return OMPI_SUCCESS;
 }
@@ -83,8 +91,9 @@ static int rma(bool write, const void* origin, int ocount, struct ompi_datatype_
   char* local = NULL;
   uint64_t remote = 0;
   size_t bytes = 0;
+  osc_iwarpx_rwin_t rw = {0};
   int rc = contiguous ? osc_iwarpx_resolve(m, origin, ocount, odt, target, disp, tcount, tdt,
-                                           &local, &remote, &bytes)
+                                           &local, &remote, &bytes, &rw)
                       : check_access(m, target, ocount, tcount);
   if (rc != OMPI_SUCCESS) return rc;
   osc_iwarpx_request_t* req = NULL;
@@ -96,7 +105,7 @@ static int rma(bool write, const void* origin, int ocount, struct ompi_datatype_
     rc = osc_iwarpx_rma_noncontig(m, write, origin, ocount, odt, target, disp, tcount, tdt, req,
                                   &bytes);
   } else if (bytes > 0) {
-    rc = osc_iwarpx_post_rma(m, &m->targets[target], write, local, remote, bytes, req);
+    rc = osc_iwarpx_post_rma_key(m, &m->targets[target], write, local, remote, bytes, &rw, req);
   }
   if (write) {
     m->puts++;

@@ -1,7 +1,7 @@
 /*
  * osc/iwarpx component: parameters, open/close, init/finalize, and query/select: windows of
- * flavor create and allocate are accepted (priority osc_iwarpx_priority) when the iwarpx
- * provider opens; shared and dynamic are declined with a log line.
+ * flavor create, allocate and dynamic are accepted (priority osc_iwarpx_priority) when the iwarpx
+ * provider opens; shared is declined with a log line.
  */
 // clang-format off
 #include "ompi_config.h" /* first, see osc_iwarpx.h */
@@ -77,8 +77,9 @@ static int iwarpx_register(void) {
   c->priority = 20;
   (void)mca_base_component_var_register(
       v, "priority",
-      "Selection priority of the iwarpx one-sided component for windows of flavor create and "
-      "allocate (reference: rdma 101, sm 100, ucx 60, pt2pt 10). The default, 20, is above "
+      "Selection priority of the iwarpx one-sided component for windows of flavor create, "
+      "allocate and dynamic (reference: rdma 101, sm 100, ucx 60, pt2pt 10). The default, 20, is "
+      "above "
       "pt2pt and below rdma/sm, so `--mca osc iwarpx` (or this parameter above 101) selects it",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
       &c->priority);
@@ -145,10 +146,10 @@ static int iwarpx_query(struct ompi_win_t* win, void** base, size_t size, int di
   (void)disp_unit;
   (void)comm;
   (void)info;
-  if (flavor != MPI_WIN_FLAVOR_CREATE && flavor != MPI_WIN_FLAVOR_ALLOCATE) {
+  if (flavor != MPI_WIN_FLAVOR_CREATE && flavor != MPI_WIN_FLAVOR_ALLOCATE &&
+      flavor != MPI_WIN_FLAVOR_DYNAMIC) {
     opal_output_verbose(1, c->output,
-                        "osc:iwarpx: declines %s window (only create and allocate are "
-                        "implemented; dynamic comes next, shared belongs to osc sm)",
+                        "osc:iwarpx: declines %s window (shared windows belong to osc sm)",
                         flavor_name(flavor));
     return -1;
   }
@@ -168,8 +169,8 @@ static int iwarpx_query(struct ompi_win_t* win, void** base, size_t size, int di
 static int iwarpx_select(struct ompi_win_t* win, void** base, size_t size, int disp_unit,
                          struct ompi_communicator_t* comm, struct opal_info_t* info, int flavor,
                          int* model) {
-  (void)info;
   int rc = osc_iwarpx_window_create(win, base, size, disp_unit, comm, flavor);
+  if (rc == OMPI_SUCCESS) rc = osc_iwarpx_info_init(win, info);
   if (rc != OMPI_SUCCESS) {
     opal_output_verbose(1, mca_osc_iwarpx_component.output,
                         "osc:iwarpx: %s window setup failed (%d)", flavor_name(flavor), rc);

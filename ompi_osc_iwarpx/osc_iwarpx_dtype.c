@@ -19,11 +19,7 @@
 
 #define OSC_IWX_RAW_BATCH 64
 
-typedef struct seg_list_t {
-  struct iovec* v;
-  size_t n, cap;
-  size_t bytes;
-} seg_list_t;
+typedef osc_iwarpx_segs_t seg_list_t;
 
 static int seg_push(seg_list_t* l, const struct iovec* iov, uint32_t n) {
   if (l->n + n > l->cap) {
@@ -42,8 +38,8 @@ static int seg_push(seg_list_t* l, const struct iovec* iov, uint32_t n) {
   return OMPI_SUCCESS;
 }
 
-/* count x dt laid out from base -> segments (addresses only computed, never read). */
-static int flatten(struct ompi_datatype_t* dt, int count, const void* base, seg_list_t* out) {
+int osc_iwarpx_flatten(struct ompi_datatype_t* dt, int count, const void* base,
+                       osc_iwarpx_segs_t* out) {
   opal_convertor_t conv;
   OBJ_CONSTRUCT(&conv, opal_convertor_t);
   int rc = opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor, &dt->super,
@@ -64,14 +60,12 @@ int osc_iwarpx_rma_noncontig(osc_iwarpx_module_t* m, bool write, const void* ori
                              struct ompi_datatype_t* tdt, osc_iwarpx_request_t* req,
                              size_t* bytes) {
   osc_iwarpx_target_t* t = &m->targets[target];
-  int64_t off = 0;
-  if (disp < 0 || __builtin_mul_overflow((int64_t)disp, t->disp_unit, &off)) {
-    return OMPI_ERR_RMA_RANGE;
-  }
+  uint64_t start = 0;
+  if (osc_iwarpx_target_addr(m, target, disp, &start) != OMPI_SUCCESS) return OMPI_ERR_RMA_RANGE;
   seg_list_t o = {0}, r = {0};
-  int rc = flatten(odt, ocount, origin, &o);
+  int rc = osc_iwarpx_flatten(odt, ocount, origin, &o);
   if (rc == OMPI_SUCCESS) {
-    rc = flatten(tdt, tcount, (const void*)(uintptr_t)(t->base + (uint64_t)off), &r);
+    rc = osc_iwarpx_flatten(tdt, tcount, (const void*)(uintptr_t)start, &r);
   }
   if (rc == OMPI_SUCCESS && o.bytes != r.bytes) {
     opal_output_verbose(1, mca_osc_iwarpx_component.output,
@@ -80,30 +74,27 @@ int osc_iwarpx_rma_noncontig(osc_iwarpx_module_t* m, bool write, const void* ori
                         m->rank, target, o.bytes, r.bytes);
     rc = OMPI_ERR_BAD_PARAM;
   }
+  /* Every target segment is checked (and its remote memory found) before anything is posted. */
+  osc_iwarpx_rwin_t* rw = rc == OMPI_SUCCESS ? calloc(r.n > 0 ? r.n : 1, sizeof(*rw)) : NULL;
+  if (rc == OMPI_SUCCESS && rw == NULL) rc = OMPI_ERR_OUT_OF_RESOURCE;
   for (size_t i = 0; rc == OMPI_SUCCESS && i < r.n; ++i) {
-    const uint64_t a = (uint64_t)(uintptr_t)r.v[i].iov_base;
-    if (a < t->base || a - t->base > t->size || r.v[i].iov_len > t->size - (a - t->base)) {
-      opal_output_verbose(1, mca_osc_iwarpx_component.output,
-                          "osc:iwarpx: rank %d -> %d: datatype segment of %zu bytes at window "
-                          "offset %lld outside the target's %llu-byte window",
-                          m->rank, target, r.v[i].iov_len, (long long)(a - t->base),
-                          (unsigned long long)t->size);
-      rc = OMPI_ERR_RMA_RANGE;
-    }
+    rc = osc_iwarpx_remote_range(m, target, (uint64_t)(uintptr_t)r.v[i].iov_base, r.v[i].iov_len,
+                                 &rw[i]);
   }
   /* Lockstep walk: one operation per overlap of an origin and a target segment. */
   size_t oi = 0, ri = 0, oo = 0, ro = 0;
   while (rc == OMPI_SUCCESS && oi < o.n && ri < r.n) {
     const size_t olen = o.v[oi].iov_len - oo, rlen = r.v[ri].iov_len - ro;
     const size_t len = olen < rlen ? olen : rlen;
-    rc = osc_iwarpx_post_rma(m, t, write, (char*)o.v[oi].iov_base + oo,
-                             (uint64_t)(uintptr_t)r.v[ri].iov_base + ro, len, req);
+    rc = osc_iwarpx_post_rma_key(m, t, write, (char*)o.v[oi].iov_base + oo,
+                                 (uint64_t)(uintptr_t)r.v[ri].iov_base + ro, len, &rw[ri], req);
     oo += len;
     ro += len;
     if (oo == o.v[oi].iov_len) ++oi, oo = 0;
     if (ro == r.v[ri].iov_len) ++ri, ro = 0;
   }
   *bytes = o.bytes;
+  free(rw);
   free(o.v);
   free(r.v);
   return rc;

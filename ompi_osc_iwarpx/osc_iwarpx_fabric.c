@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
@@ -64,6 +65,28 @@ static void fabric_destroy(osc_iwarpx_fabric_t* f) {
   free(f);
 }
 
+/* Which sign-agnostic integer ops the provider does as one remote atomic, plain and fetching,
+ * on 32- and 64-bit words (the accumulate family's native path uses only these; the others go
+ * through the CAS loop, which is atomic against them, so a provider without one stays correct). */
+static void query_native_ops(osc_iwarpx_fabric_t* f) {
+  const enum fi_op ops[] = {FI_SUM, FI_BOR, FI_BAND, FI_BXOR};
+  const enum fi_datatype types[] = {FI_UINT32, FI_UINT64};
+  f->native_ops = 0;
+  for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); ++i) {
+    bool ok = true;
+    for (size_t j = 0; ok && j < sizeof(types) / sizeof(types[0]); ++j) {
+      struct fi_atomic_attr attr;
+      ok = fi_query_atomic(f->domain, types[j], ops[i], &attr, 0) == 0 &&
+           fi_query_atomic(f->domain, types[j], ops[i], &attr, FI_FETCH_ATOMIC) == 0;
+    }
+    if (ok) f->native_ops |= 1u << ops[i];
+  }
+  opal_output_verbose(1, mca_osc_iwarpx_component.output,
+                      "osc:iwarpx: native integer atomics: SUM %d BOR %d BAND %d BXOR %d",
+                      (f->native_ops >> FI_SUM) & 1, (f->native_ops >> FI_BOR) & 1,
+                      (f->native_ops >> FI_BAND) & 1, (f->native_ops >> FI_BXOR) & 1);
+}
+
 static int fabric_open(osc_iwarpx_fabric_t* f) {
   f->info =
       iwx_ofi_getinfo(iwx_ofi_hints(FI_RMA | FI_ATOMIC),
@@ -91,6 +114,7 @@ static int fabric_open(osc_iwarpx_fabric_t* f) {
   ret = fi_getname(&f->ep->fid, f->addr, &f->addrlen);
   if (ret != 0) return fail("fi_getname", ret);
   if (opal_hash_table_init(&f->av_cache, 256) != OPAL_SUCCESS) return OMPI_ERROR;
+  query_native_ops(f);
   return OMPI_SUCCESS;
 }
 

@@ -1,6 +1,6 @@
 /*
  * osc/iwarpx module template (copied into every window's module) and the calls this
- * increment does not implement (dynamic-window attach/detach, shared query): each returns
+ * increment does not implement (shared query): each returns
  * MPI_ERR_UNSUPPORTED_OPERATION (an MPI code is passed through unchanged by the MPI layer;
  * OMPI_ERR_NOT_SUPPORTED would map to MPI_ERR_INTERN) with a log line at verbosity 1. See
  * README.md's status table.
@@ -29,21 +29,10 @@ static int shared_query(struct ompi_win_t* win, int rank, size_t* size, int* dis
   return unsupported(win, "MPI_Win_shared_query");
 }
 
-static int attach(struct ompi_win_t* win, void* base, size_t size) {
-  (void)base;
-  (void)size;
-  return unsupported(win, "MPI_Win_attach");
-}
-
-static int detach(struct ompi_win_t* win, const void* base) {
-  (void)base;
-  return unsupported(win, "MPI_Win_detach");
-}
-
 const ompi_osc_base_module_t osc_iwarpx_module_template = {
     .osc_win_shared_query = shared_query,
-    .osc_win_attach = attach,
-    .osc_win_detach = detach,
+    .osc_win_attach = osc_iwarpx_dyn_attach,
+    .osc_win_detach = osc_iwarpx_dyn_detach,
     .osc_free = osc_iwarpx_free,
     .osc_put = osc_iwarpx_put,
     .osc_get = osc_iwarpx_get,

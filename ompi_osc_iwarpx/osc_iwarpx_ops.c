@@ -77,6 +77,13 @@ static int check_post(ssize_t ret, const char* what, osc_iwarpx_op_t* op) {
 
 int osc_iwarpx_post_rma(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write, void* local,
                         uint64_t remote, size_t len, osc_iwarpx_request_t* req) {
+  const osc_iwarpx_rwin_t w = {.base = t->base, .size = t->size, .key = t->key};
+  return osc_iwarpx_post_rma_key(m, t, write, local, remote, len, &w, req);
+}
+
+int osc_iwarpx_post_rma_key(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write, void* local,
+                            uint64_t remote, size_t len, const osc_iwarpx_rwin_t* w,
+                            osc_iwarpx_request_t* req) {
   osc_iwarpx_fabric_t* f = mca_osc_iwarpx_component.fabric;
   char* p = local;
   while (len > 0) {
@@ -85,7 +92,7 @@ int osc_iwarpx_post_rma(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool wri
     if (op == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
     struct iovec iov = {.iov_base = p, .iov_len = chunk};
     struct fi_rma_iov rma = {
-        .addr = f->virt_addr ? remote : remote - t->base, .len = chunk, .key = t->key};
+        .addr = f->virt_addr ? remote : remote - w->base, .len = chunk, .key = w->key};
     struct fi_msg_rma msg = {.msg_iov = &iov,
                              .desc = NULL,
                              .iov_count = 1,

@@ -93,6 +93,7 @@ int osc_iwarpx_start(struct ompi_group_t* group, int mode, struct ompi_win_t* wi
   }
   for (int i = 0; i < n; ++i) m->targets[ranks[i]].pscw = true;
   m->access_group = ranks;
+  m->epoch_id++;
   m->access_n = n;
   return OMPI_SUCCESS;
 }

@@ -71,6 +71,7 @@ int osc_iwarpx_fence(int mode, struct ompi_win_t* win) {
   osc_iwarpx_wait_all(m);
   int rc = m->comm->c_coll->coll_barrier(m->comm, m->comm->c_coll->coll_barrier_module);
   m->fence_epoch = (mode & MPI_MODE_NOSUCCEED) == 0;
+  m->epoch_id++;
   return rc;
 }
 
@@ -79,6 +80,7 @@ int osc_iwarpx_lock(int lock_type, int target, int mode, struct ompi_win_t* win)
   if (target < 0 || target >= m->size) return OMPI_ERR_RMA_RANGE;
   if (lock_type != MPI_LOCK_SHARED && lock_type != MPI_LOCK_EXCLUSIVE) return OMPI_ERR_BAD_PARAM;
   osc_iwarpx_target_t* t = &m->targets[target];
+  if (m->no_locks) return sync_error(m, "MPI_Win_lock", "window created with no_locks", target);
   if (m->lock_all || t->lock_type != 0) {
     return sync_error(m, "MPI_Win_lock", "target already locked by this rank", target);
   }
@@ -91,6 +93,7 @@ int osc_iwarpx_lock(int lock_type, int target, int mode, struct ompi_win_t* win)
   t->lock_type = lock_type;
   t->nocheck = nocheck;
   m->passive_count++;
+  m->epoch_id++;
   opal_mutex_unlock(&m->lock);
   return OMPI_SUCCESS;
 }
@@ -112,6 +115,7 @@ int osc_iwarpx_unlock(int target, struct ompi_win_t* win) {
 
 int osc_iwarpx_lock_all(int mode, struct ompi_win_t* win) {
   osc_iwarpx_module_t* m = module_of(win);
+  if (m->no_locks) return sync_error(m, "MPI_Win_lock_all", "window created with no_locks", -1);
   if (m->lock_all || m->passive_count > 0) {
     return sync_error(m, "MPI_Win_lock_all", "already in a passive target epoch", -1);
   }
@@ -125,6 +129,7 @@ int osc_iwarpx_lock_all(int mode, struct ompi_win_t* win) {
   }
   m->lock_all_nocheck = nocheck;
   m->lock_all = true;
+  m->epoch_id++;
   return OMPI_SUCCESS;
 }
 

@@ -1,8 +1,9 @@
 /*
  * osc/iwarpx window life cycle: osc_select's collective setup (allocate for the allocate
- * flavor, register window + state region once, one allgather of everything a peer needs,
- * fi_av_insert of new peers) and the collective MPI_Win_free (wait for all our operations,
- * barrier, then deregister and free).
+ * flavor, register window + state region once (dynamic flavor: no window memory, the state
+ * region also holds the attached-region table, osc_iwarpx_dynamic.c), one allgather of everything a
+ * peer needs, fi_av_insert of new peers) and the collective MPI_Win_free (wait for all our
+ * operations, barrier, then deregister and free).
  */
 // clang-format off
 #include "ompi_config.h" /* first, see osc_iwarpx.h */
@@ -35,6 +36,7 @@ static int reg(osc_iwarpx_fabric_t* f, void* base, size_t len, struct fid_mr** m
 }
 
 static void module_release(osc_iwarpx_module_t* m) {
+  osc_iwarpx_dyn_fini(m);
   if (m->win_mr != NULL) (void)fi_close(&m->win_mr->fid);
   if (m->state_mr != NULL) (void)fi_close(&m->state_mr->fid);
   free(m->state);
@@ -118,17 +120,23 @@ int osc_iwarpx_window_create(struct ompi_win_t* win, void** base, size_t size, i
     ok = posix_memalign(&p, 64, size > 0 ? size : 64) == 0;
     m->base = p;
     m->free_base = ok;
-  } else {
+  } else if (flavor == MPI_WIN_FLAVOR_CREATE) {
     m->base = *base;
+  } else {
+    m->base = NULL; /* dynamic: memory comes with MPI_Win_attach */
+    m->win_size = size = 0;
   }
   m->targets = calloc((size_t)m->size, sizeof(*m->targets));
   void* st = NULL;
-  const size_t state_bytes = OSC_IWARPX_STATE_BYTES(m->size);
+  const bool dynamic = flavor == MPI_WIN_FLAVOR_DYNAMIC;
+  /* A dynamic window publishes its region table right after the state (same MR). */
+  const size_t state_bytes = OSC_IWARPX_STATE_BYTES(m->size) + (dynamic ? OSC_IWARPX_DYN_BYTES : 0);
   m->post_seen = calloc((size_t)m->size, sizeof(*m->post_seen));
   ok =
       ok && m->targets != NULL && m->post_seen != NULL && posix_memalign(&st, 64, state_bytes) == 0;
   m->state = st;
   if (ok) memset(m->state, 0, state_bytes);
+  if (ok && dynamic) ok = osc_iwarpx_dyn_init(m) == OMPI_SUCCESS;
   if (ok && size > 0) ok = reg(f, m->base, size, &m->win_mr, &(uint64_t){0}, "window") == 0;
   if (ok) ok = reg(f, m->state, state_bytes, &m->state_mr, &(uint64_t){0}, "state") == 0;
 
@@ -146,8 +154,10 @@ int osc_iwarpx_window_create(struct ompi_win_t* win, void** base, size_t size, i
   opal_output_verbose(1, c->output,
                       "osc:iwarpx: window ready (flavor %s, %zu bytes, disp_unit %d, rank %d of "
                       "%d)",
-                      flavor == MPI_WIN_FLAVOR_ALLOCATE ? "allocate" : "create", size, disp_unit,
-                      m->rank, m->size);
+                      flavor == MPI_WIN_FLAVOR_ALLOCATE  ? "allocate"
+                      : flavor == MPI_WIN_FLAVOR_DYNAMIC ? "dynamic"
+                                                         : "create",
+                      size, disp_unit, m->rank, m->size);
   return OMPI_SUCCESS;
 }
 

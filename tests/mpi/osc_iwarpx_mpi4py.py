@@ -1,9 +1,10 @@
 """mpi4py one-sided checks for osc iwarpx (run by osc_iwarpx_test.sh with /usr/bin/python3).
 
-mpi4py initialises MPI with MPI_THREAD_MULTIPLE, the level osc pt2pt refuses. Three windows:
+mpi4py initialises MPI with MPI_THREAD_MULTIPLE, the level osc pt2pt refuses. Four windows:
 Win.Allocate (Put with Fence, Get under a shared Lock, Accumulate(SUM) from all ranks under
 Lock_all), Win.Create over a bytearray (Put under an exclusive Lock from every rank into its own
-slot at rank 0, then Flush/Unlock) and a Post/Start/Complete/Wait ring.
+slot at rank 0, then Flush/Unlock), a Post/Start/Complete/Wait ring, and Win.Create_dynamic
+(Attach, Accumulate(SUM) and Fetch_and_op(SUM) on doubles from every rank, Detach).
 Rank 0 prints "osc_iwarpx_test: OK <n> ranks (mpi4py)" only if every rank passed.
 """
 from array import array
@@ -82,6 +83,34 @@ for epoch in range(5):
 gl.Free()
 gr.Free()
 world.Free()
+win.Free()
+
+# Dynamic window (increment 2): attach a buffer, exchange its address, then the general
+# accumulate path from every rank into rank 0's buffer: Accumulate(SUM) on doubles,
+# Fetch_and_op(SUM) on a double (tickets must all differ).
+win = MPI.Win.Create_dynamic(comm=comm)
+dyn = array("d", [0.0] * 4)
+win.Attach(dyn)
+addrs = comm.allgather(MPI.Get_address(dyn))
+win.Lock_all()
+tickets = []
+for i in range(10):
+    win.Accumulate([array("d", [0.5, 0.25]), MPI.DOUBLE], 0, target=(addrs[0], 2, MPI.DOUBLE),
+                   op=MPI.SUM)
+    t = array("d", [0.0])
+    win.Fetch_and_op([array("d", [1.0]), MPI.DOUBLE], [t, MPI.DOUBLE], 0,
+                     target_disp=addrs[0] + 16, op=MPI.SUM)
+    win.Flush(0)
+    tickets.append(t[0])
+win.Unlock_all()
+comm.Barrier()
+all_tickets = sorted(sum(comm.allgather(tickets), []))
+if all_tickets != [float(i) for i in range(10 * size)]:
+    errors.append("dynamic Fetch_and_op(SUM, DOUBLE) tickets not 0..%d" % (10 * size - 1))
+if rank == 0 and (dyn[0] != 5.0 * size or dyn[1] != 2.5 * size or dyn[2] != 10.0 * size):
+    errors.append("dynamic Accumulate(SUM, DOUBLE): %s" % list(dyn))
+comm.Barrier()
+win.Detach(dyn)
 win.Free()
 
 for e in errors:

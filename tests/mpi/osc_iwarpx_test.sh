@@ -1,6 +1,11 @@
 #!/bin/sh
 # Usage: osc_iwarpx_test.sh <mpirun> <Open MPI component dir> <build mca dir> <provider dir>
-#                           <osc_iwarpx_test | osc_iwarpx_mpi4py.py> <ranks> <tcp|iwarpx|control>
+#                           <osc_iwarpx_test | osc_iwarpx_dyn_test | osc_iwarpx_acc_test |
+#                            osc_iwarpx_misc_test | osc_iwarpx_mpi4py.py>
+#                           <ranks> <tcp|iwarpx|control>
+# (osc_iwarpx_dyn_test: dynamic windows; osc_iwarpx_acc_test: the general accumulate path;
+# osc_iwarpx_misc_test: info keys, fence asserts, misuse; see
+# their headers; same checks, each its own OK line.)
 # The project's one-sided component (ompi_osc_iwarpx) runs osc_iwarpx_test (fence Put/Get
 # 1 B..4 MiB, exclusive lock with concurrent updates, lock_all + flush, Rput/Rget, range and
 # epoch errors, accumulate/fetch_and_op/compare_and_swap atomicity, 4 threads per rank, derived datatypes, PSCW) on loopback with
@@ -20,9 +25,13 @@ prog=$5
 np=$6
 mode=$7
 windows=10 # windows osc_iwarpx_test creates
+tag=osc_iwarpx_test # its OK line
 run="$prog"
 case $prog in
-  *.py) windows=3 run="/usr/bin/python3 $prog" ;;
+  *.py) windows=4 run="/usr/bin/python3 $prog" ;;
+  */osc_iwarpx_dyn_test) windows=1 tag=osc_iwarpx_dyn_test ;;
+  */osc_iwarpx_acc_test) windows=1 tag=osc_iwarpx_acc_test ;;
+  */osc_iwarpx_misc_test) windows=4 tag=osc_iwarpx_misc_test ;;
 esac
 for v in $(env | sed -n 's/^\(OMPI_MCA_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 for f in "$mca_dir/mca_osc_iwarpx.so" "$FI_PROVIDER_PATH/libiwarpx-fi.so" "$prog"; do
@@ -51,7 +60,7 @@ check() {
   fail=0
   [ $rc -eq 0 ] || { echo "FAIL: mpirun exited $rc (124/137: timeout)"; fail=1; }
   # Matches, not lines: mpirun's IOF can join two ranks' lines into one line of the log.
-  grep -q "osc_iwarpx_test: OK $np ranks" "$log" || { echo "FAIL: no OK line from rank 0"; fail=1; }
+  grep -q "$tag: OK $np ranks" "$log" || { echo "FAIL: no OK line from rank 0"; fail=1; }
   n=$(grep -o "osc:iwarpx: window ready" "$log" | wc -l)
   [ "$n" -eq $((np * windows)) ] ||
     { echo "FAIL: $n 'window ready' lines, expected $((np * windows))"; fail=1; }

@@ -1,0 +1,34 @@
+/*
+ * osc/iwarpx blocking helpers for protocols that need an answer before going on (dynamic
+ * windows' region table, the general accumulate path): one remote atomic, or one RMA transfer,
+ * posted and waited for (driving opal_progress). They count in the target's `outstanding`
+ * like every other operation. A failed completion is OMPI_ERROR.
+ */
+// clang-format off
+#include "ompi_config.h" /* first, see osc_iwarpx.h */
+// clang-format on
+
+#include "ompi/request/request.h"
+#include "opal/runtime/opal_progress.h"
+#include "osc_iwarpx.h"
+
+int osc_iwarpx_amo_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc_iwarpx_amo_t* a) {
+  volatile int done = 0;
+  const int rc = osc_iwarpx_post_atomic(m, t, a, NULL, &done);
+  if (rc != OMPI_SUCCESS) return rc;
+  while (done == 0) opal_progress();
+  return done > 0 ? OMPI_SUCCESS : OMPI_ERROR;
+}
+
+int osc_iwarpx_rma_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write, void* local,
+                        uint64_t remote, size_t len, const osc_iwarpx_rwin_t* w) {
+  osc_iwarpx_request_t* req = osc_iwarpx_request_new();
+  if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+  int rc = osc_iwarpx_post_rma_key(m, t, write, local, remote, len, w, req);
+  struct ompi_request_t* r = NULL;
+  rc = osc_iwarpx_request_finish(req, rc, &r);
+  if (rc != OMPI_SUCCESS) return rc;
+  /* Returns the request's MPI_ERROR (set by a failed completion); the status is not filled. */
+  rc = ompi_request_wait(&r, MPI_STATUS_IGNORE);
+  return rc == OMPI_SUCCESS ? OMPI_SUCCESS : OMPI_ERROR;
+}
