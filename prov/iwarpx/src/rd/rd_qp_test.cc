@@ -595,6 +595,25 @@ TEST_F(RdQpLendTest, DeregisteredRegionIsReclaimedAndResendsKeepItsBytes) {
   EXPECT_EQ(back, expected);
 }
 
+TEST_F(RdQpLendTest, LentBytesCountAgainstTheSendBuffer) {
+  RdQpConfig c = SmallSegments();
+  c.stream.send_buffer_bytes = 4096;  // four 1024-byte ULPDUs, lent or not
+  Build("", "", c);
+  std::vector<uint8_t> target(kLen), back(kLen, 0);
+  StartRead(target, back);
+  uint32_t most = 0;
+  ASSERT_TRUE(Run([&] {
+    most = std::max(most, b_->Qp().stream().send_window().outstanding());
+    return ReadDone();
+  }));
+  EXPECT_EQ(back, target);
+  // Each time the budget stops the QP, the Read Response it had built is
+  // stashed (copied), so not every one leaves lent.
+  EXPECT_GT(b_->Qp().stream().stats().lent, 0u);
+  EXPECT_GT(most, 0u);
+  EXPECT_LE(most, 4u);
+}
+
 TEST_F(RdQpLendTest, WithoutLendingEveryPayloadIsCopied) {
   RdQpConfig c = SmallSegments();
   c.stream.lend_reads = false;

@@ -83,6 +83,7 @@ RdStream::~RdStream() {
 }
 
 void RdStream::DropTail(TxRecord& r) {
+  lent_bytes_ -= r.tail_len;
   if (r.key != 0) lender_->Return(r.key);
   r.key = 0;
   r.tail = nullptr;
@@ -146,7 +147,8 @@ bool RdStream::ReserveTx(size_t len, size_t* offset) const {
 
 bool RdStream::writable() const {
   size_t offset = 0;
-  return !failed() && !write_shut_ && send_.CanSend() && ReserveTx(config_.max_segment, &offset);
+  return !failed() && !write_shut_ && send_.CanSend() && ReserveTx(config_.max_segment, &offset) &&
+         buf_used_ + lent_bytes_ + config_.max_segment <= buf_size_;
 }
 
 transport::IoResult RdStream::SendV(std::span<const iovec> iov) {
@@ -199,7 +201,11 @@ transport::IoResult RdStream::SendVLent(std::span<const iovec> iov,
     }
     const size_t head = tail != nullptr ? tail->pos - ulpdu_at : len;
     size_t offset = 0;
-    if (!send_.CanSend() || !ReserveTx(head, &offset)) {
+    // Lent bytes count against the same budget as copied ones: lending saves
+    // the copy, it does not put more data in flight than the receiver's
+    // socket was sized for.
+    const bool room = tail == nullptr || buf_used_ + lent_bytes_ + len <= buf_size_;
+    if (!send_.CanSend() || !room || !ReserveTx(head, &offset)) {
       tx_blocked_ = true;
       break;
     }
@@ -222,6 +228,7 @@ transport::IoResult RdStream::SendVLent(std::span<const iovec> iov,
       r.key = tail->key;
       r.tail = tail->data;
       r.tail_len = tail->len;
+      lent_bytes_ += tail->len;
       ++stats_.lent;
     } else {
       r.key = 0;

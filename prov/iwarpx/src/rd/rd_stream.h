@@ -30,7 +30,9 @@
 // memory (a Read Response's source, mem::StagTable lending). When such a
 // piece is the tail of a ULPDU, only the ULPDU's head (the DDP/RDMAP header)
 // is copied; the record points at the region, which the table lends until
-// the datagram is acknowledged. A region deregistered before that is
+// the datagram is acknowledged. Lent bytes count against send_buffer_bytes
+// like copied ones (the flight size stays what the receiver is sized for).
+// A region deregistered before that is
 // reclaimed (Reclaim: the still-unacknowledged bytes are copied to the heap),
 // so a resend never reads memory the application took back. Resends read the
 // region again: an application that changes a region while a peer still
@@ -267,7 +269,8 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   size_t buf_size_;
   size_t buf_head_ = 0;
   size_t buf_tail_ = 0;
-  size_t buf_used_ = 0;  // bytes between head and tail, wasted ends included
+  size_t buf_used_ = 0;    // bytes between head and tail, wasted ends included
+  size_t lent_bytes_ = 0;  // tails of unreleased records (lent or reclaimed)
   std::vector<TxRecord> tx_;
   uint64_t tx_head_ = 0;
   uint64_t tx_tail_ = 0;
