@@ -45,16 +45,16 @@ set(CPACK_PACKAGE_VENDOR "iwarpx")
 set(CPACK_PACKAGE_CONTACT "iwarpx developers <iwarpx@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "software iWARP libfabric provider and Open MPI components")
+# The extended description (CPack puts the summary above it and indents it).
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-"software iWARP libfabric provider and Open MPI components
- libiwarpx-fi.so, the iwarpx libfabric provider (fi_iwarpx(7)): connected
- iWARP over TCP (FI_EP_MSG), datagram iWARP over UDP (FI_EP_DGRAM) and
- reliable datagrams (FI_EP_RDM), in user space. Installed where libfabric
- loads DL providers, so `fi_info -p iwarpx` lists it.
- .
- The Open MPI 4.1 components BTL iwarpx and OSC iwarpx over its RDM endpoint
- (mpirun --mca btl self,iwarpx --mca osc iwarpx), the extension header
- rdma/fi_ext_iwarpx.h and iwarpx.pc.")
+"libiwarpx-fi.so, the iwarpx libfabric provider (fi_iwarpx(7)): connected iWARP
+over TCP (FI_EP_MSG), datagram iWARP over UDP (FI_EP_DGRAM) and reliable
+datagrams (FI_EP_RDM), in user space, installed where libfabric loads DL
+providers, so fi_info -p iwarpx lists it without FI_PROVIDER_PATH.
+
+The Open MPI 4.1 components BTL iwarpx and OSC iwarpx over its RDM endpoint
+(mpirun --mca btl self,iwarpx --mca osc iwarpx), the extension header
+rdma/fi_ext_iwarpx.h and iwarpx.pc.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # iwarpx_<version>_<arch>.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
@@ -65,8 +65,14 @@ if(IWARPX_BUILD_MCA AND OpenMPIInternal_VERSION MATCHES "^([0-9]+)\\.([0-9]+)\\.
   # The components implement the BTL 3.1 / OSC 3.0 interfaces of this Open MPI series only
   # (cmake/FindOpenMPIInternal.cmake), which the sonames do not say.
   math(EXPR _iwx_next "${CMAKE_MATCH_2} + 1")
-  set(CPACK_DEBIAN_PACKAGE_DEPENDS
-      "libopenmpi3 (>= ${CMAKE_MATCH_1}.${CMAKE_MATCH_2}), libopenmpi3 (<< ${CMAKE_MATCH_1}.${_iwx_next})")
+  # dpkg-shlibdeps adds the lower bound (libopenmpi3 (>= <the version built against>)).
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenmpi3 (<< ${CMAKE_MATCH_1}.${_iwx_next})")
 endif()
+# The provider is built against this libfabric's provider structures (fi_prov_ini); the
+# symbols file alone would allow any libfabric1 >= 1.11.
+if(FABRIC_VERSION MATCHES "^([0-9]+)\\.([0-9]+)")
+  list(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS "libfabric1 (>= ${CMAKE_MATCH_1}.${CMAKE_MATCH_2})")
+endif()
+list(JOIN CPACK_DEBIAN_PACKAGE_DEPENDS ", " CPACK_DEBIAN_PACKAGE_DEPENDS)
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libfabric-bin, openmpi-bin")
 include(CPack)

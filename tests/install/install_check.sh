@@ -75,7 +75,7 @@ if [ "$got" != "$want" ]; then
   diff <(echo "$want") <(echo "$got") || true
 else
   echo "ok: prefix /usr installs exactly:"
-  echo "$got" | sed 's/^/  /'
+  while read -r f; do echo "  $f"; done <<<"$got"
 fi
 
 # The .pc: header usable through its Cflags, directories as variables.
@@ -103,9 +103,9 @@ int main(void) {
 EOF
   # shellcheck disable=SC2046 # pkg-config prints a word list
   if cc -Wall -Werror $(pc --cflags iwarpx) -o "$tmp/use_ext" "$tmp/use_ext.c" 2>"$tmp/cc.log"; then
-    "$tmp/use_ext" | grep -q "^iwarpx iwarpx_stats_v1 " || bad "program built against the installed header misbehaves"
+    grep -q "^iwarpx iwarpx_stats_v1 " <<<"$("$tmp/use_ext")" || bad "program built against the installed header misbehaves"
     # The -I must point into the install, not at the source tree.
-    pc --cflags iwarpx | grep -q -- "-I$root/usr/include" || bad "Cflags: $(pc --cflags iwarpx)"
+    grep -q -- "-I$root/usr/include" <<<"$(pc --cflags iwarpx)" || bad "Cflags: $(pc --cflags iwarpx)"
     echo "ok: iwarpx.pc: $(pc --cflags iwarpx), providerdir=$(pc_var providerdir)"
   else
     cat "$tmp/cc.log"
@@ -127,7 +127,8 @@ man_gz=$root/usr/share/man/man7/fi_iwarpx.7.gz
 if [ -f "$man_gz" ]; then
   warn=$(MANWIDTH=80 man -l "$man_gz" 2>&1 >/dev/null || echo "man -l failed")
   [ -z "$warn" ] || bad "man -l $man_gz: $warn"
-  MANWIDTH=80 man -l "$man_gz" 2>/dev/null | grep -q "FI_IWARPX_STATS" ||
+  text=$(MANWIDTH=80 man -l "$man_gz" 2>/dev/null || true)  # whole output: no SIGPIPE
+  grep -q "FI_IWARPX_STATS" <<<"$text" ||
     bad "the installed man page does not render (no FI_IWARPX_STATS in it)"
 fi
 

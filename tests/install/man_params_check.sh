@@ -25,21 +25,23 @@ section=$(sed -n '/^\.SH RUNTIME PARAMETERS/,/^\.SH /p' "$page")
 documented=$(echo "$section" | sed -n 's/^\.B \(FI_IWARPX_[A-Z0-9_]*\)$/\1/p' | sort -u)
 
 for v in $defined; do
-  echo "$documented" | grep -qx "$v" || bad "$v (fi_info -e) is not documented in $page"
+  grep -qx "$v" <<<"$documented" || bad "$v (fi_info -e) is not documented in $page"
 done
 for v in $documented; do
-  echo "$defined" | grep -qx "$v" || bad "$page documents $v, which the provider does not define"
+  grep -qx "$v" <<<"$defined" || bad "$page documents $v, which the provider does not define"
 done
 
 # Defaults: the provider's help ends in "(default: X)"; the page's entry must say the same.
+# (The awk programs read all their input: an early exit would SIGPIPE the writer, and
+# pipefail would end the script without a word.)
 for v in $defined; do
-  want=$(echo "$env_out" | awk -v v="# $v:" '
-    index($0, v) == 1 { on = 1 } on { text = text " " $0 } on && /^$/ { exit }
-    END { if (match(text, /\(default: [^)]*\)/)) print substr(text, RSTART, RLENGTH) }')
+  want=$(awk -v v="# $v:" '
+    index($0, v) == 1 { on = 1 } on && /^$/ { on = 0 } on { text = text " " $0 }
+    END { if (match(text, /\(default: [^)]*\)/)) print substr(text, RSTART, RLENGTH) }' <<<"$env_out")
   [ -n "$want" ] || continue
-  got=$(echo "$section" | awk -v v=".B $v" '
-    $0 == v { on = 1; next } on && /^\.(TP|PP|SH)/ { exit } on { text = text " " $0 }
-    END { if (match(text, /\(default: [^)]*\)/)) print substr(text, RSTART, RLENGTH) }')
+  got=$(awk -v v=".B $v" '
+    $0 == v { on = 1; next } on && /^\.(TP|PP|SH)/ { on = 0 } on { text = text " " $0 }
+    END { if (match(text, /\(default: [^)]*\)/)) print substr(text, RSTART, RLENGTH) }' <<<"$section")
   [ "$got" = "$want" ] || bad "$v: the page says '${got:-no default}', the provider '$want'"
 done
 
