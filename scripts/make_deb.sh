@@ -2,6 +2,8 @@
 # make_deb.sh - build iwarpx_<version>_<arch>.deb from a configured build tree.
 #
 #   scripts/make_deb.sh [BUILD_DIR [OUT_DIR]]      (defaults: build, BUILD_DIR/deb)
+#   IWARPX_DEB_NO_BUILD=1 scripts/make_deb.sh ...   package what is built, build nothing
+#                                                   (tests: ctest must not run ninja)
 #
 # Brings what the package holds up to date (-j1: the machine is shared), then runs CPack's DEB generator
 # (cmake/IwarpxPackage.cmake: prefix /usr, Depends from dpkg-shlibdeps). CPack installs into
@@ -20,7 +22,11 @@ command -v dpkg-shlibdeps >/dev/null || {
 }
 targets=(iwarpx-fi iwarpx_man)
 grep -q '^IWARPX_BUILD_MCA:BOOL=ON' "$build/CMakeCache.txt" && targets+=(mca_btl_iwarpx mca_osc_iwarpx)
-cmake --build "$build" -j1 --target "${targets[@]}" >&2
+if [[ ${IWARPX_DEB_NO_BUILD:-0} == 1 ]]; then
+  [[ -f $build/man/fi_iwarpx.7.gz ]] || { echo "make_deb.sh: $build is not built" >&2; exit 1; }
+else
+  cmake --build "$build" -j1 --target "${targets[@]}" >&2
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -f "$out"/iwarpx_*.deb

@@ -15,7 +15,8 @@
 #                                                   Run it by hand, under
 #                                                   flock /tmp/iwarpx-port.lock, never in ctest.
 #
-# (a) scripts/make_deb.sh into a temporary directory. (b) dpkg-deb -c lists exactly the
+# (a) scripts/make_deb.sh of what BUILD_DIR holds (it builds nothing: build first) into a
+# temporary directory. (b) dpkg-deb -c lists exactly the
 # provider in libfabric's provider directory, both components in Open MPI's pkglibdir, the
 # header, iwarpx.pc and the man page; dpkg-deb -f Depends names libfabric1 and libopenmpi3.
 #
@@ -136,7 +137,9 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-deb=$("$here/../../scripts/make_deb.sh" "$build" "$tmp/out" 2>"$tmp/make_deb.log" | tail -n 1) ||
+# Package what is built; the build is the caller's job (ctest must not run ninja).
+deb=$(IWARPX_DEB_NO_BUILD=1 "$here/../../scripts/make_deb.sh" "$build" "$tmp/out" \
+  2>"$tmp/make_deb.log" | tail -n 1) ||
   { cat "$tmp/make_deb.log"; echo "FAIL: scripts/make_deb.sh failed"; exit 1; }
 [ -f "$deb" ] || { cat "$tmp/make_deb.log"; echo "FAIL: no .deb"; exit 1; }
 arch=$(dpkg --print-architecture)
