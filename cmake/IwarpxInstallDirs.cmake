@@ -27,8 +27,11 @@ find_package(PkgConfig REQUIRED)
 # Relative path of ABS below PREFIX into OUT; ABS itself when it is not below PREFIX.
 function(_iwarpx_below_prefix out abs prefix)
   string(REGEX REPLACE "/+$" "" prefix "${prefix}")
-  if(prefix AND abs MATCHES "^${prefix}/(.+)$")
-    set(${out} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+  string(LENGTH "${prefix}/" n)
+  string(FIND "${abs}" "${prefix}/" at)
+  if(prefix AND at EQUAL 0)
+    string(SUBSTRING "${abs}" ${n} -1 rel)
+    set(${out} "${rel}" PARENT_SCOPE)
   else()
     set(${out} "${abs}" PARENT_SCOPE)
   endif()
@@ -57,7 +60,8 @@ if(NOT IWARPX_INSTALL_DIRS_RELATIVE)
   endif()
   set(IWARPX_INSTALL_DIRS_RELATIVE ON CACHE INTERNAL "install dir defaults are prefix-relative")
 endif()
-set(IWARPX_FI_PROVIDER_DIR "${IWARPX_INSTALL_LIBDIR}/libfabric" CACHE PATH
+# STRING, not PATH: CMake would turn a relative -D value of a PATH into an absolute one.
+set(IWARPX_FI_PROVIDER_DIR "${IWARPX_INSTALL_LIBDIR}/libfabric" CACHE STRING
     "Where libiwarpx-fi.so is installed; relative: below CMAKE_INSTALL_PREFIX (libfabric's \
 PROVDLDIR <libdir>/libfabric when the prefix is libfabric's)")
 # Where this libfabric loads DL providers from when FI_PROVIDER_PATH is unset.
@@ -74,7 +78,7 @@ if(IWARPX_BUILD_MCA)
     endif()
   endif()
   _iwarpx_below_prefix(_iwx_comp_rel "${OpenMPIInternal_PKGLIBDIR}" "${_iwx_ompi_prefix}")
-  set(IWARPX_OMPI_COMPONENT_DIR "${_iwx_comp_rel}" CACHE PATH
+  set(IWARPX_OMPI_COMPONENT_DIR "${_iwx_comp_rel}" CACHE STRING
       "Where mca_btl_iwarpx.so and mca_osc_iwarpx.so are installed; relative: below \
 CMAKE_INSTALL_PREFIX (Open MPI's pkglibdir when the prefix is Open MPI's). \
 ~/.openmpi/components for a per-user install")
