@@ -1,17 +1,24 @@
 #!/bin/bash
-# Usage: man_params_check.sh <provider build dir> <docs/man/fi_iwarpx.7>
+# Usage: man_params_check.sh <provider build dir> <docs/man/fi_iwarpx.7> [<project version>]
 # fi_iwarpx(7) against the provider itself:
 #   - every FI_IWARPX_* variable `fi_info -e` lists (the provider's fi_param_define calls) has
 #     a ".B FI_IWARPX_..." entry under RUNTIME PARAMETERS, and that section documents no
 #     variable the provider does not define (a renamed parameter cannot leave a stale entry);
 #   - the page is warning-free roff: groff -man -ww -z prints nothing and
 #     `MANWIDTH=80 man -l` writes nothing to stderr;
-#   - the page's defaults match the "(default: ...)" the provider's own help prints.
+#   - the page's defaults match the "(default: ...)" the provider's own help prints;
+#   - its .TH line names the project version (when given).
 set -euo pipefail
 export FI_PROVIDER_PATH=$1
 page=$2
+version=${3:-}
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
+
+if [ -n "$version" ]; then
+  grep -q "^\.TH fi_iwarpx 7 [0-9-]* \"iwarpx $version\"" "$page" ||
+    bad "the .TH line of $page does not say iwarpx $version: $(grep '^\.TH' "$page")"
+fi
 
 [ -f "$FI_PROVIDER_PATH/libiwarpx-fi.so" ] || { echo "FAIL: $FI_PROVIDER_PATH/libiwarpx-fi.so not built"; exit 1; }
 # Printable ASCII only: other providers' help can carry stray bytes that make grep say "binary".
