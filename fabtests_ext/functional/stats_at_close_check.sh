@@ -28,10 +28,13 @@ grep -E '^iwarpx stats: a DGRAM endpoint 127\.0\.0\.1:[0-9]+: .*rx_bad_crc=1 rx_
 # MSG: the target of an RDMA Write to a wrong STag sends a Terminate, the writer receives it.
 out=$(timeout 60 "$msg" --gtest_filter='MsgTest.DeliveryCompleteWriteReportsTargetError' 2>&1) ||
   fail "fabtests_msg failed: $out"
-grep -E '^iwarpx stats: a MSG endpoint 127\.0\.0\.1:[0-9]+: .*terminates_sent=1' <<<"$out" ||
-  fail "no MSG report with terminates_sent=1"
-grep -E '^iwarpx stats: a MSG endpoint 127\.0\.0\.1:[0-9]+: .*terminates_received=1' <<<"$out" ||
-  fail "no MSG report with terminates_received=1"
+# Each names its connection: its own address and the peer's, real ports (not the port 0 an
+# active endpoint is given before it connects).
+conn='127\.0\.0\.1:[1-9][0-9]* \(peer 127\.0\.0\.1:[1-9][0-9]*\)'
+grep -E "^iwarpx stats: a MSG endpoint $conn: .*terminates_sent=1" <<<"$out" ||
+  fail "no MSG report of a connection with terminates_sent=1"
+grep -E "^iwarpx stats: a MSG endpoint $conn: .*terminates_received=1" <<<"$out" ||
+  fail "no MSG report of a connection with terminates_received=1"
 
 # Without the parameter nothing is printed.
 out=$(FI_IWARPX_STATS=0 timeout 60 "$dgram" --gtest_filter='DgramTest.BadDatagrams*' 2>&1) ||
