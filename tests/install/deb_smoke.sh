@@ -22,6 +22,7 @@
 #
 # The smoke, with FI_PROVIDER_PATH, FI_PROVIDER and every OMPI_MCA_* variable unset and no
 # component path given: fi_info -p iwarpx lists the provider with its three endpoint types;
+# fi_pingpong -p iwarpx -e rdm -c passes its default sizes (64 B to 1 MiB, 10 =10 each);
 # `man -w fi_iwarpx` finds the page; pkg-config's iwarpx.pc names the provider directory and
 # its Cflags compile a program using <rdma/fi_ext_iwarpx.h>; ompi_info lists btl and osc
 # iwarpx; `mpirun -np 2 --mca pml ob1 --mca btl self,iwarpx --mca osc iwarpx MPI_PROGRAM`
@@ -82,6 +83,23 @@ if [ "$mode" = smoke-inner ]; then
     [ $fail -eq 0 ] && echo "ok: fi_info -p iwarpx (no FI_PROVIDER_PATH): $(grep -c '^provider: iwarpx' "$tmp/fi_info") entries, MSG, DGRAM and RDM"
   else
     cat "$tmp/fi_info"; bad "fi_info -p iwarpx fails without FI_PROVIDER_PATH"
+  fi
+  # The README's fi_pingpong example over RDM, data checked, on a port the kernel picked.
+  port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+  timeout 60 fi_pingpong -p iwarpx -e rdm -c -I 10 -B "$port" >"$tmp/pp_server" 2>&1 &
+  server=$!
+  for _ in $(seq 50); do
+    ss -H -ltn "sport = :$port" | grep -q LISTEN && break
+    sleep 0.1
+  done
+  if timeout 60 fi_pingpong -p iwarpx -e rdm -c -I 10 -P "$port" 127.0.0.1 >"$tmp/pp_client" 2>&1 &&
+    wait "$server" && [ "$(grep -cE '^[0-9]+[kmg]? +10 +=10 ' "$tmp/pp_client")" -ge 6 ] &&
+    grep -qE '^1m +10 +=10 ' "$tmp/pp_client"; then
+    echo "ok: fi_pingpong -p iwarpx -e rdm -c: $(grep -cE '^[0-9]+[kmg]? +10 +=10 ' "$tmp/pp_client") sizes, data checked"
+  else
+    kill "$server" 2>/dev/null || true
+    tail -n 5 "$tmp/pp_server" "$tmp/pp_client"
+    bad "fi_pingpong -p iwarpx -e rdm -c failed"
   fi
   page=$(man -w fi_iwarpx 2>&1) || true
   text=$(MANWIDTH=80 man fi_iwarpx 2>/dev/null || true)  # whole output: no SIGPIPE
