@@ -13,7 +13,9 @@
 #                                                   directories while it runs: other MPI or
 #                                                   libfabric jobs on the machine see iwarpx.
 #                                                   Run it by hand, under
-#                                                   flock /tmp/iwarpx-port.lock, never in ctest.
+#                                                   flock /tmp/iwarpx-port.lock, never in ctest;
+#                                                   it refuses while an mpirun, orted,
+#                                                   fi_pingpong, fi_info or ompi_info runs.
 #
 # (a) scripts/make_deb.sh of what BUILD_DIR holds (it builds nothing: build first) into a
 # temporary directory. (b) dpkg-deb -c lists exactly the
@@ -229,6 +231,15 @@ fi
 [ "$(id -u)" -eq 0 ] || { echo "FAIL: dpkg -i needs root"; exit 1; }
 if dpkg-query -W -f='${Status}' iwarpx 2>/dev/null | grep -q "install ok installed"; then
   echo "FAIL: iwarpx is already installed (dpkg -r iwarpx first); not touching it"
+  exit 1
+fi
+# Every MPI or libfabric job that starts while the package is installed loads its plugins
+# (the port lock does not cover benchmarks). Refuse while one of them is running (zombies
+# left by other jobs do not count).
+others=$(pgrep -a -r R,S,D,T -x 'mpirun|mpiexec|orterun|orted|fi_pingpong|fi_info|ompi_info' || true)
+if [ -n "$others" ]; then
+  echo "$others"
+  echo "FAIL: MPI/libfabric programs are running; they would load the installed plugins. Try again when they are done."
   exit 1
 fi
 "$0" control-inner "$build" || exit 1
