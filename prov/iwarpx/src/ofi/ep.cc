@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <string>
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
@@ -174,8 +175,15 @@ int Endpoint::Close() {
     std::lock_guard<std::mutex> lock(fabric_->engine().mu());
     if (GetParams().stats) {
       progress::EndpointStats s;
-      if (channel_ != nullptr) channel_->CollectStats(&s);
-      ReportAtClose("a MSG endpoint", name_.valid() ? name_.ToString().c_str() : "(unbound)", s);
+      // The connection's own addresses once there is one (as fi_getname/fi_getpeer report
+      // them); before, the name the endpoint was given (often port 0).
+      std::string where = name_.valid() ? name_.ToString() : "(unbound)";
+      if (channel_ != nullptr) {
+        channel_->CollectStats(&s);
+        where = channel_->local_address().ToString() + " (peer " +
+                channel_->peer_address().ToString() + ")";
+      }
+      ReportAtClose("a MSG endpoint", where.c_str(), s);
     }
     qp_ = nullptr;
     channel_.reset();  // unregisters from the engine and closes the socket
