@@ -175,7 +175,7 @@ class RcPromotionTest : public ::testing::Test {
       if (std::chrono::steady_clock::now() > end) return false;
     }
   }
-  bool Run(std::vector<Flow*> flows, int seconds = 60) {
+  bool Run(const std::vector<Flow*>& flows, int seconds = 60) {
     return RunUntil(
         [&] {
           bool all = true;

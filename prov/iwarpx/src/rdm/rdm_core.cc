@@ -11,7 +11,6 @@ namespace {
 constexpr size_t kMaxTxOps = 1u << 16;  // msg_id carries the index in 16 bits
 constexpr size_t kMaxRxOps = 1u << 20;
 constexpr size_t kMaxRndv = 1u << 16;
-constexpr uint64_t kMaxReadChunk = uint64_t{1} << 30;  // ReadWr lengths are 32-bit
 
 size_t IovBytes(const iovec* iov, size_t count) {
   size_t n = 0;
@@ -540,80 +539,7 @@ void RdmCore::StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src
   op.src = h.segments;
   op.src_count = h.segment_count;
   op.todo = op.failed ? 0 : want;
-  if (!ContinueReads(*p, *index)) p->read_wait[static_cast<int>(via)].push_back(*index);
-}
-
-bool RdmCore::ContinueReads(Peer& p, uint32_t index) {
-  RndvOp& op = rndv_[index];
-  qp::QueuePair* q = QpOf(p, op.via);
-  // One Read per overlap of a source segment and a sink piece.
-  while (op.todo > 0 && op.si < op.src_count && op.di < op.sink_count) {
-    const wire::RdmSegment& seg = op.src[op.si];
-    const RndvOp::Piece& sink = op.sinks[op.di];
-    const uint64_t n = std::min({seg.len - op.s_off, sink.len - op.d_off, op.todo, kMaxReadChunk});
-    if (n > 0) {
-      qp::ReadWr rd;
-      rd.context = Ctx(Kind::kRead, index);
-      rd.local_stag = sink.stag;
-      rd.local_to = sink.to + op.d_off;
-      rd.length = static_cast<uint32_t>(n);
-      rd.remote_stag = seg.stag;
-      rd.remote_to = seg.to + op.s_off;
-      const qp::QpStatus st = q != nullptr ? q->PostRead(rd) : qp::QpStatus::kBadState;
-      if (st == qp::QpStatus::kQueueFull) {
-        Kick(p, op.via);
-        return false;  // the rest when the send queue has room
-      }
-      if (st != qp::QpStatus::kOk) {
-        op.failed = true;
-        op.err = st == qp::QpStatus::kBadState ? ECONNRESET : EIO;
-        op.todo = 0;
-        break;
-      }
-      ++op.reads_left;
-      op.todo -= n;
-      op.s_off += n;
-      op.d_off += n;
-    }
-    if (op.s_off == seg.len) {
-      ++op.si;
-      op.s_off = 0;
-    }
-    if (op.d_off == sink.len) {
-      ++op.di;
-      op.d_off = 0;
-    }
-  }
-  op.todo = 0;
-  Kick(p, op.via);
-  if (op.reads_left == 0) FinishRendezvous(index);
-  return true;
-}
-
-void RdmCore::FlushReads(Peer& p, Via via) {
-  std::deque<uint32_t>& wait = p.read_wait[static_cast<int>(via)];
-  while (!wait.empty()) {
-    const uint32_t index = wait.front();
-    wait.pop_front();
-    if (!rndv_[index].used || rndv_[index].todo == 0) continue;  // finished meanwhile
-    if (!ContinueReads(p, index)) {
-      wait.push_front(index);
-      return;
-    }
-  }
-}
-
-void RdmCore::DropReads(Peer& p, Via via) {
-  std::deque<uint32_t> wait;
-  wait.swap(p.read_wait[static_cast<int>(via)]);
-  for (const uint32_t index : wait) {
-    RndvOp& op = rndv_[index];
-    if (!op.used || op.todo == 0) continue;
-    op.todo = 0;
-    op.failed = true;
-    op.err = ECONNRESET;
-    if (op.reads_left == 0) FinishRendezvous(index);
-  }
+  if (!ContinueReads(*p, *index)) p->read_wait[static_cast<size_t>(via)].push_back(*index);
 }
 
 void RdmCore::FinishRendezvous(uint32_t index) {
@@ -632,10 +558,10 @@ void RdmCore::FinishRendezvous(uint32_t index) {
   // A full send queue holds work that will complete: the FIN waits for that.
   bool fin_posted = false;
   if (q != nullptr && q->state() == qp::QpState::kRts) {
-    const qp::QpStatus st = p->fin_wait[static_cast<int>(op.via)].empty()
+    const qp::QpStatus st = p->fin_wait[static_cast<size_t>(op.via)].empty()
                                 ? PostFin(*p, op.via, index)
                                 : qp::QpStatus::kQueueFull;
-    if (st == qp::QpStatus::kQueueFull) p->fin_wait[static_cast<int>(op.via)].push_back(index);
+    if (st == qp::QpStatus::kQueueFull) p->fin_wait[static_cast<size_t>(op.via)].push_back(index);
     fin_posted = st == qp::QpStatus::kOk || st == qp::QpStatus::kQueueFull;
     if (!fin_posted) ProtocolError(*p, "FIN refused");  // fails both sides, no hang
   }
@@ -648,64 +574,6 @@ void RdmCore::FinishRendezvous(uint32_t index) {
     return;
   }
   sink_.RecvDone(context, result);
-}
-
-qp::QpStatus RdmCore::PostFin(Peer& p, Via via, uint32_t index) {
-  qp::QueuePair* q = QpOf(p, via);
-  if (q == nullptr) return qp::QpStatus::kBadState;
-  qp::SendWr wr;
-  wr.sgl.Add(rndv_[index].fin.data(), wire::kRdmHeaderSize);
-  wr.context = Ctx(Kind::kFin, index);
-  const qp::QpStatus st = q->PostSend(wr);
-  if (st == qp::QpStatus::kOk) Kick(p, via);
-  return st;
-}
-
-void RdmCore::FlushFins(Peer& p, Via via) {
-  std::deque<uint32_t>& wait = p.fin_wait[static_cast<int>(via)];
-  while (!wait.empty()) {
-    // Off the queue before the post: a post may complete work at once and
-    // bring us back here.
-    const uint32_t index = wait.front();
-    wait.pop_front();
-    const qp::QpStatus st = PostFin(p, via, index);
-    if (st == qp::QpStatus::kQueueFull) {
-      wait.push_front(index);
-      return;
-    }
-    if (st != qp::QpStatus::kOk) {
-      rndv_[index].used = false;
-      rndv_free_.push_back(index);
-    }
-  }
-}
-
-void RdmCore::ScheduleFlush(Peer& p, Via via) {
-  const auto v = static_cast<int>(via);
-  if ((p.read_wait[v].empty() && p.fin_wait[v].empty()) || !deferred_added_) return;
-  flush_.emplace_back(p.id, via);
-  engine_.Update(deferred_);
-}
-
-void RdmCore::RunDeferred() {
-  graveyard_.clear();
-  std::vector<std::pair<PeerId, Via>> todo;
-  todo.swap(flush_);
-  for (const auto& [id, via] : todo) {
-    if (Peer* p = PeerById(id); p != nullptr) {
-      FlushReads(*p, via);
-      FlushFins(*p, via);
-    }
-  }
-  channel_->AfterPost();
-}
-
-void RdmCore::DropFins(Peer& p, Via via) {
-  for (const uint32_t index : p.fin_wait[static_cast<int>(via)]) {
-    rndv_[index].used = false;
-    rndv_free_.push_back(index);
-  }
-  p.fin_wait[static_cast<int>(via)].clear();
 }
 
 void RdmCore::OnRdmaComplete(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/) {

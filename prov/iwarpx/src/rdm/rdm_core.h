@@ -235,6 +235,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t rc_switches = 0;  // SWITCHes sent
   };
   [[nodiscard]] const Counters& counters() const { return counters_; }
+  // The RD channel's counters, the connections' Terminates and the counters
+  // above that EndpointStats has fields for.
+  void CollectStats(progress::EndpointStats* out) const;
 
  private:
   enum class Kind : uint8_t { kBounce = 1, kEager, kRts, kFin, kRead, kUser, kSwitch };

@@ -44,6 +44,21 @@ void RdmCore::DropRcForTest(const transport::SockAddr& to) {
   RcDown(*it->second->link);
 }
 
+void RdmCore::CollectStats(progress::EndpointStats* out) const {
+  channel_->CollectStats(out);
+  for (const auto& [addr, p] : peers_) {
+    if (p->link != nullptr && p->link->ch != nullptr) p->link->ch->CollectStats(out);
+  }
+  out->rdm_ud_sr_msgs += counters_.ud_sr_msgs;
+  out->rdm_ud_zcopy_msgs += counters_.ud_zcopy_msgs;
+  out->rdm_rc_sr_msgs += counters_.rc_sr_msgs;
+  out->rdm_rc_rdma_msgs += counters_.rc_rdma_msgs;
+  out->rc_opened += counters_.rc_opened;
+  out->rc_accepted += counters_.rc_accepted;
+  out->rc_rejected += counters_.rc_rejected;
+  out->rc_failed += counters_.rc_failed;
+}
+
 void RdmCore::CountAndPromote(Peer& p, uint64_t bytes) {
   ++p.msgs_sent;
   p.bytes_sent += bytes;
@@ -147,7 +162,7 @@ void RdmCore::DropLink(Peer& p, int err) {
   p.replaying = false;
   for (const auto& [bounce, bytes] : p.held) FreeBounce(bounce);
   p.held.clear();
-  p.read_wait[static_cast<int>(Via::kRc)].clear();  // their ops fail below
+  p.read_wait[static_cast<size_t>(Via::kRc)].clear();  // their ops fail below
   DropFins(p, Via::kRc);
   // What waits on the connection will hear nothing more from it.
   for (uint32_t i = 0; i < tx_.size(); ++i) {
