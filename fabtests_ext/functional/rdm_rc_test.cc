@@ -183,6 +183,9 @@ TEST(RdmRc, CaseFromTheEnvironment) {
     EXPECT_EQ(sa.rdm_ud_sr_msgs + sa.rdm_ud_zcopy_msgs + sa.rdm_rc_sr_msgs + sa.rdm_rc_rdma_msgs,
               10000u);
     EXPECT_EQ(sa.rd_peers_failed + sb.rd_peers_failed, 0u);
+    if (std::getenv("FI_IWARPX_FAULT") != nullptr) {
+      EXPECT_GT(sa.rd_retransmitted + sb.rd_retransmitted, 0u) << "the faults did not happen";
+    }
     return;
   }
   ASSERT_EQ(c, "cap") << "unknown IWARPX_RC_CASE";

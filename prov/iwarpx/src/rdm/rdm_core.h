@@ -30,7 +30,9 @@
 //   change). The same EAGER/RTS/FIN protocol runs on both QPs; an RTS is
 //   read and answered on the QP it came on. An established connection that
 //   ends fails the peer's RD session too (error completions, never a silent
-//   loss); a connect that fails leaves the peer on datagrams.
+//   loss); a connect that fails leaves the peer on datagrams. RMA and
+//   atomics stay on the RD QP (Qp()): for a switched peer they are not
+//   ordered with its messages.
 // * Peers are named by RdPeerKey; PeerIdOf() gives each key a stable id used
 //   for FI_DIRECTED_RECV matching and reported as the source of receives.
 // * RMA and atomics go to Qp(key) directly with contexts made by
