@@ -395,14 +395,15 @@ TEST_F(RcPromotionTest, ABrokenConnectionFailsThePeerLoudlyThenDatagramsCarryOn)
 // Rendezvous in both directions at once: a Read or FIN that finds the send
 // queue full waits for its completions (before, a FIN without room failed
 // the peer and a Read without room failed the receive with EAGAIN).
-TEST_F(RcPromotionTest, BothDirectionsAtOnceWithRendezvousOnDatagrams) {
+TEST_F(RcPromotionTest, BothDirectionsAtOnceWithASmallSendQueueOnDatagrams) {
   RdmConfig c = Config("any:ud_sr,any:ud_zcopy");
+  c.channel.qp.sq_size = 16;  // far less than the Reads, FINs and sends in flight
   Node& a = Add(c);
   Node& b = Add(c);
   Flow ab = MakeFlow(a, b, 1500);
   Flow ba = MakeFlow(b, a, 1500);
   ab.size_of = ba.size_of = [](size_t i) { return i % 3 == 0 ? size_t{30000} : size_t{100}; };
-  ASSERT_TRUE(Run({&ab, &ba}));
+  ASSERT_TRUE(Run({&ab, &ba})) << Dump(a) << Dump(b);
   ab.Check();
   ba.Check();
   EXPECT_EQ(a.core->counters().protocol_errors + b.core->counters().protocol_errors, 0u);
@@ -418,7 +419,7 @@ TEST_F(RcPromotionTest, BothDirectionsOnTheConnectionWithASmallSendQueue) {
   Flow ab = MakeFlow(a, b, 1500);
   Flow ba = MakeFlow(b, a, 1500);
   ab.size_of = ba.size_of = [](size_t i) { return i % 3 == 0 ? size_t{30000} : size_t{100}; };
-  ASSERT_TRUE(Run({&ab, &ba}));
+  ASSERT_TRUE(Run({&ab, &ba})) << Dump(a) << Dump(b);
   ab.Check();
   ba.Check();
   EXPECT_GT(a.core->counters().rc_rdma_msgs, 300u);
