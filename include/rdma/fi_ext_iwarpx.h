@@ -45,7 +45,10 @@ extern "C" {
  * FI_IWARPX_STATS=1 every endpoint prints the non-zero counters to stderr
  * when it closes.
  */
-#define FI_IWARPX_STATS_OPS "iwarpx_stats_v1"
+#define FI_IWARPX_STATS_OPS "iwarpx_stats_v2"
+/* v1 ended at terminates_received; the provider still opens it (a v1 caller's
+ * len stops the copy there). */
+#define FI_IWARPX_STATS_OPS_V1 "iwarpx_stats_v1"
 
 struct fi_iwarpx_ep_stats {
   /* Datagrams received on the endpoint's UDP socket (DGRAM, RDM). */
@@ -75,6 +78,18 @@ struct fi_iwarpx_ep_stats {
   /* RDMAP (MSG, RDM): protocol and protection errors. */
   uint64_t terminates_sent;
   uint64_t terminates_received;
+  /* RDM messages sent, per channel (docs/design.md "Connected channels in
+   * the RDM endpoint"): eager and rendezvous over reliable datagrams, eager
+   * and rendezvous over an on-demand connection. */
+  uint64_t rdm_ud_sr_msgs;
+  uint64_t rdm_ud_zcopy_msgs;
+  uint64_t rdm_rc_sr_msgs;
+  uint64_t rdm_rc_rdma_msgs;
+  /* RDM on-demand connections (FI_IWARPX_MAX_RC, FI_IWARPX_RC_THRESHOLD_*). */
+  uint64_t rc_opened;   /* connects started */
+  uint64_t rc_accepted; /* peers' connects accepted */
+  uint64_t rc_rejected; /* peers' connects refused: tie-break, cap, bad hello */
+  uint64_t rc_failed;   /* connections that never came up or broke */
 };
 
 struct fi_iwarpx_stats_ops {

@@ -103,7 +103,7 @@ int main(void) {
 EOF
   # shellcheck disable=SC2046 # pkg-config prints a word list
   if cc -Wall -Werror $(pc --cflags iwarpx) -o "$tmp/use_ext" "$tmp/use_ext.c" 2>"$tmp/cc.log"; then
-    grep -q "^iwarpx iwarpx_stats_v1 " <<<"$("$tmp/use_ext")" || bad "program built against the installed header misbehaves"
+    grep -q "^iwarpx iwarpx_stats_v2 " <<<"$("$tmp/use_ext")" || bad "program built against the installed header misbehaves"
     # The -I must point into the install, not at the source tree.
     grep -q -- "-I$root/usr/include" <<<"$(pc --cflags iwarpx)" || bad "Cflags: $(pc --cflags iwarpx)"
     echo "ok: iwarpx.pc: $(pc --cflags iwarpx), providerdir=$(pc_var providerdir)"

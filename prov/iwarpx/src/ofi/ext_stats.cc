@@ -55,7 +55,8 @@ struct fi_iwarpx_stats_ops g_stats_ops = {
 }  // namespace
 
 int OpenStatsOps(const char* name, uint64_t flags, void** ops) {
-  if (name == nullptr || std::strcmp(name, FI_IWARPX_STATS_OPS) != 0) {
+  if (name == nullptr || (std::strcmp(name, FI_IWARPX_STATS_OPS) != 0 &&
+                          std::strcmp(name, FI_IWARPX_STATS_OPS_V1) != 0)) {
     IWX_WARN(domain, "fi_open_ops: unknown operations \"%s\" (iwarpx offers \"%s\")\n",
              name != nullptr ? name : "(null)", FI_IWARPX_STATS_OPS);
     return -FI_ENOSYS;

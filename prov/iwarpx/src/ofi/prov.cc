@@ -4,6 +4,8 @@
 // `fi_info -e`) and reads them into Params.
 #include "ofi/prov.h"
 
+#include <cstdint>
+
 #include <rdma/fabric.h>
 #include <rdma/providers/fi_prov.h>
 
@@ -86,14 +88,26 @@ void DefineParams() {
                   "path: 65460 to loopback addresses, 1428 (a 1500-byte MTU) otherwise. A "
                   "datagram larger than the path MTU is fragmented by IP, and losing one "
                   "fragment loses it (docs/wire.md section 3.7). (default: 0)");
+  fi_param_define(&g_provider, "rc_threshold_msgs", FI_PARAM_INT,
+                  "RDM endpoints whose send rules name rc_sr or rc_rdma open an on-demand "
+                  "connection (TCP iWARP, to the peer's UDP address and port number on TCP) "
+                  "to a peer once this many messages were sent to it, 1..2^31-1; the peer "
+                  "stays on datagrams until it is up. (default: 64)");
+  fi_param_define(&g_provider, "rc_threshold_bytes", FI_PARAM_INT,
+                  "The same trigger in bytes sent to the peer, 1..2^31-1; whichever comes "
+                  "first. (default: 1048576)");
+  fi_param_define(&g_provider, "max_rc", FI_PARAM_INT,
+                  "Most on-demand connections an RDM endpoint holds (opened, accepted and "
+                  "pending), 0..4096; 0 keeps every peer on datagrams. (default: 16)");
   fi_param_define(&g_provider, "send_rules", FI_PARAM_STRING,
                   "Send-rule chain of RDM endpoints: which channel carries each message, "
                   "first matching rule whose channel the peer has, e.g. "
                   "\"size<=2048:rc_fp,size<=8192:ud_sr,any:rc_rdma,any:ud_zcopy\". Rules are "
                   "COND:CHANNEL separated by commas; COND is any or terms joined by & of "
                   "size|peers <=|<|>=|>|== N[k|m|g]; channels ud_sr (eager datagrams), ud_zcopy "
-                  "(rendezvous over datagrams), rc_sr, rc_fp, rc_rdma (connected channels, not "
-                  "yet available: their rules are skipped). The last rule must be any:ud_zcopy. "
+                  "(rendezvous over datagrams), rc_sr (eager over an on-demand TCP iWARP "
+                  "connection), rc_rdma (rendezvous over it), rc_fp (not yet available: its "
+                  "rules are skipped). The last rule must be any:ud_zcopy. "
                   "A chain that does not parse makes RDM endpoints refuse to open with a "
                   "warning saying why. (default: any:ud_sr,any:ud_zcopy)");
   fi_param_define(&g_provider, "stats", FI_PARAM_BOOL,
@@ -153,6 +167,9 @@ void ReadParams() {
   if (fi_param_get_str(&g_provider, "send_rules", &rules) == FI_SUCCESS && rules != nullptr) {
     g_params.send_rules = rules;  // parsed (and refused) where RDM endpoints open
   }
+  ReadInt("rc_threshold_msgs", 1, INT32_MAX, &g_params.rc_threshold_msgs);
+  ReadInt("rc_threshold_bytes", 1, INT32_MAX, &g_params.rc_threshold_bytes);
+  ReadInt("max_rc", 0, 4096, &g_params.max_rc);
   int seg = g_params.rd_segment;
   ReadInt("rd_segment", 0, 65460, &seg);
   if (seg != 0 && seg < 128) {

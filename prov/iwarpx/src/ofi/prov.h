@@ -12,24 +12,27 @@
 namespace iwarpx::ofi {
 
 struct Params {
-  bool mpa_crc = true;           // FI_IWARPX_MPA_CRC
-  int mpa_rev = 2;               // FI_IWARPX_MPA_REV (1 or 2)
-  bool mpa_markers = false;      // FI_IWARPX_MPA_MARKERS
-  int ird = 16;                  // FI_IWARPX_IRD
-  int ord = 16;                  // FI_IWARPX_ORD
-  bool progress_thread = false;  // FI_IWARPX_PROGRESS_THREAD (lands with the progress engine)
-  size_t max_mr = 65536;         // FI_IWARPX_MAX_MR
-  int mulpdu = 65532;            // FI_IWARPX_MULPDU
-  bool dgram_crc = true;         // FI_IWARPX_DGRAM_CRC
-  bool busy_poll = true;         // FI_IWARPX_BUSY_POLL
-  int rd_timeout_ms = 10000;     // FI_IWARPX_RD_TIMEOUT
-  bool rd_lend = true;           // FI_IWARPX_RD_LEND: Read Responses sent zero-copy
-  int rdm_eager = 16384;         // FI_IWARPX_RDM_EAGER (bounce receive size)
-  int rd_segment = 0;            // FI_IWARPX_RD_SEGMENT (0: by path)
-  transport::FaultSpec fault;    // FI_IWARPX_FAULT (datagram endpoints; parsed)
-  bool fault_invalid = false;    // FI_IWARPX_FAULT did not parse: endpoints refuse to open
-  bool stats = false;            // FI_IWARPX_STATS: print endpoint counters at close
-  std::string send_rules;        // FI_IWARPX_SEND_RULES as given ("": the default chain)
+  bool mpa_crc = true;               // FI_IWARPX_MPA_CRC
+  int mpa_rev = 2;                   // FI_IWARPX_MPA_REV (1 or 2)
+  bool mpa_markers = false;          // FI_IWARPX_MPA_MARKERS
+  int ird = 16;                      // FI_IWARPX_IRD
+  int ord = 16;                      // FI_IWARPX_ORD
+  bool progress_thread = false;      // FI_IWARPX_PROGRESS_THREAD (lands with the progress engine)
+  size_t max_mr = 65536;             // FI_IWARPX_MAX_MR
+  int mulpdu = 65532;                // FI_IWARPX_MULPDU
+  bool dgram_crc = true;             // FI_IWARPX_DGRAM_CRC
+  bool busy_poll = true;             // FI_IWARPX_BUSY_POLL
+  int rd_timeout_ms = 10000;         // FI_IWARPX_RD_TIMEOUT
+  bool rd_lend = true;               // FI_IWARPX_RD_LEND: Read Responses sent zero-copy
+  int rdm_eager = 16384;             // FI_IWARPX_RDM_EAGER (bounce receive size)
+  int rd_segment = 0;                // FI_IWARPX_RD_SEGMENT (0: by path)
+  transport::FaultSpec fault;        // FI_IWARPX_FAULT (datagram endpoints; parsed)
+  bool fault_invalid = false;        // FI_IWARPX_FAULT did not parse: endpoints refuse to open
+  bool stats = false;                // FI_IWARPX_STATS: print endpoint counters at close
+  std::string send_rules;            // FI_IWARPX_SEND_RULES as given ("": the default chain)
+  int rc_threshold_msgs = 64;        // FI_IWARPX_RC_THRESHOLD_MSGS
+  int rc_threshold_bytes = 1 << 20;  // FI_IWARPX_RC_THRESHOLD_BYTES
+  int max_rc = 16;                   // FI_IWARPX_MAX_RC
 };
 
 // The values in effect (defaults until fi_prov_ini has run).

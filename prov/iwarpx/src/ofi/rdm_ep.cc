@@ -51,6 +51,13 @@ int RdmEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fi
   c.channel.qp.rq_size = 2 * kBouncesPerPeer;
   c.bounce_size = static_cast<size_t>(p.rdm_eager);
   c.bounces_per_peer = kBouncesPerPeer;
+  c.rc.threshold_msgs = static_cast<uint64_t>(p.rc_threshold_msgs);
+  c.rc.threshold_bytes = static_cast<uint64_t>(p.rc_threshold_bytes);
+  c.rc.max_links = static_cast<uint32_t>(p.max_rc);
+  c.rc.mpa.policy = MpaPolicyFromParams();
+  c.rc.qp.sq_size = kPerPeerSq;
+  c.rc.qp.rq_size = 2 * kBouncesPerPeer;
+  c.rc.qp.max_fpdu_payload = static_cast<size_t>(p.mulpdu);
   if (!p.send_rules.empty()) {
     auto rules = rdm::SendRuleChain::Parse(p.send_rules);
     if (!rules.ok()) {
@@ -80,6 +87,19 @@ int RdmEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fi
            "%s)\n",
            static_cast<void*>(e), e->core_->local_address().ToString().c_str(), args.tx_size,
            args.rx_size, e->core_->eager_limit(), p.rd_timeout_ms, c.send_rules.ToString().c_str());
+  if (e->core_->rc_listen_error() != 0) {
+    IWX_WARN(ep_ctrl,
+             "rdm ep %p: the send rules name connected channels but TCP port %u is busy (%s): "
+             "every peer stays on datagrams\n",
+             static_cast<void*>(e), e->core_->local_address().port(),
+             strerror(e->core_->rc_listen_error()));
+  } else if (e->core_->rc_available()) {
+    IWX_INFO(ep_ctrl,
+             "rdm ep %p: on-demand connections on TCP %s after %d messages or %d bytes to a "
+             "peer, at most %d\n",
+             static_cast<void*>(e), e->core_->local_address().ToString().c_str(),
+             p.rc_threshold_msgs, p.rc_threshold_bytes, p.max_rc);
+  }
   const int rcvbuf = e->core_->channel().rcvbuf_bytes();
   if (rcvbuf > 0 && rcvbuf < c.channel.socket_buffer_bytes) {
     IWX_INFO(ep_ctrl,

@@ -28,6 +28,10 @@
 //   Tagged receives take FI_PEEK (found: a completion with len/tag/data;
 //   none: error FI_ENOMSG), FI_PEEK|FI_CLAIM, FI_CLAIM (the claimed message,
 //   context = the peek's) and FI_DISCARD.
+// - Send rules naming rc_sr/rc_rdma (FI_IWARPX_SEND_RULES) make the endpoint
+//   listen on TCP at its UDP address and port number and move busy peers
+//   (FI_IWARPX_RC_THRESHOLD_MSGS/_BYTES, at most FI_IWARPX_MAX_RC) to an
+//   on-demand TCP iWARP connection, order kept (rdm/rdm_core.h).
 // - A peer that stops answering for FI_IWARPX_RD_TIMEOUT fails its pending
 //   operations with error completions; a later send opens a new session.
 // - fi_cancel of a posted receive completes it with FI_ECANCELED.
@@ -91,9 +95,7 @@ class RdmEndpoint final : public ClEndpoint, public rdm::RdmSink {
   RdmEndpoint(const OpenArgs& args, uint64_t caps)
       : ClEndpoint(args, "an RDM endpoint"), caps_(caps) {}
   [[nodiscard]] transport::SockAddr LocalAddress() const override { return core_->local_address(); }
-  void CollectStats(progress::EndpointStats* out) const override {
-    core_->channel().CollectStats(out);
-  }
+  void CollectStats(progress::EndpointStats* out) const override { core_->CollectStats(out); }
   ssize_t Recv(bool tagged, const struct iovec* iov, size_t count, fi_addr_t src, uint64_t tag,
                uint64_t ignore, void* context, uint64_t flags);
   ssize_t Send(bool tagged, const struct iovec* iov, size_t count, fi_addr_t dest, uint64_t tag,

@@ -46,7 +46,16 @@ namespace iwarpx::progress {
   X(rd_stale)                                                                     \
   /* RDMAP (FI_EP_MSG, FI_EP_RDM). */                                             \
   X(terminates_sent)                                                              \
-  X(terminates_received)
+  X(terminates_received)                                                          \
+  /* RDM channels and on-demand connections (rdm::RdmCore). */                    \
+  X(rdm_ud_sr_msgs)                                                               \
+  X(rdm_ud_zcopy_msgs)                                                            \
+  X(rdm_rc_sr_msgs)                                                               \
+  X(rdm_rc_rdma_msgs)                                                             \
+  X(rc_opened)                                                                    \
+  X(rc_accepted)                                                                  \
+  X(rc_rejected)                                                                  \
+  X(rc_failed)
 
 struct EndpointStats {
 #define IWARPX_STAT_FIELD(name) uint64_t name = 0;

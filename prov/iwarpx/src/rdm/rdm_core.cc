@@ -11,7 +11,6 @@ namespace {
 constexpr size_t kMaxTxOps = 1u << 16;  // msg_id carries the index in 16 bits
 constexpr size_t kMaxRxOps = 1u << 20;
 constexpr size_t kMaxRndv = 1u << 16;
-constexpr uint64_t kMaxReadChunk = uint64_t{1} << 30;  // ReadWr lengths are 32-bit
 
 size_t IovBytes(const iovec* iov, size_t count) {
   size_t n = 0;
@@ -57,13 +56,35 @@ Result<std::unique_ptr<RdmCore>, transport::IoError> RdmCore::Open(
   std::unique_ptr<RdmCore> core(new RdmCore(engine, config, stags, sink));
   core->config_.channel.qpn = kRdmQpn;
   core->config_.bounce_size = std::max(config.bounce_size, wire::kRdmRtsMaxSize);
-  auto ch = progress::RdChannel::Open(engine, local, core->config_.channel, stags, *core, faults);
-  if (!ch.ok()) return Err{ch.error()};
-  core->channel_ = std::move(ch).value();
+  // With an ephemeral port the kernel picks the UDP number; the connected
+  // channels need the same number free on TCP, so a few picks are tried.
+  constexpr int kPortTries = 8;
+  for (int tries = 0;; ++tries) {
+    auto ch = progress::RdChannel::Open(engine, local, core->config_.channel, stags, *core, faults);
+    if (!ch.ok()) return Err{ch.error()};
+    core->channel_ = std::move(ch).value();
+    core->OpenListener();
+    if (core->rc_listen_error_ != EADDRINUSE || local.port() != 0 || tries + 1 == kPortTries) {
+      break;
+    }
+    core->channel_.reset();
+    core->rc_listen_error_ = 0;
+  }
+  core->deferred_.core = core.get();
+  core->deferred_added_ = engine.Add(core->deferred_).ok();
   return core;
 }
 
 RdmCore::~RdmCore() {
+  // Connections first (their QPs report to the peers), then the listener and
+  // the RD QPs.
+  for (auto& [addr, p] : peers_) {
+    if (p->link) p->link->dead = true;
+    p->link.reset();
+  }
+  graveyard_.clear();
+  if (deferred_added_) engine_.Remove(deferred_);
+  listener_.reset();
   channel_.reset();  // QPs first: they report to the peers below
   for (TxOp& op : tx_) {
     for (uint8_t i = 0; i < op.stag_count; ++i) (void)stags_.Deregister(op.stags[i]);
@@ -109,15 +130,22 @@ qp::CompletionSink& RdmCore::PeerSink(const progress::RdPeerKey& key) {
 }
 
 void RdmCore::PeerCreated(const progress::RdPeerKey& key, rd::RdQp& qp) {
+  (void)qp;
   Peer& p = PeerFor(key.addr);
   p.bounces_posted = 0;
-  PostBounces(p, qp);
+  PostBounces(p, Via::kRd);
 }
 
 void RdmCore::PeerFailed(const progress::RdPeerKey& key) {
   ++counters_.peers_failed;
   Peer& p = PeerFor(key.addr);
   p.bounces_posted = 0;
+  // Its connection goes with it; both directions start over on datagrams.
+  if (p.link) DropLink(p, ECONNRESET);
+  DropReads(p, Via::kRd);
+  DropFins(p, Via::kRd);
+  p.rx_switched = false;
+  p.tx_on_rc = false;
   // Rendezvous sends whose RTS went out wait for a FIN that will not come.
   for (uint32_t i = 0; i < tx_.size(); ++i) {
     TxOp& op = tx_[i];
@@ -147,21 +175,53 @@ uint32_t RdmCore::AllocBounce() {
   return static_cast<uint32_t>(bounces_.size() - 1);
 }
 
-bool RdmCore::PostBounce(Peer& p, rd::RdQp& qp, uint32_t bounce) {
+qp::QueuePair* RdmCore::QpOf(Peer& p, Via via) {
+  if (via == Via::kRc) {
+    return p.link != nullptr && !p.link->dead ? p.link->qp : nullptr;
+  }
+  rd::RdQp* q = channel_->Find({p.addr, kRdmQpn});
+  return q != nullptr ? &q->qp() : nullptr;
+}
+
+uint32_t* RdmCore::BouncesOf(Peer& p, Via via) {
+  if (via == Via::kRd) return &p.bounces_posted;
+  return p.link != nullptr && !p.link->dead ? &p.link->bounces_posted : nullptr;
+}
+
+void RdmCore::Kick(Peer& p, Via via) {
+  if (via == Via::kRc && p.link != nullptr && !p.link->dead && p.link->ch != nullptr) {
+    engine_.Update(*p.link->ch);
+  }
+}
+
+bool RdmCore::PostBounce(Peer& p, Via via, uint32_t bounce) {
+  qp::QueuePair* q = QpOf(p, via);
+  uint32_t* posted = BouncesOf(p, via);
   qp::RecvWr r;
   r.context = Ctx(Kind::kBounce, bounce);
   r.sgl.Add(bounces_[bounce].buf.get(), config_.bounce_size);
-  if (qp.qp().PostRecv(r) != qp::QpStatus::kOk) {
+  if (q == nullptr || posted == nullptr || q->PostRecv(r) != qp::QpStatus::kOk) {
     FreeBounce(bounce);
     return false;
   }
-  ++p.bounces_posted;
+  ++*posted;
+  Kick(p, via);
   return true;
 }
 
-void RdmCore::PostBounces(Peer& p, rd::RdQp& qp) {
-  while (p.bounces_posted < config_.bounces_per_peer) {
-    if (!PostBounce(p, qp, AllocBounce())) return;
+void RdmCore::PostBounces(Peer& p, Via via) {
+  for (uint32_t* posted = BouncesOf(p, via);
+       posted != nullptr && *posted < config_.bounces_per_peer; posted = BouncesOf(p, via)) {
+    if (!PostBounce(p, via, AllocBounce())) return;
+  }
+}
+
+void RdmCore::Repost(Peer& p, Via via, uint32_t bounce) {
+  const uint32_t* posted = BouncesOf(p, via);
+  if (QpOf(p, via) != nullptr && posted != nullptr && *posted < config_.bounces_per_peer) {
+    (void)PostBounce(p, via, bounce);
+  } else {
+    FreeBounce(bounce);
   }
 }
 
@@ -175,9 +235,14 @@ void RdmCore::ProtocolError(Peer& p, const char* /*why*/) {
 RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t count, bool tagged,
                         uint64_t tag, bool has_data, uint64_t data, uint64_t context) {
   if (count > kMaxIov || (count > 0 && iov == nullptr)) return RdmStatus::kInvalid;
+  ReapLinks();
   Peer& p = PeerFor(to);
   rd::RdQp* q = channel_->Peer({p.addr, kRdmQpn});
   if (q == nullptr) return RdmStatus::kNoPeer;
+  // The connected QP once it is established; after our SWITCH every message
+  // to the peer takes it (the order rule), the chain then picks the protocol.
+  qp::QueuePair* rc = QpOf(p, Via::kRc);
+  if (rc != nullptr && !p.link->up) rc = nullptr;
   const std::optional<uint32_t> index = Alloc(tx_, tx_free_, kMaxTxOps);
   if (!index) return RdmStatus::kAgain;
   TxOp& op = tx_[*index];
@@ -198,9 +263,21 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
   };
   ChannelLimits limits;
   limits.max_size[static_cast<int>(Channel::kUdSr)] = eager_limit();
-  const Channel channel = config_.send_rules.Select(
-      h.size, peers_.size(), ChannelSet{Channel::kUdSr, Channel::kUdZcopy}, limits);
-  if (channel == Channel::kUdSr) {
+  limits.max_size[static_cast<int>(Channel::kRcSr)] = eager_limit();
+  ChannelSet available{Channel::kUdSr, Channel::kUdZcopy};
+  if (rc != nullptr) {
+    available.Add(Channel::kRcSr);
+    available.Add(Channel::kRcRdma);
+  }
+  const Channel channel = config_.send_rules.Select(h.size, peers_.size(), available, limits);
+  const bool eager = channel == Channel::kUdSr || channel == Channel::kRcSr;
+  op.via = rc != nullptr && (p.tx_on_rc || channel == Channel::kRcSr || channel == Channel::kRcRdma)
+               ? Via::kRc
+               : Via::kRd;
+  if (op.via == Via::kRc && !p.tx_on_rc) {
+    if (const RdmStatus s = SendSwitch(p); s != RdmStatus::kOk) return undo(s);
+  }
+  if (eager) {
     op.kind = Kind::kEager;
     h.op = wire::RdmOp::kEager;
     auto n = wire::EncodeRdmHeader(h, op.header);
@@ -233,17 +310,25 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
     wr.sgl.Add(op.header.data(), *n);
     wr.context = Ctx(Kind::kRts, *index);
   }
-  switch (q->qp().PostSend(wr)) {
+  switch ((op.via == Via::kRc ? *rc : q->qp()).PostSend(wr)) {
     case qp::QpStatus::kOk: break;
     case qp::QpStatus::kQueueFull: return undo(RdmStatus::kAgain);
     case qp::QpStatus::kBadState: return undo(RdmStatus::kNoPeer);
     default: return undo(RdmStatus::kInvalid);
   }
+  if (op.via == Via::kRc && p.link->ch != nullptr) p.link->ch->AfterPost();
   ++(op.kind == Kind::kEager ? counters_.eager_sent : counters_.rts_sent);
+  if (op.via == Via::kRc) {
+    ++(eager ? counters_.rc_sr_msgs : counters_.rc_rdma_msgs);
+  } else {
+    ++(eager ? counters_.ud_sr_msgs : counters_.ud_zcopy_msgs);
+  }
+  CountAndPromote(p, h.size);
   return RdmStatus::kOk;
 }
 
-void RdmCore::OnSendComplete(Peer& /*p*/, uint64_t ctx) {
+void RdmCore::OnSendComplete(Peer& p, Via via, uint64_t ctx) {
+  ScheduleFlush(p, via);
   const uint64_t i = IndexOf(ctx);
   switch (KindOf(ctx)) {
     case Kind::kEager: {
@@ -273,7 +358,8 @@ void RdmCore::OnSendComplete(Peer& /*p*/, uint64_t ctx) {
       return;
     case Kind::kUser: sink_.RmaDone(i); return;
     case Kind::kBounce:
-    case Kind::kRead: return;
+    case Kind::kRead:
+    case Kind::kSwitch: return;
   }
 }
 
@@ -297,20 +383,13 @@ void RdmCore::OnFin(Peer& p, const wire::RdmHeader& h) {
 
 // --- Receiving -----------------------------------------------------------
 
-void RdmCore::OnRecvComplete(Peer& p, uint64_t ctx, size_t bytes, const qp::RecvInfo& info) {
+void RdmCore::OnRecvComplete(Peer& p, Via via, uint64_t ctx, size_t bytes,
+                             const qp::RecvInfo& info) {
   if (KindOf(ctx) != Kind::kBounce || IndexOf(ctx) >= bounces_.size()) return;
   const auto b = static_cast<uint32_t>(IndexOf(ctx));
-  if (p.bounces_posted > 0) --p.bounces_posted;
-  rd::RdQp* q = channel_->Find({p.addr, kRdmQpn});
-  auto repost = [&] {
-    if (q != nullptr && p.bounces_posted < config_.bounces_per_peer) {
-      (void)PostBounce(p, *q, b);
-    } else {
-      FreeBounce(b);
-    }
-  };
+  if (uint32_t* posted = BouncesOf(p, via); posted != nullptr && *posted > 0) --*posted;
   if (info.has_imm && !info.send_imm) {
-    repost();
+    Repost(p, via, b);
     sink_.RemoteWriteData(info.imm, p.id);
     return;
   }
@@ -320,25 +399,33 @@ void RdmCore::OnRecvComplete(Peer& p, uint64_t ctx, size_t bytes, const qp::Recv
     ProtocolError(p, "undecodable RDM message");
     return;
   }
-  if (m->header.op == wire::RdmOp::kFin) {
-    repost();
-    OnFin(p, m->header);
+  switch (m->header.op) {
+    case wire::RdmOp::kFin:
+      Repost(p, via, b);
+      OnFin(p, m->header);
+      return;
+    case wire::RdmOp::kSwitch:
+      Repost(p, via, b);
+      OnSwitch(p, via);
+      return;
+    case wire::RdmOp::kEager:
+    case wire::RdmOp::kRts: break;
+  }
+  if (via == Via::kRc && (!p.rx_switched || p.replaying)) {
+    // Sent after the peer's SWITCH, which has not arrived yet: matched after
+    // every RD message before it (the order rule).
+    p.held.emplace_back(b, bytes);
     return;
   }
-  Arrived(p, b, *m);
+  Arrived(p, via, b, *m);
 }
 
-void RdmCore::Arrived(Peer& p, uint32_t bounce, const wire::RdmMessage& m) {
+void RdmCore::Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage& m) {
   const wire::RdmHeader& h = m.header;
   TagMatcher& matcher = MatcherFor(h.tagged);
-  rd::RdQp* q = channel_->Find({p.addr, kRdmQpn});
   if (!h.tagged && !multi_.empty()) {
-    PlaceInMulti(p.id, h, m.payload);
-    if (q != nullptr && p.bounces_posted < config_.bounces_per_peer) {
-      (void)PostBounce(p, *q, bounce);
-    } else {
-      FreeBounce(bounce);
-    }
+    PlaceInMulti(p.id, via, h, m.payload);
+    Repost(p, via, bounce);
     return;
   }
   if (const std::optional<uint64_t> rx = matcher.TakePosted(h.tagged ? h.tag : 0, p.id)) {
@@ -350,13 +437,9 @@ void RdmCore::Arrived(Peer& p, uint32_t bounce, const wire::RdmMessage& m) {
     if (h.op == wire::RdmOp::kEager) {
       Deliver(req, iov.data(), p.id, h, m.payload);
     } else {
-      StartRendezvous(req, iov.data(), p.id, h);
+      StartRendezvous(req, iov.data(), p.id, via, h);
     }
-    if (q != nullptr && p.bounces_posted < config_.bounces_per_peer) {
-      (void)PostBounce(p, *q, bounce);
-    } else {
-      FreeBounce(bounce);
-    }
+    Repost(p, via, bounce);
     return;
   }
   // Unexpected: the message stays in its bounce; a fresh one takes its place
@@ -371,14 +454,16 @@ void RdmCore::Arrived(Peer& p, uint32_t bounce, const wire::RdmMessage& m) {
   Unexp& e = unexp_[*u];
   e.bounce = bounce;
   e.src = p.id;
+  e.via = via;
   e.header = h;
   e.payload_offset = static_cast<size_t>(m.payload.data() - bounces_[bounce].buf.get());
   if (m.payload.empty()) e.payload_offset = 0;
   matcher.AddUnexpected({h.tagged ? h.tag : 0, p.id, *u});
   unexpected_bytes_ += config_.bounce_size;
-  if (q != nullptr && unexpected_bytes_ <= config_.unexpected_limit &&
-      p.bounces_posted < config_.bounces_per_peer) {
-    (void)PostBounce(p, *q, AllocBounce());
+  const uint32_t* posted = BouncesOf(p, via);
+  if (QpOf(p, via) != nullptr && posted != nullptr &&
+      unexpected_bytes_ <= config_.unexpected_limit && *posted < config_.bounces_per_peer) {
+    (void)PostBounce(p, via, AllocBounce());
   }
 }
 
@@ -402,10 +487,10 @@ void RdmCore::Deliver(const RecvRequest& r, const iovec* iov, PeerId src, const 
   sink_.RecvDone(r.context, res);
 }
 
-void RdmCore::StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src,
+void RdmCore::StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src, Via via,
                               const wire::RdmHeader& h, const RecvResult* multi) {
   Peer* p = PeerById(src);
-  rd::RdQp* q = p != nullptr ? channel_->Find({p->addr, kRdmQpn}) : nullptr;
+  qp::QueuePair* q = p != nullptr ? QpOf(*p, via) : nullptr;
   const std::optional<uint32_t> index = Alloc(rndv_, rndv_free_, kMaxRndv);
   if (q == nullptr || !index) {
     sink_.RecvFailed(r.context, q == nullptr ? ECONNRESET : EAGAIN);
@@ -414,6 +499,7 @@ void RdmCore::StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src
   RndvOp& op = rndv_[*index];
   op.context = r.context;
   op.peer = src;
+  op.via = via;
   if (multi != nullptr) op.result = *multi;
   op.result.tagged = h.tagged;
   op.result.tag = h.tag;
@@ -430,13 +516,6 @@ void RdmCore::StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src
   fin.size = want;
   (void)wire::EncodeRdmHeader(fin, op.fin);
   // The sink pieces, registered for local write for the reads.
-  struct Piece {
-    uint32_t stag;
-    uint64_t to;
-    uint64_t len;
-  };
-  std::array<Piece, kMaxIov> sinks{};
-  size_t sink_count = 0;
   uint64_t left = want;
   for (size_t i = 0; i < r.count && left > 0; ++i) {
     const uint64_t n = std::min<uint64_t>(iov[i].iov_len, left);
@@ -454,46 +533,13 @@ void RdmCore::StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src
       break;
     }
     op.stags[op.stag_count++] = *stag;
-    sinks[sink_count++] = {*stag, spec.base_to, n};
+    op.sinks[op.sink_count++] = {*stag, spec.base_to, n};
     left -= n;
   }
-  // One Read per overlap of a source segment and a sink piece.
-  size_t si = 0;
-  uint64_t s_off = 0;
-  size_t di = 0;
-  uint64_t d_off = 0;
-  uint64_t todo = op.failed ? 0 : want;
-  while (todo > 0 && si < h.segment_count && di < sink_count) {
-    const wire::RdmSegment& seg = h.segments[si];
-    const uint64_t n = std::min({seg.len - s_off, sinks[di].len - d_off, todo, kMaxReadChunk});
-    if (n > 0) {
-      qp::ReadWr rd;
-      rd.context = Ctx(Kind::kRead, *index);
-      rd.local_stag = sinks[di].stag;
-      rd.local_to = sinks[di].to + d_off;
-      rd.length = static_cast<uint32_t>(n);
-      rd.remote_stag = seg.stag;
-      rd.remote_to = seg.to + s_off;
-      if (q->qp().PostRead(rd) != qp::QpStatus::kOk) {
-        op.failed = true;
-        op.err = EAGAIN;
-        break;
-      }
-      ++op.reads_left;
-      todo -= n;
-      s_off += n;
-      d_off += n;
-    }
-    if (s_off == seg.len) {
-      ++si;
-      s_off = 0;
-    }
-    if (d_off == sinks[di].len) {
-      ++di;
-      d_off = 0;
-    }
-  }
-  if (op.reads_left == 0) FinishRendezvous(*index);
+  op.src = h.segments;
+  op.src_count = h.segment_count;
+  op.todo = op.failed ? 0 : want;
+  if (!ContinueReads(*p, *index)) p->read_wait[static_cast<size_t>(via)].push_back(*index);
 }
 
 void RdmCore::FinishRendezvous(uint32_t index) {
@@ -505,17 +551,19 @@ void RdmCore::FinishRendezvous(uint32_t index) {
   const bool failed = op.failed;
   const int err = op.err;
   Peer* p = PeerById(op.peer);
-  rd::RdQp* q = p != nullptr ? channel_->Find({p->addr, kRdmQpn}) : nullptr;
+  qp::QueuePair* q = p != nullptr ? QpOf(*p, op.via) : nullptr;
   // The FIN frees the sender's buffers; it goes out whenever the QP still
   // works, also after a local failure, so the sender never waits forever.
   // The op lives until the FIN is out.
+  // A full send queue holds work that will complete: the FIN waits for that.
   bool fin_posted = false;
-  if (q != nullptr && q->qp().state() == qp::QpState::kRts) {
-    qp::SendWr wr;
-    wr.sgl.Add(op.fin.data(), wire::kRdmHeaderSize);
-    wr.context = Ctx(Kind::kFin, index);
-    fin_posted = q->qp().PostSend(wr) == qp::QpStatus::kOk;
-    if (!fin_posted) ProtocolError(*p, "no room for a FIN");  // fails both sides, no hang
+  if (q != nullptr && q->state() == qp::QpState::kRts) {
+    const qp::QpStatus st = p->fin_wait[static_cast<size_t>(op.via)].empty()
+                                ? PostFin(*p, op.via, index)
+                                : qp::QpStatus::kQueueFull;
+    if (st == qp::QpStatus::kQueueFull) p->fin_wait[static_cast<size_t>(op.via)].push_back(index);
+    fin_posted = st == qp::QpStatus::kOk || st == qp::QpStatus::kQueueFull;
+    if (!fin_posted) ProtocolError(*p, "FIN refused");  // fails both sides, no hang
   }
   if (!fin_posted) {
     op.used = false;
@@ -528,21 +576,25 @@ void RdmCore::FinishRendezvous(uint32_t index) {
   sink_.RecvDone(context, result);
 }
 
-void RdmCore::OnRdmaComplete(Peer& /*p*/, uint64_t ctx, qp::WcOp /*op*/) {
+void RdmCore::OnRdmaComplete(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/) {
+  ScheduleFlush(p, via);
   const uint64_t i = IndexOf(ctx);
   if (KindOf(ctx) == Kind::kUser) {
     sink_.RmaDone(i);
     return;
   }
   if (KindOf(ctx) != Kind::kRead || i >= rndv_.size() || !rndv_[i].used) return;
-  if (--rndv_[i].reads_left == 0) FinishRendezvous(static_cast<uint32_t>(i));
+  if (--rndv_[i].reads_left == 0 && rndv_[i].todo == 0) {
+    FinishRendezvous(static_cast<uint32_t>(i));
+  }
 }
 
-void RdmCore::OnError(Peer& p, uint64_t ctx, qp::WcOp /*op*/, const qp::WcError& error) {
+void RdmCore::OnError(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/, const qp::WcError& error) {
   const uint64_t i = IndexOf(ctx);
   switch (KindOf(ctx)) {
+    case Kind::kSwitch: return;  // the RD QP failed: PeerFailed resets the peer
     case Kind::kBounce:
-      if (p.bounces_posted > 0) --p.bounces_posted;
+      if (uint32_t* posted = BouncesOf(p, via); posted != nullptr && *posted > 0) --*posted;
       if (i < bounces_.size()) FreeBounce(static_cast<uint32_t>(i));
       return;
     case Kind::kEager:
@@ -566,6 +618,7 @@ void RdmCore::OnError(Peer& p, uint64_t ctx, qp::WcOp /*op*/, const qp::WcError&
       if (i >= rndv_.size() || !rndv_[i].used) return;
       rndv_[i].failed = true;
       rndv_[i].err = ErrnoOf(error);
+      rndv_[i].todo = 0;  // a waiting rest is not read
       if (--rndv_[i].reads_left == 0) FinishRendezvous(static_cast<uint32_t>(i));
       return;
     case Kind::kUser: sink_.RmaFailed(i, error); return;
@@ -584,10 +637,8 @@ std::optional<uint32_t> RdmCore::TakeUnexpected(const RecvRequest& r) {
 void RdmCore::ReleaseUnexpected(uint32_t u) {
   Unexp& e = unexp_[u];
   unexpected_bytes_ -= config_.bounce_size;
-  Peer* p = PeerById(e.src);
-  rd::RdQp* q = p != nullptr ? channel_->Find({p->addr, kRdmQpn}) : nullptr;
-  if (q != nullptr && p->bounces_posted < config_.bounces_per_peer) {
-    (void)PostBounce(*p, *q, e.bounce);
+  if (Peer* p = PeerById(e.src); p != nullptr) {
+    Repost(*p, e.via, e.bounce);
   } else {
     FreeBounce(e.bounce);
   }
@@ -610,10 +661,10 @@ void RdmCore::DeliverUnexpected(const RecvRequest& r, const iovec* iov, uint32_t
     return;
   }
   ReleaseUnexpected(u);
-  StartRendezvous(r, iov, e.src, e.header);
+  StartRendezvous(r, iov, e.src, e.via, e.header);
 }
 
-void RdmCore::PlaceInMulti(PeerId src, const wire::RdmHeader& h, ByteSpan payload) {
+void RdmCore::PlaceInMulti(PeerId src, Via via, const wire::RdmHeader& h, ByteSpan payload) {
   const uint32_t i = multi_.front();
   RxOp& op = rx_[i];
   const RecvRequest req = op.req;
@@ -634,7 +685,7 @@ void RdmCore::PlaceInMulti(PeerId src, const wire::RdmHeader& h, ByteSpan payloa
   if (h.op == wire::RdmOp::kEager) {
     Deliver(req, &piece, src, h, payload, &where);
   } else {
-    StartRendezvous(req, &piece, src, h, &where);
+    StartRendezvous(req, &piece, src, via, h, &where);
   }
 }
 
@@ -650,7 +701,7 @@ void RdmCore::DrainIntoMulti() {
       continue;  // its data is gone; nothing to place
     }
     // Placed (eager: copied) before the bounce goes back to the peer.
-    PlaceInMulti(e.src, e.header,
+    PlaceInMulti(e.src, e.via, e.header,
                  e.header.op == wire::RdmOp::kEager
                      ? ByteSpan(bounces_[e.bounce].buf.get() + e.payload_offset, e.header.size)
                      : ByteSpan{});

@@ -20,6 +20,19 @@
 //   RD window closes: backpressure, not loss).
 // * Order: one QP per peer delivers in order, so messages between a pair are
 //   matched in send order (FI_ORDER_SAS, MPI's non-overtaking rule).
+// * Connected channels (rdm_core_rc.cc, docs/design.md "Connected channels in
+//   the RDM endpoint"): when the chain names an rc_* channel, the core listens
+//   on TCP at its UDP address and port number; a peer that reaches
+//   config.rc.threshold_msgs/bytes sent gets a connected QP (MPA over TCP, at
+//   most config.rc.max_links per core). Once it is established, sends to the
+//   peer go on it after a SWITCH on the RD QP; the receiver matches what
+//   arrives on the connection only after that SWITCH (order across the
+//   change). The same EAGER/RTS/FIN protocol runs on both QPs; an RTS is
+//   read and answered on the QP it came on. An established connection that
+//   ends fails the peer's RD session too (error completions, never a silent
+//   loss); a connect that fails leaves the peer on datagrams. RMA and
+//   atomics stay on the RD QP (Qp()): for a switched peer they are not
+//   ordered with its messages.
 // * Peers are named by RdPeerKey; PeerIdOf() gives each key a stable id used
 //   for FI_DIRECTED_RECV matching and reported as the source of receives.
 // * RMA and atomics go to Qp(key) directly with contexts made by
@@ -49,6 +62,8 @@
 #include "base/result.h"
 #include "mem/stag_table.h"
 #include "progress/engine.h"
+#include "progress/msg_channel.h"
+#include "progress/msg_listener.h"
 #include "progress/rd_channel.h"
 #include "qp/completion_sink.h"
 #include "rdm/send_rules.h"
@@ -63,6 +78,23 @@ using PeerId = uint64_t;
 // Every RDM endpoint's QP number on its own socket.
 inline constexpr uint32_t kRdmQpn = 1;
 
+// On-demand connected channels (docs/design.md "Connected channels in the RDM
+// endpoint"). They exist only when the chain names rc_sr, rc_fp or rc_rdma.
+struct RcConfig {
+  uint64_t threshold_msgs = 64;                  // FI_IWARPX_RC_THRESHOLD_MSGS
+  uint64_t threshold_bytes = uint64_t{1} << 20;  // FI_IWARPX_RC_THRESHOLD_BYTES
+  uint32_t max_links = 16;                       // FI_IWARPX_MAX_RC (0: none)
+  progress::ChannelConfig mpa;                   // MPA policy and timeouts (pd: channel.pd)
+  // The connected QP (role set by the channel). Its send queue also holds the
+  // rendezvous Reads and FINs for what the peer sends: as deep as the
+  // provider makes an RD peer's (ofi/rdm_ep.cc).
+  qp::QpConfig qp = [] {
+    qp::QpConfig c;
+    c.sq_size = 256;
+    return c;
+  }();
+};
+
 struct RdmConfig {
   progress::RdChannelConfig channel;  // qpn is set to kRdmQpn
   size_t bounce_size = 16384;         // bytes per bounce receive (eager limit + header)
@@ -72,6 +104,7 @@ struct RdmConfig {
   SendRuleChain send_rules = SendRuleChain::Default();
   uint32_t bounces_per_peer = 8;
   size_t unexpected_limit = size_t{64} << 20;  // bounce bytes unexpected messages may hold
+  RcConfig rc;
 };
 
 // One finished receive.
@@ -129,7 +162,7 @@ struct RecvRequest {
   size_t multi_min = 0;
 };
 
-class RdmCore final : private progress::RdChannelClient {
+class RdmCore final : private progress::RdChannelClient, private progress::ListenerSink {
  public:
   // iovecs per message: the QP's SGL holds the header plus three.
   static constexpr size_t kMaxIov = qp::kMaxSge - 1;
@@ -173,17 +206,46 @@ class RdmCore final : private progress::RdChannelClient {
   static uint64_t UserContext(uint64_t context) { return Ctx(Kind::kUser, context); }
   void AfterPost() { channel_->AfterPost(); }
 
+  // Connected channels: whether this core listens for them (the chain names
+  // one, max_links > 0 and the TCP bind worked), and the errno of the bind
+  // when it failed (0 otherwise).
+  [[nodiscard]] bool rc_available() const { return listener_ != nullptr; }
+  [[nodiscard]] int rc_listen_error() const { return rc_listen_error_; }
+  // Connections now held (pending, accepted or established).
+  [[nodiscard]] uint32_t rc_links() const { return links_; }
+  // True when sends to `to` go on its established connection.
+  [[nodiscard]] bool SendsOnRc(const transport::SockAddr& to) const;
+  // Tests: ends the connection to `to` as a lost link would (nothing if none).
+  void DropRcForTest(const transport::SockAddr& to);
+
   struct Counters {
     uint64_t eager_sent = 0;
     uint64_t rts_sent = 0;
     uint64_t unexpected = 0;
     uint64_t protocol_errors = 0;
     uint64_t peers_failed = 0;
+    // Messages sent per channel (EAGER on RD, RTS on RD, EAGER on a
+    // connection, RTS on a connection).
+    uint64_t ud_sr_msgs = 0;
+    uint64_t ud_zcopy_msgs = 0;
+    uint64_t rc_sr_msgs = 0;
+    uint64_t rc_rdma_msgs = 0;
+    uint64_t rc_opened = 0;    // connects started
+    uint64_t rc_accepted = 0;  // Requests accepted
+    uint64_t rc_rejected = 0;  // Requests refused (tie-break, cap, bad hello)
+    uint64_t rc_failed = 0;    // connections that ended or never came up
+    uint64_t rc_switches = 0;  // SWITCHes sent
   };
   [[nodiscard]] const Counters& counters() const { return counters_; }
+  // The RD channel's counters, the connections' Terminates and the counters
+  // above that EndpointStats has fields for.
+  void CollectStats(progress::EndpointStats* out) const;
 
  private:
-  enum class Kind : uint8_t { kBounce = 1, kEager, kRts, kFin, kRead, kUser };
+  enum class Kind : uint8_t { kBounce = 1, kEager, kRts, kFin, kRead, kUser, kSwitch };
+  // Which of a peer's QPs: the RD QP, or its connected one.
+  enum class Via : uint8_t { kRd, kRc };
+  struct RcLink;
   static uint64_t Ctx(Kind k, uint64_t index) {
     return (uint64_t{static_cast<uint8_t>(k)} << 56) | index;
   }
@@ -195,19 +257,87 @@ class RdmCore final : private progress::RdChannelClient {
     RdmCore* core = nullptr;
     PeerId id = 0;
     transport::SockAddr addr;
-    uint32_t bounces_posted = 0;
-    void OnSendComplete(uint64_t context) override { core->OnSendComplete(*this, context); }
+    uint32_t bounces_posted = 0;  // on the RD QP
+    // Connected channel (rdm_core_rc.cc).
+    std::unique_ptr<RcLink> link;
+    bool tx_on_rc = false;     // our SWITCH went out: every later send goes on `link`
+    bool rx_switched = false;  // the peer's SWITCH arrived: link arrivals are matched
+    std::deque<std::pair<uint32_t, size_t>> held;  // (bounce, bytes) from the link before it
+    // OnSwitch is matching `held`: a bounce it gives back to the link may
+    // deliver the next message at once, which must queue behind the rest.
+    bool replaying = false;
+    uint64_t msgs_sent = 0;
+    uint64_t bytes_sent = 0;
+    uint64_t next_try_msgs = 0;  // promotion: counts at which to (re)try a connect
+    uint64_t next_try_bytes = 0;
+    std::array<uint8_t, wire::kRdmHeaderSize> switch_header{};
+    std::array<std::deque<uint32_t>, 2> fin_wait;   // per Via: FINs waiting for room
+    std::array<std::deque<uint32_t>, 2> read_wait;  // per Via: rendezvous with Reads to post
+    void OnSendComplete(uint64_t context) override {
+      core->OnSendComplete(*this, Via::kRd, context);
+    }
     void OnRecvComplete(uint64_t context, size_t bytes, const qp::RecvInfo& info) override {
-      core->OnRecvComplete(*this, context, bytes, info);
+      core->OnRecvComplete(*this, Via::kRd, context, bytes, info);
     }
     void OnRdmaComplete(uint64_t context, qp::WcOp op) override {
-      core->OnRdmaComplete(*this, context, op);
+      core->OnRdmaComplete(*this, Via::kRd, context, op);
     }
     void OnError(uint64_t context, qp::WcOp op, const qp::WcError& error) override {
-      core->OnError(*this, context, op, error);
+      core->OnError(*this, Via::kRd, context, op, error);
     }
     void OnEstablished() override {}
     void OnTerminated(wire::TermCause /*cause*/, qp::TermOrigin /*origin*/) override {}
+  };
+  // Work done from the engine's pending pass, outside any call into a QP:
+  // destroying dropped links, and posting the Reads and FINs that waited for
+  // send-queue room (a QP's send completion must not post to it again from
+  // inside its own transmit path).
+  struct Deferred final : progress::Pollable {
+    RdmCore* core = nullptr;
+    [[nodiscard]] int fd() const override { return -1; }
+    [[nodiscard]] uint32_t interest() const override { return 0; }
+    void OnReady(uint32_t /*events*/) override {}
+    [[nodiscard]] bool has_pending_work() const override {
+      return !core->graveyard_.empty() || !core->flush_.empty();
+    }
+    void OnPendingWork() override { core->RunDeferred(); }
+  };
+  // One connection of a peer: its MsgChannel and the sink of its QP. Once
+  // `dead` (dropped), it reports nothing and waits in graveyard_ to be
+  // destroyed outside any call into it.
+  struct RcLink final : progress::ChannelSink {
+    RdmCore* core = nullptr;
+    Peer* peer = nullptr;
+    std::unique_ptr<progress::MsgChannel> ch;
+    qp::QueuePair* qp = nullptr;  // set once the QP exists
+    bool outgoing = false;
+    bool up = false;
+    bool dead = false;
+    uint32_t bounces_posted = 0;
+    void OnQpReady(qp::QueuePair& q) override {
+      if (!dead) core->RcQpReady(*this, q);
+    }
+    void OnConnectFailed(const cm::CepError& /*error*/, ByteSpan /*reject*/) override {
+      if (!dead) core->RcDown(*this);
+    }
+    void OnSendComplete(uint64_t context) override {
+      if (!dead) core->OnSendComplete(*peer, Via::kRc, context);
+    }
+    void OnRecvComplete(uint64_t context, size_t bytes, const qp::RecvInfo& info) override {
+      if (!dead) core->OnRecvComplete(*peer, Via::kRc, context, bytes, info);
+    }
+    void OnRdmaComplete(uint64_t context, qp::WcOp op) override {
+      if (!dead) core->OnRdmaComplete(*peer, Via::kRc, context, op);
+    }
+    void OnError(uint64_t context, qp::WcOp op, const qp::WcError& error) override {
+      if (!dead) core->OnError(*peer, Via::kRc, context, op, error);
+    }
+    void OnEstablished() override {
+      if (!dead) core->RcUp(*this);
+    }
+    void OnTerminated(wire::TermCause /*cause*/, qp::TermOrigin /*origin*/) override {
+      if (!dead) core->RcDown(*this);
+    }
   };
   struct Bounce {
     std::unique_ptr<uint8_t[]> buf;
@@ -216,6 +346,7 @@ class RdmCore final : private progress::RdChannelClient {
   struct TxOp {
     bool used = false;
     Kind kind = Kind::kEager;
+    Via via = Via::kRd;
     uint64_t context = 0;
     PeerId peer = 0;
     uint32_t msg_id = 0;
@@ -237,6 +368,7 @@ class RdmCore final : private progress::RdChannelClient {
     bool used = false;
     uint32_t bounce = 0;
     PeerId src = 0;
+    Via via = Via::kRd;  // the QP it came on (an RTS is read on it)
     wire::RdmHeader header;
     size_t payload_offset = 0;
     bool dead = false;  // RTS whose peer failed: its data is gone
@@ -246,6 +378,7 @@ class RdmCore final : private progress::RdChannelClient {
     bool used = false;
     uint64_t context = 0;
     PeerId peer = 0;
+    Via via = Via::kRd;
     RecvResult result;
     uint32_t reads_left = 0;
     bool failed = false;
@@ -253,6 +386,22 @@ class RdmCore final : private progress::RdChannelClient {
     std::array<uint32_t, kMaxIov> stags{};
     uint8_t stag_count = 0;
     std::array<uint8_t, wire::kRdmHeaderSize> fin{};
+    // The Reads still to post (ContinueReads): the source segments, the
+    // registered sink pieces and where the posting stopped.
+    struct Piece {
+      uint32_t stag = 0;
+      uint64_t to = 0;
+      uint64_t len = 0;
+    };
+    std::array<wire::RdmSegment, wire::kRdmMaxSegments> src{};
+    uint8_t src_count = 0;
+    std::array<Piece, kMaxIov> sinks{};
+    uint8_t sink_count = 0;
+    uint8_t si = 0;
+    uint8_t di = 0;
+    uint64_t s_off = 0;
+    uint64_t d_off = 0;
+    uint64_t todo = 0;  // bytes not yet covered by a posted Read
   };
 
   RdmCore(progress::Engine& engine, const RdmConfig& config, mem::StagTable& stags, RdmSink& sink);
@@ -261,36 +410,80 @@ class RdmCore final : private progress::RdChannelClient {
   qp::CompletionSink& PeerSink(const progress::RdPeerKey& key) override;
   void PeerCreated(const progress::RdPeerKey& key, rd::RdQp& qp) override;
   void PeerFailed(const progress::RdPeerKey& key) override;
+  // ListenerSink (rdm_core_rc.cc).
+  void OnRequest(progress::MsgChannel& channel) override;
+  void OnRequestGone(progress::MsgChannel& /*channel*/) override {}
 
   // The peer named `name` (a wildcard address means this host: HostLocal).
   Peer& PeerFor(const transport::SockAddr& name);
   Peer* PeerById(PeerId id);
-  void PostBounces(Peer& p, rd::RdQp& qp);
-  bool PostBounce(Peer& p, rd::RdQp& qp, uint32_t bounce);
+  // The QP `via` names for `p`, or nullptr (no RD QP; no established link).
+  qp::QueuePair* QpOf(Peer& p, Via via);
+  uint32_t* BouncesOf(Peer& p, Via via);
+  void PostBounces(Peer& p, Via via);
+  bool PostBounce(Peer& p, Via via, uint32_t bounce);
+  // A bounce whose message is done: back to `via`'s QP while it is short of
+  // receives, else to the free list.
+  void Repost(Peer& p, Via via, uint32_t bounce);
+  // The engine re-reads interest after work was posted to `via` outside its
+  // own callbacks.
+  void Kick(Peer& p, Via via);
   uint32_t AllocBounce();
   void FreeBounce(uint32_t b) { free_bounces_.push_back(b); }
 
-  // Completions of one peer's QP.
-  void OnSendComplete(Peer& p, uint64_t ctx);
-  void OnRecvComplete(Peer& p, uint64_t ctx, size_t bytes, const qp::RecvInfo& info);
-  void OnRdmaComplete(Peer& p, uint64_t ctx, qp::WcOp op);
-  void OnError(Peer& p, uint64_t ctx, qp::WcOp op, const qp::WcError& error);
+  // Completions of one peer's QPs.
+  void OnSendComplete(Peer& p, Via via, uint64_t ctx);
+  void OnRecvComplete(Peer& p, Via via, uint64_t ctx, size_t bytes, const qp::RecvInfo& info);
+  void OnRdmaComplete(Peer& p, Via via, uint64_t ctx, qp::WcOp op);
+  // FINs that found the send queue full (rndv_ indices) go out as its work
+  // completes; DropFins frees those of a QP that failed.
+  qp::QpStatus PostFin(Peer& p, Via via, uint32_t index);
+  void FlushFins(Peer& p, Via via);
+  // After a completion of `via`: its waiting Reads and FINs are retried from
+  // the pending pass.
+  void ScheduleFlush(Peer& p, Via via);
+  void RunDeferred();
+  void DropFins(Peer& p, Via via);
+  void OnError(Peer& p, Via via, uint64_t ctx, qp::WcOp op, const qp::WcError& error);
   void ProtocolError(Peer& p, const char* why);
+
+  // Connected channels (rdm_core_rc.cc).
+  void OpenListener();
+  // Sends counted; a connect started when the peer crossed a threshold.
+  void CountAndPromote(Peer& p, uint64_t bytes);
+  // The SWITCH on the RD QP before the first send on the link.
+  RdmStatus SendSwitch(Peer& p);
+  void RcQpReady(RcLink& link, qp::QueuePair& q);
+  void RcUp(RcLink& link);
+  void RcDown(RcLink& link);
+  // Ends p's link: what waits on it fails with `err`, the switch state is
+  // reset, the link is destroyed later (ReapLinks).
+  void DropLink(Peer& p, int err);
+  void ReapLinks() { graveyard_.clear(); }
+  // The peer's SWITCH: link arrivals held so far are matched, in order.
+  void OnSwitch(Peer& p, Via via);
 
   // Matching and delivery.
   TagMatcher& MatcherFor(bool tagged) { return tagged ? tagged_ : untagged_; }
-  void Arrived(Peer& p, uint32_t bounce, const wire::RdmMessage& m);
+  void Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage& m);
   // `multi`: the placement in a multi-receive buffer (buf, released), or null.
   void Deliver(const RecvRequest& r, const iovec* iov, PeerId src, const wire::RdmHeader& h,
                ByteSpan payload, const RecvResult* multi = nullptr);
-  void StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src, const wire::RdmHeader& h,
-                       const RecvResult* multi = nullptr);
+  void StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src, Via via,
+                       const wire::RdmHeader& h, const RecvResult* multi = nullptr);
   // An untagged message for the oldest multi-receive buffer: reserves its
   // room (releasing the buffer when too little is left) and places it.
-  void PlaceInMulti(PeerId src, const wire::RdmHeader& h, ByteSpan payload);
+  void PlaceInMulti(PeerId src, Via via, const wire::RdmHeader& h, ByteSpan payload);
   // Fills a freshly posted multi-receive buffer from unexpected messages.
   void DrainIntoMulti();
   void FinishRendezvous(uint32_t index);
+  // Posts the Reads of rendezvous `index` that fit the send queue; false when
+  // it filled up first (the caller queues the index in read_wait). Finishes
+  // the rendezvous when nothing is left to read.
+  bool ContinueReads(Peer& p, uint32_t index);
+  void FlushReads(Peer& p, Via via);
+  // A QP failed: its waiting rendezvous fail.
+  void DropReads(Peer& p, Via via);
   void OnFin(Peer& p, const wire::RdmHeader& h);
   void DeliverUnexpected(const RecvRequest& r, const iovec* iov, uint32_t unexp);
   void ReleaseUnexpected(uint32_t unexp);
@@ -307,6 +500,13 @@ class RdmCore final : private progress::RdChannelClient {
   mem::StagTable& stags_;
   RdmSink& sink_;
   std::unique_ptr<progress::RdChannel> channel_;
+  std::unique_ptr<progress::MsgListener> listener_;
+  int rc_listen_error_ = 0;
+  uint32_t links_ = 0;
+  std::vector<std::unique_ptr<RcLink>> graveyard_;
+  Deferred deferred_;
+  bool deferred_added_ = false;
+  std::vector<std::pair<PeerId, Via>> flush_;  // queues of waiting Reads/FINs to retry
   std::unordered_map<transport::SockAddr, std::unique_ptr<Peer>, transport::SockAddrHash> peers_;
   std::vector<Peer*> peer_by_id_;
   std::vector<Bounce> bounces_;

@@ -19,6 +19,8 @@ bool Valid(const RdmHeader& h) {
       return sum == h.size;
     }
     case RdmOp::kFin: return !h.tagged && !h.has_data && h.segment_count == 0;
+    case RdmOp::kSwitch:
+      return !h.tagged && !h.has_data && h.segment_count == 0 && h.msg_id == 0 && h.size == 0;
   }
   return false;
 }
@@ -69,7 +71,7 @@ Result<RdmMessage, WireError> DecodeRdmMessage(ByteSpan bytes) {
   version = bytes[0];
   op = bytes[1];
   if (version != kRdmVersion) return Err{WireError::kRdmBadVersion};
-  if (op < static_cast<uint8_t>(RdmOp::kEager) || op > static_cast<uint8_t>(RdmOp::kFin)) {
+  if (op < static_cast<uint8_t>(RdmOp::kEager) || op > static_cast<uint8_t>(RdmOp::kSwitch)) {
     return Err{WireError::kRdmBadOp};
   }
   if (bytes.size() < kRdmHeaderSize) return Err{WireError::kTruncated};
@@ -116,6 +118,9 @@ Result<RdmMessage, WireError> DecodeRdmMessage(ByteSpan bytes) {
       break;
     case RdmOp::kFin:
       if (h.tagged || h.has_data) return Err{WireError::kRdmReservedBits};
+      break;
+    case RdmOp::kSwitch:
+      if (!Valid(h)) return Err{WireError::kRdmReservedBits};
       break;
   }
   if (bytes.size() != RdmHeaderLength(h)) return Err{WireError::kRdmBadLength};

@@ -16,6 +16,9 @@
 //         the lengths add up to `size`; msg_id names the transfer.
 //  FIN:   header only: msg_id of the RTS answered, size = bytes read,
 //         flags/tag/data 0.
+//  SWITCH: header only, every field 0: the sender's later messages to this
+//         peer come on their connected QP (docs/design.md "Connected channels
+//         in the RDM endpoint").
 //
 // Contract: pure functions on caller-owned memory; DecodeRdmMessage reads
 // only inside its input, never allocates, and refuses anything the format
@@ -44,7 +47,7 @@ inline constexpr uint16_t kRdmFlagTagged = 0x8000;  // T
 inline constexpr uint16_t kRdmFlagData = 0x4000;    // D
 inline constexpr uint16_t kRdmFlagsReserved = 0x3FFF;
 
-enum class RdmOp : uint8_t { kEager = 1, kRts = 2, kFin = 3 };
+enum class RdmOp : uint8_t { kEager = 1, kRts = 2, kFin = 3, kSwitch = 4 };
 
 struct RdmSegment {
   uint32_t stag = 0;

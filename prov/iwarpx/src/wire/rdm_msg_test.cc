@@ -71,6 +71,26 @@ TEST(RdmMsgTest, RtsAndFinRoundTrip) {
   EXPECT_EQ(mf->header.size, 300u);
 }
 
+TEST(RdmMsgTest, SwitchIsAZeroHeaderAndNothingElse) {
+  RdmHeader s;
+  s.op = RdmOp::kSwitch;
+  std::vector<uint8_t> bytes = Encode(s);
+  ASSERT_EQ(bytes.size(), kRdmHeaderSize);
+  auto m = DecodeRdmMessage(bytes);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->header.op, RdmOp::kSwitch);
+  for (const size_t at : {size_t{7}, size_t{31}}) {  // msg_id, size
+    auto bad = bytes;
+    bad[at] = 1;
+    EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmReservedBits) << at;
+  }
+  bytes.push_back(0);
+  EXPECT_EQ(DecodeRdmMessage(bytes).error(), WireError::kRdmBadLength);
+  s.size = 1;
+  std::vector<uint8_t> out(kRdmRtsMaxSize);
+  EXPECT_EQ(EncodeRdmHeader(s, out).error(), WireError::kInvalidArgument);
+}
+
 TEST(RdmMsgTest, EncoderRefusesWhatTheFormatCannotCarry) {
   std::vector<uint8_t> out(kRdmRtsMaxSize);
   RdmHeader h;
@@ -101,7 +121,7 @@ TEST(RdmMsgTest, DecoderRefusesBadInputInOrder) {
   bad[0] = 2;
   EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadVersion);
   bad = good;
-  bad[1] = 4;
+  bad[1] = 5;
   EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadOp);
   bad[1] = 0;
   EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadOp);

@@ -1,0 +1,218 @@
+// The RDM endpoint's on-demand connections (RC-SR, docs/design.md "Connected
+// channels in the RDM endpoint") through the public API. ctest runs this
+// program once per case (the provider reads FI_IWARPX_* when it loads) with
+// FI_IWARPX_SEND_RULES naming rc_sr, a low FI_IWARPX_RC_THRESHOLD_MSGS, and
+// IWARPX_RC_CASE:
+//   switch  10 000 mixed-size tagged messages A -> B (eager and rendezvous):
+//           the peer moves to the connection mid-stream; every message
+//           arrives exactly once, in send order, bit-exact; the counters
+//           (fi_iwarpx_ep_stats) show datagram messages before the switch and
+//           connection messages after it, one connection opened and accepted.
+//           Also run with FI_IWARPX_FAULT damaging the datagrams.
+//   cap     FI_IWARPX_MAX_RC=1: A streams to three peers; A opens exactly one
+//           connection, the other two peers stay on datagrams, every message
+//           of the three streams checked as above.
+// Without IWARPX_RC_CASE the test fails: it is not meant to run bare.
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "rdm_fixture.h"
+
+namespace {
+
+using rdmtest::Bytes;
+using rdmtest::Ctx;
+using rdmtest::Net;
+using rdmtest::Pattern;
+using rdmtest::Side;
+
+constexpr size_t kWindow = 64;  // sends in flight per stream; receives posted 2x ahead
+
+// Mostly eager sizes, every 50th a rendezvous (above the 16 KiB eager limit).
+size_t SizeOf(size_t i) {
+  return i % 50 == 0 ? 20000 + (i * 7919) % 100000 : (i * 7919) % 9000;
+}
+
+// One stream of `count` tagged messages (tag = index) from `from` to `to`;
+// the receives ignore every tag bit, so receive i must hold message i.
+struct Stream {
+  Side* from = nullptr;
+  Side* to = nullptr;
+  size_t count = 0;
+  uint64_t id = 0;  // tells this stream's contexts from the others'
+  std::vector<Bytes> tx, rx;
+  std::vector<int> seen;
+  size_t sent = 0;
+  size_t send_done = 0;
+  size_t posted = 0;
+  size_t received = 0;
+  std::string error;
+
+  void Init() {
+    tx.resize(count);
+    rx.resize(count);
+    seen.assign(count, 0);
+  }
+  void* SendCtx(size_t i) const { return Ctx((id << 40) | (uint64_t{1} << 39) | i); }
+  void* RecvCtx(size_t i) const { return Ctx((id << 40) | i); }
+  // Posts what the windows allow; false on a post error.
+  bool Step() {
+    while (posted < count && posted < received + 2 * kWindow) {
+      rx[posted].assign(SizeOf(posted), 0);
+      const ssize_t r = fi_trecv(to->ep, rx[posted].data(), rx[posted].size(), nullptr,
+                                 FI_ADDR_UNSPEC, 0, ~uint64_t{0}, RecvCtx(posted));
+      if (r == -FI_EAGAIN) break;
+      if (r != 0) return Fail("fi_trecv", r);
+      ++posted;
+    }
+    while (sent < count && sent < send_done + kWindow) {
+      tx[sent] = Pattern(SizeOf(sent), sent * 31 + id);
+      const ssize_t r = fi_tsend(from->ep, tx[sent].data(), tx[sent].size(), nullptr, from->To(*to),
+                                 sent, SendCtx(sent));
+      if (r == -FI_EAGAIN) break;
+      if (r != 0) return Fail("fi_tsend", r);
+      ++sent;
+    }
+    return true;
+  }
+  bool Fail(const char* what, ssize_t r) {
+    if (error.empty()) error = std::string(what) + ": " + fi_strerror(static_cast<int>(-r));
+    return false;
+  }
+  // Takes this stream's completions out of the two sides' buffers.
+  void Drain() {
+    for (auto it = from->tx.done.begin(); it != from->tx.done.end();) {
+      const auto c = reinterpret_cast<uintptr_t>(it->e.op_context);
+      if ((c >> 40) != id || ((c >> 39) & 1) == 0) {
+        ++it;
+        continue;
+      }
+      ++send_done;
+      it = from->tx.done.erase(it);
+    }
+    for (auto it = to->rx.done.begin(); it != to->rx.done.end();) {
+      const auto c = reinterpret_cast<uintptr_t>(it->e.op_context);
+      if ((c >> 40) != id || ((c >> 39) & 1) != 0) {
+        ++it;
+        continue;
+      }
+      const size_t i = c & ((uint64_t{1} << 39) - 1);
+      if (i >= count) {
+        error = "a receive completion with a context this stream never posted";
+      } else {
+        ++seen[i];
+        if (it->e.tag != i && error.empty()) {
+          error = "receive " + std::to_string(i) + " matched message " + std::to_string(it->e.tag);
+        }
+        if ((it->e.len != tx[i].size() || rx[i] != tx[i]) && error.empty()) {
+          error = "message " + std::to_string(i) + " differs";
+        }
+      }
+      ++received;
+      it = to->rx.done.erase(it);
+    }
+    if (!from->tx.errs.empty() || !to->rx.errs.empty()) error = "an error completion";
+  }
+  [[nodiscard]] bool Done() const { return received == count && send_done == count; }
+  void Check() const {
+    EXPECT_EQ(error, "");
+    ASSERT_EQ(received, count);
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(seen[i], 1) << "message " << i;
+  }
+};
+
+// Runs the streams to the end (or 240 s).
+bool RunStreams(Net& net, const std::vector<Stream*>& streams) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  for (;;) {
+    bool done = true;
+    for (Stream* s : streams) {
+      if (!s->Step()) return false;
+    }
+    if (!net.PollAll()) return false;
+    for (Stream* s : streams) {
+      s->Drain();
+      if (!s->error.empty()) return false;
+      done = done && s->Done();
+    }
+    if (done) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+  }
+}
+
+fi_iwarpx_ep_stats StatsOf(Side* s) {
+  std::optional<fi_iwarpx_ep_stats> st = fttest::EpStats(s->domain, s->ep);
+  EXPECT_TRUE(st.has_value()) << "fi_open_ops(" FI_IWARPX_STATS_OPS ") or ep_stats failed";
+  return st.value_or(fi_iwarpx_ep_stats{});
+}
+
+TEST(RdmRc, CaseFromTheEnvironment) {
+  const char* which = std::getenv("IWARPX_RC_CASE");
+  ASSERT_TRUE(which != nullptr && std::getenv("FI_IWARPX_SEND_RULES") != nullptr)
+      << "run through ctest, which sets IWARPX_RC_CASE and FI_IWARPX_SEND_RULES";
+  const std::string c = which;
+  Net net;
+  ASSERT_TRUE(net.Open()) << net.error;
+  Side* a = net.AddSide();
+  ASSERT_NE(a, nullptr) << net.error;
+  if (c == "switch") {
+    Side* b = net.AddSide();
+    ASSERT_NE(b, nullptr) << net.error;
+    ASSERT_TRUE(net.Connect(*a, *b)) << net.error;
+    Stream s;
+    s.from = a;
+    s.to = b;
+    s.count = 10000;
+    s.id = 1;
+    s.Init();
+    ASSERT_TRUE(RunStreams(net, {&s}))
+        << s.error << " (received " << s.received << ", sends done " << s.send_done << ")";
+    s.Check();
+    const fi_iwarpx_ep_stats sa = StatsOf(a);
+    const fi_iwarpx_ep_stats sb = StatsOf(b);
+    EXPECT_EQ(sa.rc_opened, 1u);
+    EXPECT_EQ(sb.rc_accepted, 1u);
+    EXPECT_EQ(sa.rc_failed + sb.rc_failed, 0u);
+    EXPECT_GT(sa.rdm_ud_sr_msgs + sa.rdm_ud_zcopy_msgs, 0u) << "nothing before the switch";
+    EXPECT_GT(sa.rdm_rc_sr_msgs, 5000u) << "the stream did not move to the connection";
+    EXPECT_GT(sa.rdm_rc_rdma_msgs, 0u) << "no rendezvous over the connection";
+    EXPECT_EQ(sa.rdm_ud_sr_msgs + sa.rdm_ud_zcopy_msgs + sa.rdm_rc_sr_msgs + sa.rdm_rc_rdma_msgs,
+              10000u);
+    EXPECT_EQ(sa.rd_peers_failed + sb.rd_peers_failed, 0u);
+    if (std::getenv("FI_IWARPX_FAULT") != nullptr) {
+      EXPECT_GT(sa.rd_retransmitted + sb.rd_retransmitted, 0u) << "the faults did not happen";
+    }
+    return;
+  }
+  ASSERT_EQ(c, "cap") << "unknown IWARPX_RC_CASE";
+  std::vector<Side*> peers;
+  std::vector<Stream> streams(3);
+  for (size_t i = 0; i < 3; ++i) {
+    Side* p = net.AddSide();
+    ASSERT_NE(p, nullptr) << net.error;
+    ASSERT_TRUE(net.Connect(*a, *p)) << net.error;
+    peers.push_back(p);
+    streams[i].from = a;
+    streams[i].to = p;
+    streams[i].count = 2000;
+    streams[i].id = 10 + i;
+    streams[i].Init();
+  }
+  ASSERT_TRUE(RunStreams(net, {&streams[0], &streams[1], &streams[2]}))
+      << streams[0].error << streams[1].error << streams[2].error;
+  for (const Stream& s : streams) s.Check();
+  const fi_iwarpx_ep_stats sa = StatsOf(a);
+  EXPECT_EQ(sa.rc_opened, 1u) << "FI_IWARPX_MAX_RC=1 with three busy peers";
+  uint64_t accepted = 0;
+  for (Side* p : peers) accepted += StatsOf(p).rc_accepted;
+  EXPECT_EQ(accepted, 1u);
+  EXPECT_GT(sa.rdm_rc_sr_msgs, 0u);
+  EXPECT_GT(sa.rdm_ud_sr_msgs + sa.rdm_ud_zcopy_msgs, 2 * 1900u)
+      << "two peers should have stayed on datagrams";
+}
+
+}  // namespace

@@ -1,0 +1,430 @@
+// RdmCore's connected channels on a real engine, real UDP and TCP sockets
+// (loopback): a peer moves from datagrams to an on-demand connection
+// mid-stream with every message matched exactly once, in order, bit-exact
+// (also through datagram faults); thresholds, the cap, simultaneous connects
+// (the lower address's connection wins on both sides), a connect that
+// fails, and an established connection that breaks (the peer's RD session
+// fails loudly; traffic goes on over datagrams).
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "base/clock.h"
+#include "rdm/rc_hello.h"
+#include "rdm/rdm_core.h"
+
+namespace iwarpx::rdm {
+namespace {
+
+struct Sink final : RdmSink {
+  size_t send_done = 0;
+  size_t send_failed = 0;
+  size_t recv_failed = 0;
+  std::vector<std::pair<uint64_t, RecvResult>> recvs;
+  void SendDone(uint64_t /*c*/) override { ++send_done; }
+  void SendFailed(uint64_t /*c*/, int /*err*/) override { ++send_failed; }
+  void RecvDone(uint64_t c, const RecvResult& r) override { recvs.emplace_back(c, r); }
+  void RecvFailed(uint64_t /*c*/, int /*err*/) override { ++recv_failed; }
+  void RmaDone(uint64_t /*c*/) override {}
+  void RmaFailed(uint64_t /*c*/, const qp::WcError& /*e*/) override {}
+  void RemoteWriteData(uint64_t /*data*/, PeerId /*src*/) override {}
+};
+
+struct Node {
+  mem::StagTable stags{Random(3), 4096};
+  Sink sink;
+  std::unique_ptr<RdmCore> core;
+};
+
+std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 131 + seed * 7 + (i >> 12));
+  return v;
+}
+
+// One direction of traffic: `count` tagged messages (tag = index) from one
+// node to another, receives posted with every tag bit ignored, so receive i
+// must hold message i (matching order = send order).
+struct Flow {
+  Node* from = nullptr;
+  Node* to = nullptr;
+  size_t count = 0;
+  size_t (*size_of)(size_t) = nullptr;
+  std::vector<std::vector<uint8_t>> tx, rx;
+  size_t sent = 0;
+  size_t posted = 0;
+  size_t window = 32;  // messages in flight: small, so the engine runs mid-stream
+
+  void Init() {
+    tx.resize(count);
+    rx.resize(count);
+  }
+  void Step() {
+    while (posted < count && posted < to->sink.recvs.size() + 2 * window) {
+      rx[posted].assign(size_of(posted), 0);
+      iovec v{rx[posted].data(), rx[posted].size()};
+      RecvRequest r;
+      r.tagged = true;
+      r.ignore = ~uint64_t{0};
+      r.context = posted;
+      r.iov = &v;
+      r.count = 1;
+      if (to->core->PostRecv(r) != RdmStatus::kOk) break;
+      ++posted;
+    }
+    while (sent < count && sent < from->sink.send_done + from->sink.send_failed + window) {
+      tx[sent] = Pattern(size_of(sent), sent);
+      iovec v{tx[sent].data(), tx[sent].size()};
+      if (from->core->Send(to->core->local_address(), &v, 1, true, sent, false, 0, sent) !=
+          RdmStatus::kOk) {
+        break;
+      }
+      ++sent;
+    }
+    from->core->AfterPost();
+    to->core->AfterPost();
+  }
+  [[nodiscard]] bool Done() const {
+    return to->sink.recvs.size() >= count && from->sink.send_done >= count;
+  }
+  // Every message exactly once, in order, bit-exact.
+  void Check() const {
+    ASSERT_EQ(to->sink.recvs.size(), count);
+    std::vector<int> seen(count, 0);
+    for (const auto& [ctx, r] : to->sink.recvs) {
+      ASSERT_LT(ctx, count);
+      ++seen[ctx];
+      ASSERT_EQ(r.tag, ctx) << "receive " << ctx << " matched message " << r.tag;
+      ASSERT_EQ(r.len, tx[ctx].size()) << ctx;
+      ASSERT_TRUE(rx[ctx] == tx[ctx]) << ctx;
+    }
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(seen[i], 1) << i;
+    EXPECT_EQ(from->sink.send_failed, 0u);
+  }
+};
+
+// What a node did, for failure messages.
+std::string Dump(const Node& n) {
+  const RdmCore::Counters& c = n.core->counters();
+  char buf[512];
+  snprintf(buf, sizeof buf,
+           "\n  opened %lu accepted %lu rejected %lu failed %lu switches %lu | ud_sr %lu "
+           "ud_zcopy %lu rc_sr %lu rc_rdma %lu | links %u peers_failed %lu protocol_errors %lu "
+           "| sends done %zu failed %zu, recvs done %zu failed %zu",
+           c.rc_opened, c.rc_accepted, c.rc_rejected, c.rc_failed, c.rc_switches, c.ud_sr_msgs,
+           c.ud_zcopy_msgs, c.rc_sr_msgs, c.rc_rdma_msgs, n.core->rc_links(), c.peers_failed,
+           c.protocol_errors, n.sink.send_done, n.sink.send_failed, n.sink.recvs.size(),
+           n.sink.recv_failed);
+  return buf;
+}
+
+// Mostly eager, every 17th a rendezvous (the bounce holds 4064 bytes).
+size_t MixedSize(size_t i) {
+  return i % 17 == 0 ? 20000 + (i * 7919) % 60000 : (i * 7919) % 3000;
+}
+
+class RcPromotionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto e = progress::Engine::Create(clock_);
+    ASSERT_TRUE(e.ok());
+    engine_ = std::move(e).value();
+  }
+  void TearDown() override {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    for (auto& n : nodes_) n->core.reset();
+  }
+  static RdmConfig Config(const char* chain = "any:rc_sr,any:ud_sr,any:ud_zcopy") {
+    RdmConfig c;
+    c.channel.pd = 1;
+    c.channel.qp.stream.send.dead_after_ns = 2'000'000'000;
+    c.channel.qp.sq_size = 256;  // as the provider (ofi/rdm_ep.cc kPerPeerSq)
+    c.channel.qp.rq_size = 16;
+    c.bounce_size = 4096;
+    auto rules = SendRuleChain::Parse(chain);
+    EXPECT_TRUE(rules.ok());
+    if (rules.ok()) c.send_rules = std::move(rules).value();
+    c.rc.threshold_msgs = 100;
+    c.rc.threshold_bytes = uint64_t{1} << 40;
+    return c;
+  }
+  Node& Add(const RdmConfig& c, const transport::FaultSpec& faults = {}) {
+    nodes_.push_back(std::make_unique<Node>());
+    Node& n = *nodes_.back();
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    auto core =
+        RdmCore::Open(*engine_, transport::SockAddr::Loopback4(0), c, n.stags, n.sink, faults);
+    EXPECT_TRUE(core.ok());
+    if (core.ok()) n.core = std::move(core).value();
+    return n;
+  }
+  template <class F>
+  bool RunUntil(F done, int seconds = 60) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(engine_->mu());
+        if (done()) return true;
+        engine_->RunOnce(1);
+      }
+      if (std::chrono::steady_clock::now() > end) return false;
+    }
+  }
+  bool Run(const std::vector<Flow*>& flows, int seconds = 60) {
+    return RunUntil(
+        [&] {
+          bool all = true;
+          for (Flow* f : flows) {
+            f->Step();
+            all = all && f->Done();
+          }
+          return all;
+        },
+        seconds);
+  }
+  static Flow MakeFlow(Node& from, Node& to, size_t count) {
+    Flow f;
+    f.from = &from;
+    f.to = &to;
+    f.count = count;
+    f.size_of = MixedSize;
+    f.Init();
+    return f;
+  }
+
+  MonotonicClock clock_;
+  std::unique_ptr<progress::Engine> engine_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+};
+
+TEST(RcHelloTest, RoundTripAndRefusals) {
+  const auto h = EncodeRcHello(4791);
+  ASSERT_EQ(DecodeRcHello(ByteSpan(h.data(), h.size())), std::optional<uint16_t>(4791));
+  for (size_t i = 0; i < h.size(); ++i) {
+    auto bad = h;
+    bad[i] ^= (i >= 6 ? 0xFF : 0x01);
+    if (i >= 6) {
+      // Another port is another hello; only port 0 is refused.
+      continue;
+    }
+    EXPECT_FALSE(DecodeRcHello(ByteSpan(bad.data(), bad.size()))) << i;
+  }
+  const auto zero = EncodeRcHello(0);
+  EXPECT_FALSE(DecodeRcHello(ByteSpan(zero.data(), zero.size())));
+  EXPECT_FALSE(DecodeRcHello(ByteSpan(h.data(), h.size() - 1)));
+  const auto caller = RcCaller(transport::SockAddr::Loopback4(50000), ByteSpan(h.data(), h.size()));
+  ASSERT_TRUE(caller);
+  EXPECT_EQ(*caller, transport::SockAddr::Loopback4(4791));
+  EXPECT_TRUE(RcLower(transport::SockAddr::Loopback4(10), transport::SockAddr::Loopback4(11)));
+  EXPECT_FALSE(RcLower(transport::SockAddr::Loopback4(11), transport::SockAddr::Loopback4(10)));
+  EXPECT_FALSE(RcLower(transport::SockAddr::Loopback4(10), transport::SockAddr::Loopback4(10)));
+}
+
+TEST_F(RcPromotionTest, DefaultChainNeverListensOrConnects) {
+  Node& a = Add(Config("any:ud_sr,any:ud_zcopy"));
+  Node& b = Add(Config("any:ud_sr,any:ud_zcopy"));
+  Flow f = MakeFlow(a, b, 400);
+  ASSERT_TRUE(Run({&f}));
+  f.Check();
+  EXPECT_FALSE(a.core->rc_available());
+  EXPECT_EQ(a.core->counters().rc_opened, 0u);
+  EXPECT_EQ(a.core->counters().rc_sr_msgs + a.core->counters().rc_rdma_msgs, 0u);
+}
+
+TEST_F(RcPromotionTest, MovesToTheConnectionMidStreamInOrder) {
+  Node& a = Add(Config());
+  Node& b = Add(Config());
+  ASSERT_TRUE(a.core->rc_available());
+  Flow f = MakeFlow(a, b, 3000);
+  ASSERT_TRUE(Run({&f}, 120));
+  f.Check();
+  const RdmCore::Counters& c = a.core->counters();
+  EXPECT_EQ(c.rc_opened, 1u);
+  EXPECT_EQ(b.core->counters().rc_accepted, 1u);
+  EXPECT_EQ(c.rc_switches, 1u);
+  EXPECT_EQ(c.rc_failed, 0u);
+  // Before the threshold on datagrams, after it on the connection (eager and
+  // rendezvous); nothing went back to datagrams after the SWITCH.
+  EXPECT_GE(c.ud_sr_msgs + c.ud_zcopy_msgs, 100u);
+  EXPECT_GT(c.rc_sr_msgs, 2000u);
+  EXPECT_GT(c.rc_rdma_msgs, 100u);
+  EXPECT_EQ(c.ud_sr_msgs + c.ud_zcopy_msgs + c.rc_sr_msgs + c.rc_rdma_msgs, 3000u);
+  std::lock_guard<std::mutex> lock(engine_->mu());
+  EXPECT_TRUE(a.core->SendsOnRc(b.core->local_address()));
+  EXPECT_EQ(a.core->rc_links(), 1u);
+  EXPECT_EQ(b.core->rc_links(), 1u);
+}
+
+TEST_F(RcPromotionTest, BelowTheThresholdNothingOpens) {
+  RdmConfig c = Config();
+  c.rc.threshold_msgs = 1000;
+  Node& a = Add(c);
+  Node& b = Add(c);
+  Flow f = MakeFlow(a, b, 999);
+  ASSERT_TRUE(Run({&f}));
+  f.Check();
+  EXPECT_EQ(a.core->counters().rc_opened, 0u);
+  EXPECT_EQ(b.core->rc_links(), 0u);
+}
+
+TEST_F(RcPromotionTest, ByteThresholdAlsoPromotes) {
+  RdmConfig c = Config();
+  c.rc.threshold_msgs = 1'000'000;
+  c.rc.threshold_bytes = 200'000;
+  Node& a = Add(c);
+  Node& b = Add(c);
+  Flow f = MakeFlow(a, b, 600);
+  ASSERT_TRUE(Run({&f}));
+  f.Check();
+  EXPECT_EQ(a.core->counters().rc_opened, 1u);
+  EXPECT_GT(a.core->counters().rc_sr_msgs, 0u);
+}
+
+TEST_F(RcPromotionTest, MovesInOrderThroughDatagramFaults) {
+  auto faults = transport::FaultSpec::Parse("drop=50,dup=20,reorder=30,corrupt=5,seed=12");
+  ASSERT_TRUE(faults.ok());
+  Node& a = Add(Config(), *faults);
+  Node& b = Add(Config(), *faults);
+  Flow f = MakeFlow(a, b, 3000);
+  ASSERT_TRUE(Run({&f}, 120));
+  f.Check();
+  EXPECT_EQ(a.core->counters().rc_switches, 1u);
+  EXPECT_GT(a.core->counters().rc_sr_msgs, 1000u);
+}
+
+TEST_F(RcPromotionTest, SimultaneousConnectsEndWithTheLowerAddresssConnection) {
+  RdmConfig c = Config();
+  c.rc.threshold_msgs = 20;
+  Node& a = Add(c);
+  Node& b = Add(c);
+  // Both cross the threshold before the engine runs: two connects cross.
+  Flow ab = MakeFlow(a, b, 1500);
+  Flow ba = MakeFlow(b, a, 1500);
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    ab.Step();
+    ba.Step();
+    ASSERT_EQ(a.core->counters().rc_opened, 1u);
+    ASSERT_EQ(b.core->counters().rc_opened, 1u);
+  }
+  ASSERT_TRUE(Run({&ab, &ba}, 60)) << Dump(a) << Dump(b) << "\n  sent " << ab.sent << "/" << ba.sent
+                                   << " posted " << ab.posted << "/" << ba.posted;
+  ab.Check();
+  ba.Check();
+  const bool a_lower = RcLower(a.core->local_address(), b.core->local_address());
+  Node& lo = a_lower ? a : b;
+  Node& hi = a_lower ? b : a;
+  EXPECT_EQ(lo.core->counters().rc_accepted, 0u);
+  EXPECT_EQ(lo.core->counters().rc_rejected, 1u);
+  EXPECT_EQ(hi.core->counters().rc_accepted, 1u);
+  EXPECT_EQ(lo.core->counters().rc_failed, 0u);
+  std::lock_guard<std::mutex> lock(engine_->mu());
+  EXPECT_EQ(a.core->rc_links(), 1u);
+  EXPECT_EQ(b.core->rc_links(), 1u);
+  EXPECT_TRUE(a.core->SendsOnRc(b.core->local_address()));
+  EXPECT_TRUE(b.core->SendsOnRc(a.core->local_address()));
+}
+
+TEST_F(RcPromotionTest, CapLimitsConnectionsAndRefusesRequestsBeyondIt) {
+  RdmConfig capped = Config();
+  capped.rc.max_links = 1;
+  Node& a = Add(capped);
+  Node& b = Add(Config());
+  Node& c = Add(Config());
+  Node& d = Add(Config());
+  Flow ab = MakeFlow(a, b, 400);
+  Flow ac = MakeFlow(a, c, 400);
+  ASSERT_TRUE(Run({&ab, &ac}));
+  ab.Check();
+  ac.Check();
+  EXPECT_EQ(a.core->counters().rc_opened, 1u);
+  // d's connect to the capped a is refused; d stays on datagrams.
+  Flow da = MakeFlow(d, a, 400);
+  ASSERT_TRUE(Run({&da}));
+  da.Check();
+  EXPECT_GE(a.core->counters().rc_rejected, 1u);
+  EXPECT_GE(d.core->counters().rc_failed, 1u);
+  std::lock_guard<std::mutex> lock(engine_->mu());
+  EXPECT_EQ(a.core->rc_links(), 1u);
+  EXPECT_FALSE(d.core->SendsOnRc(a.core->local_address()));
+}
+
+TEST_F(RcPromotionTest, ConnectToAPeerWithoutListenerFallsBackToDatagrams) {
+  Node& a = Add(Config());
+  Node& b = Add(Config("any:ud_sr,any:ud_zcopy"));  // no listener
+  ASSERT_FALSE(b.core->rc_available());
+  Flow f = MakeFlow(a, b, 600);
+  ASSERT_TRUE(Run({&f}));
+  f.Check();
+  EXPECT_GE(a.core->counters().rc_opened, 1u);
+  EXPECT_EQ(a.core->counters().rc_failed, a.core->counters().rc_opened);
+  EXPECT_EQ(a.core->counters().rc_sr_msgs, 0u);
+  EXPECT_EQ(a.core->counters().peers_failed, 0u);
+}
+
+TEST_F(RcPromotionTest, ABrokenConnectionFailsThePeerLoudlyThenDatagramsCarryOn) {
+  Node& a = Add(Config());
+  Node& b = Add(Config());
+  Flow first = MakeFlow(a, b, 400);
+  ASSERT_TRUE(Run({&first}));
+  first.Check();
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    ASSERT_TRUE(a.core->SendsOnRc(b.core->local_address()));
+    a.core->DropRcForTest(b.core->local_address());
+    EXPECT_EQ(a.core->rc_links(), 0u);
+  }
+  ASSERT_TRUE(RunUntil([&] {
+    return a.core->counters().peers_failed >= 1 && b.core->counters().peers_failed >= 1 &&
+           b.core->rc_links() == 0;
+  }));
+  // A fresh start on both sides: new RD session, promoted again later.
+  a.sink = Sink{};
+  b.sink = Sink{};
+  Flow second = MakeFlow(a, b, 400);
+  ASSERT_TRUE(Run({&second}));
+  second.Check();
+  EXPECT_EQ(a.core->counters().rc_opened, 2u);
+}
+
+// Rendezvous in both directions at once: a Read or FIN that finds the send
+// queue full waits for its completions (before, a FIN without room failed
+// the peer and a Read without room failed the receive with EAGAIN).
+TEST_F(RcPromotionTest, BothDirectionsAtOnceWithASmallSendQueueOnDatagrams) {
+  RdmConfig c = Config("any:ud_sr,any:ud_zcopy");
+  c.channel.qp.sq_size = 16;  // far less than the Reads, FINs and sends in flight
+  Node& a = Add(c);
+  Node& b = Add(c);
+  Flow ab = MakeFlow(a, b, 1500);
+  Flow ba = MakeFlow(b, a, 1500);
+  ab.size_of = ba.size_of = [](size_t i) { return i % 3 == 0 ? size_t{30000} : size_t{100}; };
+  ASSERT_TRUE(Run({&ab, &ba})) << Dump(a) << Dump(b);
+  ab.Check();
+  ba.Check();
+  EXPECT_EQ(a.core->counters().protocol_errors + b.core->counters().protocol_errors, 0u);
+  EXPECT_EQ(a.sink.recv_failed + b.sink.recv_failed, 0u);
+}
+
+TEST_F(RcPromotionTest, BothDirectionsOnTheConnectionWithASmallSendQueue) {
+  RdmConfig c = Config();
+  c.rc.qp.sq_size = 16;
+  c.rc.threshold_msgs = 20;
+  Node& a = Add(c);
+  Node& b = Add(c);
+  Flow ab = MakeFlow(a, b, 1500);
+  Flow ba = MakeFlow(b, a, 1500);
+  ab.size_of = ba.size_of = [](size_t i) { return i % 3 == 0 ? size_t{30000} : size_t{100}; };
+  ASSERT_TRUE(Run({&ab, &ba})) << Dump(a) << Dump(b);
+  ab.Check();
+  ba.Check();
+  EXPECT_GT(a.core->counters().rc_rdma_msgs, 300u);
+  EXPECT_EQ(a.sink.recv_failed + b.sink.recv_failed, 0u);
+}
+
+}  // namespace
+}  // namespace iwarpx::rdm

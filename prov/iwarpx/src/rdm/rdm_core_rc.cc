@@ -1,0 +1,238 @@
+// RdmCore's connected channels: listening, promotion, the tie-break, the
+// SWITCH order rule and failure (docs/design.md "Connected channels in the
+// RDM endpoint"; the contract is in rdm_core.h).
+#include <cerrno>
+
+#include "rdm/rc_hello.h"
+#include "rdm/rdm_core.h"
+
+namespace iwarpx::rdm {
+
+namespace {
+
+bool NamesRc(const SendRuleChain& chain) {
+  const ChannelSet named = chain.named();
+  return named.Has(Channel::kRcSr) || named.Has(Channel::kRcFp) || named.Has(Channel::kRcRdma);
+}
+
+constexpr int kListenBacklog = 64;
+
+}  // namespace
+
+void RdmCore::OpenListener() {
+  if (config_.rc.max_links == 0 || !NamesRc(config_.send_rules)) return;
+  progress::ChannelConfig cc = config_.rc.mpa;
+  cc.pd = config_.channel.pd;
+  // TCP at the UDP socket's own address and port number (another name space).
+  auto l =
+      progress::MsgListener::Listen(engine_, channel_->local_address(), cc, kListenBacklog, *this);
+  if (!l.ok()) {
+    rc_listen_error_ = l.error();
+    return;
+  }
+  listener_ = std::move(l).value();
+}
+
+bool RdmCore::SendsOnRc(const transport::SockAddr& to) const {
+  const auto it = peers_.find(to.HostLocal());
+  return it != peers_.end() && it->second->tx_on_rc;
+}
+
+void RdmCore::DropRcForTest(const transport::SockAddr& to) {
+  const auto it = peers_.find(to.HostLocal());
+  if (it == peers_.end() || it->second->link == nullptr) return;
+  RcDown(*it->second->link);
+}
+
+void RdmCore::CollectStats(progress::EndpointStats* out) const {
+  channel_->CollectStats(out);
+  for (const auto& [addr, p] : peers_) {
+    if (p->link != nullptr && p->link->ch != nullptr) p->link->ch->CollectStats(out);
+  }
+  out->rdm_ud_sr_msgs += counters_.ud_sr_msgs;
+  out->rdm_ud_zcopy_msgs += counters_.ud_zcopy_msgs;
+  out->rdm_rc_sr_msgs += counters_.rc_sr_msgs;
+  out->rdm_rc_rdma_msgs += counters_.rc_rdma_msgs;
+  out->rc_opened += counters_.rc_opened;
+  out->rc_accepted += counters_.rc_accepted;
+  out->rc_rejected += counters_.rc_rejected;
+  out->rc_failed += counters_.rc_failed;
+}
+
+void RdmCore::CountAndPromote(Peer& p, uint64_t bytes) {
+  ++p.msgs_sent;
+  p.bytes_sent += bytes;
+  if (listener_ == nullptr || p.link != nullptr || links_ >= config_.rc.max_links) return;
+  if (p.next_try_msgs == 0) {
+    p.next_try_msgs = config_.rc.threshold_msgs;
+    p.next_try_bytes = config_.rc.threshold_bytes;
+  }
+  if (p.msgs_sent < p.next_try_msgs && p.bytes_sent < p.next_try_bytes) return;
+  // Whatever happens, the next attempt needs another threshold's worth.
+  p.next_try_msgs = p.msgs_sent + config_.rc.threshold_msgs;
+  p.next_try_bytes = p.bytes_sent + config_.rc.threshold_bytes;
+  auto link = std::make_unique<RcLink>();
+  link->core = this;
+  link->peer = &p;
+  link->outgoing = true;
+  progress::ChannelConfig cc = config_.rc.mpa;
+  cc.pd = config_.channel.pd;
+  transport::SockAddr from = channel_->local_address();
+  from.set_port(0);
+  if (from.is_any()) from = transport::SockAddr();
+  const auto hello = EncodeRcHello(channel_->local_address().port());
+  auto ch = progress::MsgChannel::Connect(engine_, stags_, cc, config_.rc.qp, p.addr, from,
+                                          ByteSpan(hello.data(), hello.size()), *link);
+  ++counters_.rc_opened;
+  if (!ch.ok()) {
+    ++counters_.rc_failed;
+    return;
+  }
+  link->ch = std::move(ch).value();
+  p.link = std::move(link);
+  ++links_;
+}
+
+void RdmCore::OnRequest(progress::MsgChannel& channel) {
+  const std::optional<transport::SockAddr> caller =
+      RcCaller(channel.peer_address(), channel.peer_private_data());
+  auto refuse = [&] {
+    ++counters_.rc_rejected;
+    (void)channel.Reject({});
+  };
+  if (!caller) return refuse();
+  Peer& p = PeerFor(*caller);
+  if (p.link != nullptr) {
+    // Simultaneous connects: the lower address's connection wins. Ours is
+    // still pending here (an initiator is established only by the peer's
+    // accept, which the peer refuses while its own connect is pending).
+    const bool ours_wins = RcLower(channel_->local_address().HostLocal(), p.addr);
+    if (!p.link->outgoing || p.link->up || ours_wins) return refuse();
+    DropLink(p, ECONNRESET);
+  }
+  if (links_ >= config_.rc.max_links) return refuse();
+  std::unique_ptr<progress::MsgChannel> owned = listener_->Take(&channel);
+  if (owned == nullptr) return;
+  auto link = std::make_unique<RcLink>();
+  link->core = this;
+  link->peer = &p;
+  link->ch = std::move(owned);
+  p.link = std::move(link);
+  ++links_;
+  ++counters_.rc_accepted;
+  RcLink& l = *p.link;
+  if (l.ch->Accept({}, stags_, config_.channel.pd, config_.rc.qp, l) != 0 && !l.dead) {
+    RcDown(l);
+  }
+}
+
+void RdmCore::RcQpReady(RcLink& link, qp::QueuePair& q) {
+  link.qp = &q;
+  link.bounces_posted = 0;
+  PostBounces(*link.peer, Via::kRc);
+}
+
+void RdmCore::RcUp(RcLink& link) {
+  link.up = true;
+}
+
+void RdmCore::RcDown(RcLink& link) {
+  Peer& p = *link.peer;
+  const bool was_up = link.up;
+  ++counters_.rc_failed;
+  DropLink(p, ECONNRESET);
+  // A connection that carried messages may have lost some whose sends
+  // completed: fail the peer's RD session too, so nothing is lost silently.
+  if (was_up) {
+    if (rd::RdQp* q = channel_->Find({p.addr, kRdmQpn}); q != nullptr) {
+      q->Fail(ECONNRESET);
+      channel_->AfterPost();
+    }
+  }
+}
+
+void RdmCore::DropLink(Peer& p, int err) {
+  if (p.link == nullptr) return;
+  p.link->dead = true;
+  graveyard_.push_back(std::move(p.link));
+  if (deferred_added_) engine_.Update(deferred_);
+  --links_;
+  p.tx_on_rc = false;
+  p.rx_switched = false;
+  p.replaying = false;
+  for (const auto& [bounce, bytes] : p.held) FreeBounce(bounce);
+  p.held.clear();
+  p.read_wait[static_cast<size_t>(Via::kRc)].clear();  // their ops fail below
+  DropFins(p, Via::kRc);
+  // What waits on the connection will hear nothing more from it.
+  for (uint32_t i = 0; i < tx_.size(); ++i) {
+    TxOp& op = tx_[i];
+    if (!op.used || op.peer != p.id || op.via != Via::kRc) continue;
+    for (uint8_t k = 0; k < op.stag_count; ++k) (void)stags_.Deregister(op.stags[k]);
+    const uint64_t context = op.context;
+    op.used = false;
+    tx_free_.push_back(i);
+    sink_.SendFailed(context, err);
+  }
+  for (uint32_t i = 0; i < rndv_.size(); ++i) {
+    RndvOp& op = rndv_[i];
+    if (!op.used || op.peer != p.id || op.via != Via::kRc) continue;
+    const bool reading = op.reads_left > 0 || op.todo > 0;
+    for (uint8_t k = 0; k < op.stag_count; ++k) (void)stags_.Deregister(op.stags[k]);
+    op.stag_count = 0;
+    op.used = false;
+    rndv_free_.push_back(i);
+    // A rendezvous whose FIN was already posted has been reported.
+    if (reading) sink_.RecvFailed(op.context, err);
+  }
+  for (Unexp& u : unexp_) {
+    if (u.used && u.src == p.id && u.via == Via::kRc && u.header.op == wire::RdmOp::kRts) {
+      u.dead = true;
+    }
+  }
+}
+
+RdmStatus RdmCore::SendSwitch(Peer& p) {
+  rd::RdQp* q = channel_->Find({p.addr, kRdmQpn});
+  if (q == nullptr) return RdmStatus::kNoPeer;
+  wire::RdmHeader h;
+  h.op = wire::RdmOp::kSwitch;
+  if (!wire::EncodeRdmHeader(h, p.switch_header).ok()) return RdmStatus::kInvalid;
+  qp::SendWr wr;
+  wr.sgl.Add(p.switch_header.data(), wire::kRdmHeaderSize);
+  wr.context = Ctx(Kind::kSwitch, p.id);
+  switch (q->qp().PostSend(wr)) {
+    case qp::QpStatus::kOk: break;
+    case qp::QpStatus::kQueueFull: return RdmStatus::kAgain;
+    case qp::QpStatus::kBadState: return RdmStatus::kNoPeer;
+    default: return RdmStatus::kInvalid;
+  }
+  p.tx_on_rc = true;
+  ++counters_.rc_switches;
+  return RdmStatus::kOk;
+}
+
+void RdmCore::OnSwitch(Peer& p, Via via) {
+  if (via != Via::kRd || p.rx_switched) {
+    ProtocolError(p, "SWITCH on the connection or twice");
+    return;
+  }
+  p.rx_switched = true;
+  // Every RD message sent before the SWITCH has been through Arrived; the
+  // held ones follow in their arrival order (and what arrives meanwhile
+  // queues behind them).
+  p.replaying = true;
+  while (p.replaying && !p.held.empty()) {
+    const auto [bounce, bytes] = p.held.front();
+    p.held.pop_front();
+    auto m = wire::DecodeRdmMessage(ByteSpan(bounces_[bounce].buf.get(), bytes));
+    if (!m.ok()) {  // decoded once already; cannot happen
+      FreeBounce(bounce);
+      continue;
+    }
+    Arrived(p, Via::kRc, bounce, *m);
+  }
+  p.replaying = false;
+}
+
+}  // namespace iwarpx::rdm
