@@ -8,11 +8,15 @@
 #   --build DIR      build tree (default build); builds rdm_scale and iwarpx-fi first
 #   --no-build       use DIR's programs as they are
 #   --peers LIST     comma-separated peer counts (default 64,256,1024)
-#   --modes LIST     comma-separated modes (default ud,tcp-rxm,udp-rxd):
+#   --modes LIST     comma-separated modes (default ud,hybrid,rc,tcp-rxm,udp-rxd):
 #                      ud        iwarpx, datagram channels only (any:ud_sr,any:ud_zcopy)
+#                      hybrid    iwarpx, size<=8192:rc_sr,any:ud_sr,any:ud_zcopy with the
+#                                default thresholds: the one ping per peer stays on datagrams,
+#                                the hot peer moves to a connection during its warm-up
+#                      rc        iwarpx, the same chain with FI_IWARPX_RC_THRESHOLD_MSGS=1 and
+#                                FI_IWARPX_MAX_RC=4096: a connection to every peer
 #                      tcp-rxm   libfabric "tcp;ofi_rxm": a TCP connection to every peer
 #                      udp-rxd   libfabric "udp;ofi_rxd"
-#                    hybrid / rc (iwarpx with connected channels) come with issue 5's RC-SR
 #   --repeat N       runs per mode and count, median reported (default 3)
 #   --iters N        timed hot-peer ping-pongs (default 5000)
 #   --per-proc N     peer endpoints per worker process (default 256)
@@ -29,7 +33,7 @@ root=$PWD
 build=build
 do_build=1
 peers_list=64,256,1024
-modes=ud,tcp-rxm,udp-rxd
+modes=ud,hybrid,rc,tcp-rxm,udp-rxd
 repeat=3
 iters=5000
 per_proc=256
@@ -77,6 +81,11 @@ mode_env() {
   case $1 in
     ud) printf '%s\n' iwarpx "FI_PROVIDER_PATH=$iwarpx_dir" \
           "FI_IWARPX_SEND_RULES=any:ud_sr,any:ud_zcopy" ;;
+    hybrid) printf '%s\n' iwarpx "FI_PROVIDER_PATH=$iwarpx_dir" \
+          "FI_IWARPX_SEND_RULES=size<=8192:rc_sr,any:ud_sr,any:ud_zcopy" ;;
+    rc) printf '%s\n' iwarpx "FI_PROVIDER_PATH=$iwarpx_dir" \
+          "FI_IWARPX_SEND_RULES=size<=8192:rc_sr,any:ud_sr,any:ud_zcopy" \
+          FI_IWARPX_RC_THRESHOLD_MSGS=1 FI_IWARPX_MAX_RC=4096 ;;
     tcp-rxm) printf '%s\n' "tcp;ofi_rxm" ;;
     udp-rxd) printf '%s\n' "udp;ofi_rxd" ;;
     *) return 1 ;;
@@ -105,7 +114,8 @@ run() {
   runs=$((runs + 1))
   log=$work/logs/$runs.$mode.$n
   echo "== $mode, $n peers, $procs worker process(es), run $runs" >&2
-  env -u FI_PROVIDER -u FI_PROVIDER_PATH -u FI_IWARPX_SEND_RULES "${lines[@]:1}" \
+  env -u FI_PROVIDER -u FI_PROVIDER_PATH -u FI_IWARPX_SEND_RULES -u FI_IWARPX_RC_THRESHOLD_MSGS \
+    -u FI_IWARPX_MAX_RC "${lines[@]:1}" \
     timeout $((timeout_s * 4 + 600)) "$prog" -p "$prov" --peers "$n" --procs "$procs" \
     --iters "$iters" --warmup 200 --timeout "$timeout_s" --csv >"$log.out" 2>"$log.err" &
   local pid=$!
