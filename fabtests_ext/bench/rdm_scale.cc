@@ -276,7 +276,14 @@ int Hub(const Options& o, std::vector<WorkerProc>& workers) {
   for (WorkerProc& w : workers) {
     for (size_t i = 0; i < w.count; ++i) {
       Name n;
-      if (!ReadAll(w.from, &n, sizeof(n))) bench::Fail(o, "a worker did not send its names");
+      if (!ReadAll(w.from, &n, sizeof(n))) {
+        int status = 0;
+        const pid_t r = waitpid(w.pid, &status, 0);
+        std::string why = "pipe closed";
+        if (r == w.pid && WIFEXITED(status)) why = "exit " + std::to_string(WEXITSTATUS(status));
+        if (r == w.pid && WIFSIGNALED(status)) why = "signal " + std::to_string(WTERMSIG(status));
+        bench::Fail(o, "a worker did not send its names (" + why + ")");
+      }
       peers.push_back(n);
     }
   }
