@@ -127,10 +127,12 @@ bool Engine::RunDirect(size_t* ran) {
 
 size_t Engine::RunOnce(int timeout_ms) {
   size_t ran = 0;
-  if (timeout_ms == 0 && RunDirect(&ran)) {
-    if (!timed_.empty()) RunTimers();
-    return ran;
-  }
+  // Timers are checked in the epoll passes only, which come at least every
+  // kDirectPassesMax + 1 passes: a timer scan asks every timed Pollable for
+  // its deadline (an RD channel: every peer's), so doing it in every direct
+  // pass made each busy poll O(peers) (rdm_scale: 8 B to a hot peer took
+  // 271 us with 1024 peers known, 4.4 us with 64).
+  if (timeout_ms == 0 && RunDirect(&ran)) return ran;
   direct_passes_ = 0;
   if (!pending_.empty()) timeout_ms = 0;
   const int until_timer = MsUntilNextDeadline();

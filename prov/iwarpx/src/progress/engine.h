@@ -28,6 +28,9 @@
 //   kDirectPassesMax passes, whenever a Pollable waits for writability, when
 //   work is pending, and once the hot one has come up empty kHotMisses times
 //   in a row (it then stops being hot), so no other descriptor starves.
+//   Timers are run in the epoll passes only (at least every
+//   kDirectPassesMax + 1 passes), so a busy poll does not scan every timed
+//   Pollable's deadline.
 // - WaitForEvents(timeout) blocks *without* the lock (poll(2) on the epoll
 //   descriptor) until a registered descriptor is ready, Wakeup() is called,
 //   an extra descriptor is readable, or the timeout (bounded by the nearest deadline) passes; it
