@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # scripts/bench_lib.sh - sourced by the benchmark scripts (bench_msg.sh, bench_rdm_bw.sh,
-# bench_btl.sh, bench_osc.sh): the per-run work directory, the processes a script started, and
-# the medians / ratios / spreads of the tables.
+# bench_btl.sh, bench_osc.sh, bench_scale.sh): the per-run work directory, the processes a
+# script started, mpirun runs (bench_mpirun) and the medians / ratios / spreads of the tables.
 #
 #   bench_work_start NAME   makes $work (/tmp/NAME.XXXXXX, with logs/ and data/), empties
 #                           started_pids, and installs the EXIT/INT/TERM traps
@@ -64,4 +64,26 @@ bench_spread() {
   bench_values "$1" "$2" | awk -v what="$3" -v unit="$4" '{ v[NR] = $1 } END {
     if (NR == 0) exit
     printf "%s: min %.2f, max %.2f %s over %d run(s)\n", what, v[1], v[NR], unit, NR }'
+}
+
+# bench_mpirun NAME LOG SECONDS CMD...: runs CMD (an mpirun) in the background under
+# `timeout -k 10 SECONDS`, root allowed, output in LOG.out / LOG.err, its PID recorded in
+# started_pids; sets cmd_NAME to the quoted command for the report. On failure prints why
+# (data check, time limit, the last lines of stderr) and returns 1.
+bench_mpirun() {
+  local name=$1 log=$2 limit=$3 pid rc=0 why
+  shift 3
+  printf -v "cmd_$name" '%s' "$(bench_show_cmd "$@")"
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    timeout -k 10 "$limit" "$@" >"$log.out" 2>"$log.err" &
+  pid=$!
+  started_pids+=("$pid")
+  wait "$pid" || rc=$?
+  if ((rc != 0)); then
+    why=$(grep -m1 -h "data check failed" "$log.err" "$log.out")
+    ((rc == 124)) && why="timed out after $limit s"
+    echo "== $name: FAILED (mpirun rc=$rc)${why:+: $why}" >&2
+    tail -n 8 "$log.err" | sed 's/^/   /' >&2
+    return 1
+  fi
 }

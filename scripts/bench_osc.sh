@@ -125,7 +125,7 @@ runs=0
 # run NAME: one mpirun over all tests; appends "test sync size value" lines to $work/data/NAME.
 run() {
   runs=$((runs + 1))
-  local name=$1 log=$work/logs/$runs.$1 rc=0 pid
+  local name=$1 log=$work/logs/$runs.$1
   local args=()
   case $name in
     pt2pt) args=(--mca osc pt2pt --mca btl "self,tcp" --mca btl_tcp_if_include lo) ;;
@@ -134,20 +134,7 @@ run() {
             [[ $iwarpx_btl == tcp ]] && args+=(--mca btl_tcp_if_include lo) ;;
   esac
   local cmd=("$mpirun" "${common[@]}" "${args[@]}" "$prog" --csv --label "$name" "${prog_args[@]}")
-  printf -v "cmd_$name" '%s' "$(bench_show_cmd "${cmd[@]}")"
-  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    timeout -k 10 "$timeout_s" "${cmd[@]}" >"$log.out" 2>"$log.err" &
-  pid=$!
-  started_pids+=("$pid")
-  wait "$pid" || rc=$?
-  if ((rc != 0)); then
-    local why
-    why=$(grep -m1 -h "data check failed" "$log.err" "$log.out")
-    ((rc == 124)) && why="timed out after $timeout_s s"
-    echo "== $name: FAILED (mpirun rc=$rc)${why:+: $why}" >&2
-    tail -n 8 "$log.err" | sed 's/^/   /' >&2
-    return 1
-  fi
+  bench_mpirun "$name" "$log" "$timeout_s" "${cmd[@]}" || return 1
   # osc_bench,label,test,sync,win,size,iters,value,unit
   awk -F, -v n="$name" '$1 == "osc_bench" && $2 == n { print $3, $4, $6, $8 }' "$log.out" \
     >>"$work/data/$name"

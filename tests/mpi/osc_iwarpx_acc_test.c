@@ -27,26 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int g_rank, g_size, g_fail;
-
-#define CHECK(cond, ...)                                                    \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      fprintf(stderr, "rank %d: FAIL %s:%d: ", g_rank, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                         \
-      fprintf(stderr, "\n");                                                \
-      ++g_fail;                                                             \
-    }                                                                       \
-  } while (0)
+#include "osc_test_util.h"
 
 #define WIN_BYTES 4096
 #define ITERS 40
-
-static int err_class(int rc) {
-  int cls = MPI_SUCCESS;
-  MPI_Error_class(rc, &cls);
-  return cls;
-}
 
 /* Byte offsets of the concurrency slots in rank 0's window (each naturally aligned). */
 enum {
@@ -418,17 +402,19 @@ static void test_errors(MPI_Win win, uint8_t* mem) {
   const double d[2] = {1.0, 2.0};
   const double_int_t di = {1.0, 1};
   int rc = MPI_Accumulate(d, 1, MPI_DOUBLE, right, 0, 1, MPI_DOUBLE, MPI_MAXLOC, win);
-  CHECK(err_class(rc) == MPI_ERR_OP, "MAXLOC on MPI_DOUBLE: rc %d class %d", rc, err_class(rc));
+  CHECK(osct_err_class(rc) == MPI_ERR_OP, "MAXLOC on MPI_DOUBLE: rc %d class %d", rc,
+        osct_err_class(rc));
   const float f = 1.0f;
   rc = MPI_Accumulate(&f, 1, MPI_FLOAT, right, 0, 1, MPI_FLOAT, MPI_BAND, win);
-  CHECK(err_class(rc) == MPI_ERR_OP, "BAND on MPI_FLOAT: rc %d class %d", rc, err_class(rc));
+  CHECK(osct_err_class(rc) == MPI_ERR_OP, "BAND on MPI_FLOAT: rc %d class %d", rc,
+        osct_err_class(rc));
   rc = MPI_Accumulate(d, 2, MPI_DOUBLE, right, WIN_BYTES - 8, 2, MPI_DOUBLE, MPI_SUM, win);
-  CHECK(err_class(rc) == MPI_ERR_RMA_RANGE, "double accumulate across the end: class %d",
-        err_class(rc));
+  CHECK(osct_err_class(rc) == MPI_ERR_RMA_RANGE, "double accumulate across the end: class %d",
+        osct_err_class(rc));
   rc = MPI_Accumulate(&di, 1, MPI_DOUBLE_INT, right, WIN_BYTES - 8, 1, MPI_DOUBLE_INT, MPI_MAXLOC,
                       win);
-  CHECK(err_class(rc) == MPI_ERR_RMA_RANGE, "double_int accumulate across the end: class %d",
-        err_class(rc));
+  CHECK(osct_err_class(rc) == MPI_ERR_RMA_RANGE, "double_int accumulate across the end: class %d",
+        osct_err_class(rc));
   MPI_Win_unlock(right, win);
   MPI_Barrier(MPI_COMM_WORLD);
   int intact = 1;
@@ -450,15 +436,5 @@ int main(int argc, char** argv) {
   test_derived(win, mem);
   test_errors(win, mem);
   MPI_Win_free(&win);
-  int total = 0;
-  MPI_Allreduce(&g_fail, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0) {
-    if (total == 0) {
-      printf("osc_iwarpx_acc_test: OK %d ranks\n", g_size);
-    } else {
-      printf("osc_iwarpx_acc_test: FAILED %d check(s)\n", total);
-    }
-  }
-  MPI_Finalize();
-  return total == 0 ? 0 : 1;
+  return osct_finish("osc_iwarpx_acc_test", "");
 }

@@ -25,17 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int g_rank, g_size, g_fail;
-
-#define CHECK(cond, ...)                                                    \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      fprintf(stderr, "rank %d: FAIL %s:%d: ", g_rank, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                         \
-      fprintf(stderr, "\n");                                                \
-      ++g_fail;                                                             \
-    }                                                                       \
-  } while (0)
+#include "osc_test_util.h"
 
 #define NREG 3
 #define GUARD 64
@@ -43,12 +33,6 @@ static const size_t kRegionBytes[NREG] = {64, 4096, 100000};
 
 static uint8_t pattern(int seed, int region, size_t i) {
   return (uint8_t)(seed * 37 + region * 11 + (int)(i * 7u) + 1);
-}
-
-static int err_class(int rc) {
-  int cls = MPI_SUCCESS;
-  MPI_Error_class(rc, &cls);
-  return cls;
 }
 
 /* Guard bytes around region r of ours are all 0xAB. */
@@ -142,11 +126,11 @@ static void test_dynamic(void) {
   memset(src, 0xEE, 64);
   int rc =
       MPI_Put(src, 16, MPI_BYTE, right, rt[1] + (MPI_Aint)kRegionBytes[1] - 8, 16, MPI_BYTE, win);
-  CHECK(err_class(rc) == MPI_ERR_RMA_RANGE, "put across a region's end: rc %d", rc);
+  CHECK(osct_err_class(rc) == MPI_ERR_RMA_RANGE, "put across a region's end: rc %d", rc);
   rc = MPI_Put(src, 1, MPI_BYTE, right, rt[1] - 1, 1, MPI_BYTE, win);
-  CHECK(err_class(rc) == MPI_ERR_RMA_RANGE, "put into the guard before a region: rc %d", rc);
+  CHECK(osct_err_class(rc) == MPI_ERR_RMA_RANGE, "put into the guard before a region: rc %d", rc);
   rc = MPI_Get(dst, 4, MPI_BYTE, right, rt[2] + (MPI_Aint)kRegionBytes[2], 4, MPI_BYTE, win);
-  CHECK(err_class(rc) == MPI_ERR_RMA_RANGE, "get after a region's end: rc %d", rc);
+  CHECK(osct_err_class(rc) == MPI_ERR_RMA_RANGE, "get after a region's end: rc %d", rc);
   MPI_Win_unlock_all(win);
   MPI_Barrier(MPI_COMM_WORLD);
   for (int r = 0; r < NREG; ++r) CHECK(guards_ok(buf, r), "region %d: guard changed", r);
@@ -163,7 +147,7 @@ static void test_dynamic(void) {
   memset(src, 0x5A, 64);
   MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
   rc = MPI_Put(src, 64, MPI_BYTE, right, rt[1], 64, MPI_BYTE, win);
-  CHECK(err_class(rc) == MPI_ERR_RMA_RANGE, "put into a detached region: rc %d", rc);
+  CHECK(osct_err_class(rc) == MPI_ERR_RMA_RANGE, "put into a detached region: rc %d", rc);
   MPI_Win_unlock(right, win);
   MPI_Barrier(MPI_COMM_WORLD);
   CHECK(buf[1][GUARD] == pattern(left, 1, 0), "detached region written");
@@ -252,15 +236,5 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   test_dynamic();
-  int total = 0;
-  MPI_Allreduce(&g_fail, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0) {
-    if (total == 0) {
-      printf("osc_iwarpx_dyn_test: OK %d ranks\n", g_size);
-    } else {
-      printf("osc_iwarpx_dyn_test: FAILED %d check(s)\n", total);
-    }
-  }
-  MPI_Finalize();
-  return total == 0 ? 0 : 1;
+  return osct_finish("osc_iwarpx_dyn_test", "");
 }

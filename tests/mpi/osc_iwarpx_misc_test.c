@@ -26,23 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int g_rank, g_size, g_fail;
-
-#define CHECK(cond, ...)                                                    \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      fprintf(stderr, "rank %d: FAIL %s:%d: ", g_rank, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                         \
-      fprintf(stderr, "\n");                                                \
-      ++g_fail;                                                             \
-    }                                                                       \
-  } while (0)
-
-static int err_class(int rc) {
-  int cls = MPI_SUCCESS;
-  MPI_Error_class(rc, &cls);
-  return cls;
-}
+#include "osc_test_util.h"
 
 /* The value of key in win's info, "" if absent. */
 static void info_value(MPI_Win win, const char* key, char* out, int len) {
@@ -77,10 +61,11 @@ static void test_info(void) {
   expect_info(win, "accumulate_ops", "same_op");
   const int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
   int rc = MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
-  CHECK(err_class(rc) == MPI_ERR_RMA_SYNC, "lock on a no_locks window: class %d", err_class(rc));
+  CHECK(osct_err_class(rc) == MPI_ERR_RMA_SYNC, "lock on a no_locks window: class %d",
+        osct_err_class(rc));
   rc = MPI_Win_lock_all(0, win);
-  CHECK(err_class(rc) == MPI_ERR_RMA_SYNC, "lock_all on a no_locks window: class %d",
-        err_class(rc));
+  CHECK(osct_err_class(rc) == MPI_ERR_RMA_SYNC, "lock_all on a no_locks window: class %d",
+        osct_err_class(rc));
   const int64_t v = 100 + g_rank;
   const double d = 0.5;
   MPI_Win_fence(0, win);
@@ -109,8 +94,8 @@ static void test_info(void) {
   MPI_Info_free(&info);
   expect_info(win, "no_locks", "true");
   rc = MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
-  CHECK(err_class(rc) == MPI_ERR_RMA_SYNC, "lock after set_info(no_locks): class %d",
-        err_class(rc));
+  CHECK(osct_err_class(rc) == MPI_ERR_RMA_SYNC, "lock after set_info(no_locks): class %d",
+        osct_err_class(rc));
   MPI_Info_create(&info);
   MPI_Info_set(info, "no_locks", "false");
   MPI_Win_set_info(win, info);
@@ -152,7 +137,8 @@ static void test_fence_asserts(void) {
     MPI_Win_fence(MPI_MODE_NOPUT | MPI_MODE_NOSUCCEED, win); /* nobody put into us since */
     CHECK(memcmp(dst, src, N) == 0, "round %d: get after fence(NOPUT|NOSUCCEED) differs", round);
     const int rc = MPI_Put(src, 1, MPI_BYTE, right, 0, 1, MPI_BYTE, win);
-    CHECK(err_class(rc) == MPI_ERR_RMA_SYNC, "put after NOSUCCEED: class %d", err_class(rc));
+    CHECK(osct_err_class(rc) == MPI_ERR_RMA_SYNC, "put after NOSUCCEED: class %d",
+          osct_err_class(rc));
     MPI_Barrier(MPI_COMM_WORLD);
   }
   MPI_Win_free(&win);
@@ -170,11 +156,11 @@ static void test_misuse(void) {
   const int right = (g_rank + 1) % g_size;
   int64_t v = 7, res = 0, cmp = 0x1111111111111111LL;
   int rc;
-#define EXPECT(call, cls)                                                                        \
-  do {                                                                                           \
-    rc = (call);                                                                                 \
-    CHECK(rc != MPI_SUCCESS && err_class(rc) == (cls), "%s: rc %d class %d, want %d", #call, rc, \
-          err_class(rc), (cls));                                                                 \
+#define EXPECT(call, cls)                                                                         \
+  do {                                                                                            \
+    rc = (call);                                                                                  \
+    CHECK(rc != MPI_SUCCESS && osct_err_class(rc) == (cls), "%s: rc %d class %d, want %d", #call, \
+          rc, osct_err_class(rc), (cls));                                                         \
   } while (0)
   EXPECT(MPI_Win_unlock(right, win), MPI_ERR_RMA_SYNC);
   EXPECT(MPI_Win_unlock_all(win), MPI_ERR_RMA_SYNC);
@@ -207,8 +193,9 @@ static void test_misuse(void) {
   EXPECT(MPI_Accumulate(&s, 1, MPI_SHORT, right, N - 1, 1, MPI_SHORT, MPI_SUM, win),
          MPI_ERR_RMA_RANGE);
   rc = MPI_Put(&v, 8, MPI_BYTE, g_size, 0, 8, MPI_BYTE, win);
-  CHECK(rc != MPI_SUCCESS && (err_class(rc) == MPI_ERR_RANK || err_class(rc) == MPI_ERR_RMA_RANGE),
-        "put to rank %d: rc %d class %d", g_size, rc, err_class(rc));
+  CHECK(rc != MPI_SUCCESS &&
+            (osct_err_class(rc) == MPI_ERR_RANK || osct_err_class(rc) == MPI_ERR_RMA_RANGE),
+        "put to rank %d: rc %d class %d", g_size, rc, osct_err_class(rc));
   MPI_Win_unlock(right, win);
   MPI_Barrier(MPI_COMM_WORLD);
   int intact = 1;
@@ -235,15 +222,5 @@ int main(int argc, char** argv) {
   test_info();
   test_fence_asserts();
   test_misuse();
-  int total = 0;
-  MPI_Allreduce(&g_fail, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0) {
-    if (total == 0) {
-      printf("osc_iwarpx_misc_test: OK %d ranks\n", g_size);
-    } else {
-      printf("osc_iwarpx_misc_test: FAILED %d check(s)\n", total);
-    }
-  }
-  MPI_Finalize();
-  return total == 0 ? 0 : 1;
+  return osct_finish("osc_iwarpx_misc_test", "");
 }

@@ -33,17 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int g_rank, g_size, g_fail;
-
-#define CHECK(cond, ...)                                                    \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      fprintf(stderr, "rank %d: FAIL %s:%d: ", g_rank, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                         \
-      fprintf(stderr, "\n");                                                \
-      ++g_fail;                                                             \
-    }                                                                       \
-  } while (0)
+#include "osc_test_util.h"
 
 static uint8_t pattern(int seed, size_t i, size_t n) {
   return (uint8_t)((size_t)seed * 131u + i * 7u + n);
@@ -622,15 +612,7 @@ int main(int argc, char** argv) {
   int found = 0;
   for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); ++i) found |= !strcmp(only, known[i]);
   CHECK(found, "unknown check '%s'", only);
-  int total = 0;
-  MPI_Allreduce(&g_fail, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0) {
-    if (total == 0) {
-      printf("osc_iwarpx_test: OK %d ranks (%s, thread level %d)\n", g_size, only, provided);
-    } else {
-      printf("osc_iwarpx_test: FAILED %d check(s)\n", total);
-    }
-  }
-  MPI_Finalize();
-  return total == 0 ? 0 : 1;
+  char extra[128];
+  snprintf(extra, sizeof(extra), " (%s, thread level %d)", only, provided);
+  return osct_finish("osc_iwarpx_test", extra);
 }
