@@ -87,3 +87,20 @@ bench_mpirun() {
     return 1
   fi
 }
+
+# bench_iwarpx_mode MODE: the environment of an iwarpx send-rule mode, one VAR=value per line
+# (FI_PROVIDER_PATH is the caller's); returns 1 for an unknown mode.
+#   ud      datagram channels only: any:ud_sr,any:ud_zcopy
+#   hybrid  size<=8192:rc_sr,any:ud_sr,any:ud_zcopy with the default thresholds: a peer moves
+#           to an on-demand connection after FI_IWARPX_RC_THRESHOLD_MSGS messages
+#   rc      the same chain with a connection at the first message (threshold 1, MAX_RC 4096)
+# Benchmarks take them as providers named iwarpx+MODE (bench_pingpong.sh, bench_rdm_bw.sh).
+bench_iwarpx_mode() {
+  case $1 in
+    ud) echo "FI_IWARPX_SEND_RULES=any:ud_sr,any:ud_zcopy" ;;
+    hybrid) echo "FI_IWARPX_SEND_RULES=size<=8192:rc_sr,any:ud_sr,any:ud_zcopy" ;;
+    rc) printf '%s\n' "FI_IWARPX_SEND_RULES=size<=8192:rc_sr,any:ud_sr,any:ud_zcopy" \
+          FI_IWARPX_RC_THRESHOLD_MSGS=1 FI_IWARPX_MAX_RC=4096 ;;
+    *) return 1 ;;
+  esac
+}

@@ -7,7 +7,8 @@
 #
 #   --ep TYPE       dgram (default) or rdm
 #   --anchors LIST  comma-separated providers to compare with (default: udp for
-#                   dgram; "tcp;ofi_rxm,udp;ofi_rxd" for rdm)
+#                   dgram; "tcp;ofi_rxm,udp;ofi_rxd" for rdm); iwarpx+MODE is iwarpx under a
+#                   send-rule mode of bench_lib.sh (ud, hybrid, rc)
 #   --build DIR     build tree holding libiwarpx-fi.so (default build; built with
 #                   `cmake --build DIR --target iwarpx-fi` first)
 #   --sizes LIST    comma-separated sizes for fi_pingpong -S (default 8,64,1024,8192,32768)
@@ -17,7 +18,7 @@
 # Each server runs in the background under `timeout` with its PID recorded, on a
 # port the kernel chose; only those PIDs are stopped on exit.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 build=build
 sizes=8,64,1024,8192,32768
@@ -51,24 +52,40 @@ export FI_PROVIDER_PATH=$PWD/$build/prov/iwarpx/src/ofi
 unset FI_PROVIDER
 work=$(mktemp -d)
 pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
 
 free_port() {
   python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
 }
 
-# run PROV SIZE OUT: one fi_pingpong pair; appends "size usec MB/s" lines to OUT.
+# shellcheck source=scripts/bench_lib.sh
+. scripts/bench_lib.sh  # bench_iwarpx_mode (this script runs from the repository root)
+
+# run PROV SIZE OUT: one fi_pingpong pair; appends "size usec MB/s" lines to OUT. PROV
+# iwarpx+MODE is iwarpx under a send-rule mode of bench_lib.sh.
 run() {
-  local prov=$1 size=$2 out=$3 port srv
+  local prov=$1 size=$2 out=$3 port srv mode_env=()
+  if [[ $prov == iwarpx+* ]]; then
+    mapfile -t mode_env < <(bench_iwarpx_mode "${prov#iwarpx+}")
+    prov=iwarpx
+  fi
+  local env_args=(env -u FI_IWARPX_SEND_RULES -u FI_IWARPX_RC_THRESHOLD_MSGS -u FI_IWARPX_MAX_RC
+                  "${mode_env[@]}")
+  ((${#mode_env[@]})) || env_args=(env)
   port=$(free_port)
-  timeout 120 "$pingpong" -p "$prov" -e "$ep" -I "$iters" -S "$size" -B "$port" >/dev/null 2>&1 &
+  "${env_args[@]}" timeout 120 "$pingpong" -p "$prov" -e "$ep" -I "$iters" -S "$size" -B "$port" >/dev/null 2>&1 &
   srv=$!
   pids+=("$srv")
   for _ in $(seq 100); do
     ss -H -ltn "sport = :$port" | grep -q LISTEN && break
     sleep 0.1
   done
-  timeout 120 "$pingpong" -p "$prov" -e "$ep" -I "$iters" -S "$size" -P "$port" 127.0.0.1 2>&1 |
+  "${env_args[@]}" timeout 120 "$pingpong" -p "$prov" -e "$ep" -I "$iters" -S "$size" -P "$port" 127.0.0.1 2>&1 |
     awk -v s="$size" '$1 ~ /^[0-9]/ && $3 ~ /^=/ { print s, $7, $6 }' >>"$out"
   wait "$srv" 2>/dev/null
 }

@@ -10,7 +10,10 @@
 #   --build DIR      build tree (default build); builds tagged_bw and iwarpx-fi first
 #   --no-build       use DIR's tagged_bw and libiwarpx-fi.so as they are
 #   --anchors LIST   comma-separated providers to compare with
-#                    (default "tcp;ofi_rxm,udp;ofi_rxd"; "none": iwarpx alone)
+#                    (default "tcp;ofi_rxm,udp;ofi_rxd"; "none": iwarpx alone); iwarpx+MODE
+#                    is iwarpx with a send-rule mode of bench_lib.sh (ud, hybrid, rc), so
+#                    --anchors "iwarpx+ud,iwarpx+rc,tcp;ofi_rxm" with FI_IWARPX_SEND_RULES set
+#                    for the iwarpx column compares channel choices in one run
 #   --sizes LIST     message sizes (default 8,1k,16k,64k,1m,4m; see tagged_bw --help)
 #   --repeat N       runs per provider, alternating, median reported (default 3)
 #   --min-time SEC / --iters N / --warmup N / -w N   passed to tagged_bw
@@ -84,8 +87,14 @@ runs=0
 # "size MB/s" lines to $work/data/NAME. Returns non-zero on any failure.
 run() {
   runs=$((runs + 1))
-  local prov=$1 name=$2
+  local prov=$1 name=$2 mode_env
   local env_args=(env -u FI_PROVIDER -u FI_PROVIDER_PATH)
+  if [[ $prov == iwarpx+* ]]; then  # an iwarpx send-rule mode (bench_lib.sh)
+    mapfile -t mode_env < <(bench_iwarpx_mode "${prov#iwarpx+}")
+    env_args+=(-u FI_IWARPX_SEND_RULES -u FI_IWARPX_RC_THRESHOLD_MSGS -u FI_IWARPX_MAX_RC
+               "${mode_env[@]}")
+    prov=iwarpx
+  fi
   [[ $prov = iwarpx ]] && env_args+=(FI_PROVIDER_PATH="$iwarpx_dir")
   local log=$work/logs/$runs.$name port_file
   port_file=$log.port
@@ -130,6 +139,12 @@ run() {
 
 anchor_list=()
 [[ $anchors != none ]] && IFS=, read -ra anchor_list <<<"$anchors"
+for a in "${anchor_list[@]}"; do
+  if [[ $a == iwarpx+* ]] && ! bench_iwarpx_mode "${a#iwarpx+}" >/dev/null; then
+    echo "bench_rdm_bw.sh: unknown iwarpx mode in $a (ud, hybrid, rc)" >&2
+    exit 2
+  fi
+done
 file_of() { tr ';' '_' <<<"$1"; }
 for ((r = 0; r < repeat; ++r)); do
   for a in "${anchor_list[@]}"; do

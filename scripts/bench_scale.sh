@@ -79,15 +79,9 @@ bench_work_start bench_scale
 # mode_env MODE: prints "PROVIDER" then the environment assignments, one per line.
 mode_env() {
   case $1 in
-    ud) printf '%s\n' iwarpx "FI_PROVIDER_PATH=$iwarpx_dir" \
-          "FI_IWARPX_SEND_RULES=any:ud_sr,any:ud_zcopy" ;;
-    hybrid) printf '%s\n' iwarpx "FI_PROVIDER_PATH=$iwarpx_dir" \
-          "FI_IWARPX_SEND_RULES=size<=8192:rc_sr,any:ud_sr,any:ud_zcopy" ;;
-    rc) printf '%s\n' iwarpx "FI_PROVIDER_PATH=$iwarpx_dir" \
-          "FI_IWARPX_SEND_RULES=size<=8192:rc_sr,any:ud_sr,any:ud_zcopy" \
-          FI_IWARPX_RC_THRESHOLD_MSGS=1 FI_IWARPX_MAX_RC=4096 ;;
-    tcp-rxm) printf '%s\n' "tcp;ofi_rxm" ;;
-    udp-rxd) printf '%s\n' "udp;ofi_rxd" ;;
+    ud|hybrid|rc) echo iwarpx; echo "FI_PROVIDER_PATH=$iwarpx_dir"; bench_iwarpx_mode "$1" ;;
+    tcp-rxm) echo "tcp;ofi_rxm" ;;
+    udp-rxd) echo "udp;ofi_rxd" ;;
     *) return 1 ;;
   esac
 }
