@@ -26,7 +26,7 @@ namespace {
 constexpr uint64_t kRxFlags = FI_COMPLETION | FI_MORE | FI_MSG | FI_TAGGED | FI_RECV | FI_PEEK |
                               FI_CLAIM | FI_DISCARD | FI_MULTI_RECV;
 constexpr uint64_t kPerPeerSq = 256;
-constexpr uint32_t kBouncesPerPeer = 8;
+constexpr uint32_t kBouncesPerPeer = 2;
 
 uint64_t RecvFlags(bool tagged, bool has_data) {
   return FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (has_data ? FI_REMOTE_CQ_DATA : 0);

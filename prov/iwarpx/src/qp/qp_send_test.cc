@@ -314,4 +314,60 @@ TEST(QpSendRecvMiscTest, UnsignaledSendHasNoSuccessCompletion) {
 }
 
 }  // namespace
+// The send queue's storage starts small and grows to sq_size while entries
+// are outstanding (queue_pair.h, sq_): entries posted across a growth, with
+// the ring already wrapped, keep their order and contents, and sq_size
+// still bounds the queue.
+TEST(QpSendQueueTest, GrowsToSqSizeKeepingOrderAcrossWrap) {
+  QpConfig cfg;
+  cfg.sq_size = 64;
+  cfg.rq_size = 128;
+  QpPair p(0, true, cfg);
+  p.Start();
+  p.Pump();
+  std::mt19937 rng(5);
+  constexpr size_t kMsgs = 64;
+  std::vector<Bytes> data;
+  std::vector<Bytes> rbufs(kMsgs + 5, Bytes(200));
+  for (size_t i = 0; i < rbufs.size(); ++i) {
+    RecvWr r;
+    r.context = 1000 + i;
+    r.sgl.Add(rbufs[i].data(), rbufs[i].size());
+    ASSERT_EQ(p.b.qp->PostRecv(r), QpStatus::kOk);
+  }
+  // Five sends through first, so the ring's head is not at slot 0.
+  for (size_t i = 0; i < 5; ++i) {
+    data.push_back(RandomBytes(rng, 1 + (i * 37) % 200));
+    SendWr w;
+    w.context = i;
+    w.sgl.Add(data.back().data(), data.back().size());
+    ASSERT_EQ(p.a.qp->PostSend(w), QpStatus::kOk);
+    p.Pump();
+  }
+  // Then the connection takes almost nothing, so the queue fills to its size.
+  p.a.conn->set_send_capacity(16);
+  for (size_t i = 0; i < kMsgs; ++i) {
+    data.push_back(RandomBytes(rng, 1 + (i * 53) % 200));
+    SendWr w;
+    w.context = 5 + i;
+    w.sgl.Add(data.back().data(), data.back().size());
+    ASSERT_EQ(p.a.qp->PostSend(w), QpStatus::kOk) << i;
+  }
+  EXPECT_EQ(p.a.qp->sq_free(), 0u);
+  SendWr extra;
+  extra.sgl.Add(data[0].data(), data[0].size());
+  EXPECT_EQ(p.a.qp->PostSend(extra), QpStatus::kQueueFull);
+  p.a.conn->set_send_capacity(SIZE_MAX);
+  p.Pump();
+  ASSERT_EQ(p.a.sink.Count(Kind::kSend), 5 + kMsgs);
+  ASSERT_EQ(p.b.sink.Count(Kind::kRecv), 5 + kMsgs);
+  for (size_t i = 0; i < 5 + kMsgs; ++i) {
+    EXPECT_EQ(p.a.sink.completions[i].context, i);
+    const auto& rc = p.b.sink.completions[i];
+    ASSERT_EQ(rc.bytes, data[i].size()) << i;
+    EXPECT_TRUE(std::equal(data[i].begin(), data[i].end(), rbufs[rc.context - 1000].begin())) << i;
+  }
+  EXPECT_EQ(p.a.qp->sq_free(), 64u);
+}
+
 }  // namespace iwarpx::qp::test

@@ -64,7 +64,8 @@ QueuePair::QueuePair(transport::Connection& conn, mem::StagTable& stags, uint32_
       mpa_(mpa),
       config_(EffectiveConfig(config, mpa)),
       sink_(sink),
-      sq_(config.sq_size),
+      sq_(std::min<size_t>(config.sq_size, kSqInitialSlots)),
+      sq_capacity_(config.sq_size),
       rq_(config.rq_size),
       orq_(mpa.ord),
       ord_(mpa.ord),
@@ -101,11 +102,21 @@ void QueuePair::MarkEstablished() {
 
 QpStatus QueuePair::PostSq(const SqEntry& entry) {
   if (state_ != QpState::kRts) return QpStatus::kBadState;
-  if (sq_tail_ - sq_head_ >= sq_.size()) return QpStatus::kQueueFull;
+  if (sq_tail_ - sq_head_ >= sq_capacity_) return QpStatus::kQueueFull;
+  if (sq_tail_ - sq_head_ >= sq_.size()) GrowSq();
   Sq(sq_tail_) = entry;
   ++sq_tail_;
   ProcessTx();
   return QpStatus::kOk;
+}
+
+void QueuePair::GrowSq() {
+  // Live entries keep their sequence numbers; only their slots move. No
+  // reference into sq_ is held across a Post* (callers look entries up by
+  // sequence number after any call that can reach the sink).
+  std::vector<SqEntry> grown(std::min(sq_.size() * 2, sq_capacity_));
+  for (uint64_t i = sq_head_; i < sq_tail_; ++i) grown[i % grown.size()] = sq_[i % sq_.size()];
+  sq_.swap(grown);
 }
 
 QpStatus QueuePair::PostSend(const SendWr& wr) {

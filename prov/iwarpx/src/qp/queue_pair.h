@@ -197,7 +197,7 @@ class QueuePair {
   [[nodiscard]] const RxStats& rx_stats() const { return rx_stats_; }
   [[nodiscard]] const TermStats& term_stats() const { return term_stats_; }
   // Send queue entries a Post* could still take.
-  [[nodiscard]] size_t sq_free() const { return sq_.size() - (sq_tail_ - sq_head_); }
+  [[nodiscard]] size_t sq_free() const { return sq_capacity_ - (sq_tail_ - sq_head_); }
 
   [[nodiscard]] QpState state() const { return state_; }
   [[nodiscard]] bool established() const { return established_; }
@@ -373,8 +373,15 @@ class QueuePair {
   bool terminate_queued_ = false;
   bool shutdown_after_tx_ = false;
 
-  // Send queue: entries [sq_head_, sq_tail_), next to transmit sq_tx_.
+  // Send queue: entries [sq_head_, sq_tail_), next to transmit sq_tx_; entry
+  // i lives at sq_[i % sq_.size()]. The storage starts at kSqInitialSlots and
+  // doubles when full, up to sq_capacity_ (config.sq_size): a QP that never
+  // has many sends outstanding (most peers of an RDM endpoint) does not pay
+  // for a deep queue's 232-byte entries.
+  static constexpr size_t kSqInitialSlots = 8;
+  void GrowSq();
   std::vector<SqEntry> sq_;
+  size_t sq_capacity_ = 0;
   uint64_t sq_head_ = 0;
   uint64_t sq_tx_ = 0;
   uint64_t sq_tail_ = 0;
