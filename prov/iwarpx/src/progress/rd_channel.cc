@@ -60,6 +60,7 @@ rd::RdQp* RdChannel::Make(const RdPeerKey& key, const rd::InboundSessions& sessi
                             client_.PeerSink(key), random_, engine_.clock(), sessions);
   if (!q.ok()) return nullptr;
   rd::RdQp* p = q.value().get();
+  p->SetWatcher(this);
   peers_[key].qp = std::move(q).value();
   ++gone_.rd_peers;
   client_.PeerCreated(key, *p);
@@ -92,17 +93,35 @@ void RdChannel::Retire(const RdPeerKey& key) {
       tomb_order_.pop_front();
     }
   }
+  if (q.watched()) std::erase(active_, &q);
+  q.SetWatcher(nullptr);
   retired_.push_back(std::move(it->second.qp));
   peers_.erase(it);
   client_.PeerFailed(key);
 }
 
 void RdChannel::Reap(bool destroy) {
-  std::vector<RdPeerKey> failed;
-  for (const auto& [key, e] : peers_) {
-    if (e.qp->failed()) failed.push_back(key);
+  // Failed QPs are retired (Retire takes them out of the active set); idle
+  // ones leave it until their stream is used again. A failed QP is never
+  // idle (RdQp::idle), and a QP can only fail while its stream is in use,
+  // so nothing outside the set needs looking at.
+  std::vector<rd::RdQp*> failed;
+  size_t kept = 0;
+  for (rd::RdQp* q : active_) {
+    if (q->failed()) {
+      failed.push_back(q);
+      active_[kept++] = q;
+    } else if (q->idle()) {
+      q->Unwatch();
+    } else {
+      active_[kept++] = q;
+    }
   }
-  for (const RdPeerKey& k : failed) Retire(k);
+  active_.resize(kept);
+  for (rd::RdQp* q : failed) {
+    const RdPeerKey key{q->stream().peer_address(), q->stream().peer_qpn()};
+    if (Find(key) == q) Retire(key);
+  }
   if (destroy && !in_callback_) retired_.clear();
 }
 
@@ -165,21 +184,13 @@ void RdChannel::CollectStats(EndpointStats* out) const {
 
 uint32_t RdChannel::interest() const {
   uint32_t want = transport::Poller::kReadable;
-  for (const auto& [key, e] : peers_) {
-    if (e.qp->wants_socket_write()) {
+  for (const rd::RdQp* q : active_) {
+    if (q->wants_socket_write()) {
       want |= transport::Poller::kWritable;
       break;
     }
   }
   return want;
-}
-
-std::vector<rd::RdQp*> RdChannel::Snapshot() const {
-  // Callbacks may add peers (a sink posts to a new address): iterate a copy.
-  std::vector<rd::RdQp*> qps;
-  qps.reserve(peers_.size());
-  for (const auto& [key, e] : peers_) qps.push_back(e.qp.get());
-  return qps;
 }
 
 void RdChannel::OnReady(uint32_t events) {
@@ -206,7 +217,7 @@ bool RdChannel::PollDirect() {
 
 std::optional<uint64_t> RdChannel::deadline() const {
   uint64_t next = UINT64_MAX;
-  for (const auto& [key, e] : peers_) next = std::min(next, e.qp->Deadline());
+  for (const rd::RdQp* q : active_) next = std::min(next, q->Deadline());
   if (!retired_.empty()) next = 0;  // destroy them soon
   if (next == UINT64_MAX) return std::nullopt;
   return next;

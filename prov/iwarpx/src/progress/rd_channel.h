@@ -11,6 +11,11 @@
 // - Readiness: readable always; writable while some QP has datagrams the
 //   socket refused. Each readiness callback reads at most kReadBudget
 //   datagrams. Timers: deadline() is the earliest RdQp::Deadline().
+// - Cost: the channel keeps an active set, the QPs whose stream was used
+//   since they were last found idle (rd::RdQpWatcher); deadline(),
+//   interest(), timers, socket wake-ups and the search for failed QPs visit
+//   only those, so a pass costs O(busy peers), not O(peers): one hot peer
+//   among 1024 quiet ones is served as fast as among 4.
 // - After posting to a QP the owner calls AfterPost() (deadlines and interest
 //   may have changed).
 // - A peer whose QP fails (RD timeout, RESET, Terminate) is reported once
@@ -98,7 +103,7 @@ struct RdChannelConfig {
 inline constexpr size_t kLoopbackSegment = wire::kDgramMaxUlpdu;
 inline constexpr size_t kPathSegment = wire::DgramMaxUlpduLength(1500 - 28);
 
-class RdChannel final : public Pollable, private rd::DgramReceiver {
+class RdChannel final : public Pollable, private rd::DgramReceiver, private rd::RdQpWatcher {
  public:
   static constexpr size_t kReadBudget = 64;
   static constexpr size_t kTombstones = 1024;
@@ -115,6 +120,8 @@ class RdChannel final : public Pollable, private rd::DgramReceiver {
   void AfterPost();
   [[nodiscard]] transport::SockAddr local_address() const { return socket_->local_address(); }
   [[nodiscard]] size_t peers() const { return peers_.size(); }
+  // QPs in the active set (for tests).
+  [[nodiscard]] size_t active_peers() const { return active_.size(); }
   rd::DgramPort& port() { return *port_; }
   void CollectStats(EndpointStats* out) const;
   // The receive buffer the kernel granted (0: not asked, or unknown).
@@ -136,15 +143,19 @@ class RdChannel final : public Pollable, private rd::DgramReceiver {
   RdChannel(Engine& engine, const RdChannelConfig& config, mem::StagTable& stags,
             RdChannelClient& client);
   void OnDatagram(const wire::DecodedDgram& d, const transport::SockAddr& from) override;
+  // rd::RdQpWatcher: `qp` joins the active set.
+  void Touched(rd::RdQp& qp) override { active_.push_back(&qp); }
   rd::RdQp* Make(const RdPeerKey& key, const rd::InboundSessions& sessions);
   void Retire(const RdPeerKey& key);
   [[nodiscard]] rd::InboundSessions TombOf(const RdPeerKey& key) const;
   // Answers a datagram that has no QP and opens none with a stateless RESET.
   void RefuseSession(const wire::DecodedDgram& d, const transport::SockAddr& from);
-  // Reports and retires failed QPs; destroys retired ones (never while a
-  // call into them may be on the stack: only at the end of engine callbacks).
+  // Reports and retires failed QPs of the active set, drops idle ones from
+  // it; destroys retired QPs (never while a call into them may be on the
+  // stack: only at the end of engine callbacks).
   void Reap(bool destroy);
-  [[nodiscard]] std::vector<rd::RdQp*> Snapshot() const;
+  // A copy of the active set (callbacks may change it while it is visited).
+  [[nodiscard]] std::vector<rd::RdQp*> Snapshot() const { return active_; }
 
   Engine& engine_;
   RdChannelConfig config_;
@@ -155,6 +166,8 @@ class RdChannel final : public Pollable, private rd::DgramReceiver {
   std::unique_ptr<rd::DgramPort> port_;
   std::unordered_map<RdPeerKey, Entry, RdPeerKeyHash> peers_;
   std::vector<std::unique_ptr<rd::RdQp>> retired_;
+  // The active set: QPs of peers_ with watched() set, each once.
+  std::vector<rd::RdQp*> active_;
   EndpointStats gone_;  // QPs retired so far, and datagrams that made no QP
   // Inbound sessions of failed peers (current one retired), oldest first in tomb_order_.
   std::unordered_map<RdPeerKey, rd::InboundSessions, RdPeerKeyHash> tombs_;

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <vector>
 
@@ -38,7 +39,18 @@ class Client final : public RdChannelClient {
     return sink;
   }
   void PeerFailed(const RdPeerKey& key) override { failed.push_back(key); }
+  // With receive_on_create, every new QP gets one 64-byte receive at once.
+  void PeerCreated(const RdPeerKey& /*key*/, rd::RdQp& qp) override {
+    if (!receive_on_create) return;
+    buffers.emplace_back(64);
+    qp::RecvWr r;
+    r.context = 100 + buffers.size();
+    r.sgl.Add(buffers.back().data(), buffers.back().size());
+    (void)qp.qp().PostRecv(r);
+  }
 
+  bool receive_on_create = false;
+  std::deque<std::vector<uint8_t>> buffers;
   RecordingSink sink;
   std::vector<RdPeerKey> made;
   std::vector<RdPeerKey> failed;
@@ -152,6 +164,75 @@ TEST_F(RdChannelTest, QpsAreMadeOnFirstUseAndCarryMessagesBothWays) {
   ASSERT_TRUE(RunUntil([&] { return ca_.sink.Count(Completion::Kind::kRecv) == 1; }));
   EXPECT_EQ(ca_.sink.completions.back().bytes, 10u);
   EXPECT_EQ(ca_.made.size(), 1u);  // the reply used the QP A made
+}
+
+// The active set (rd_channel.h, "Cost"): a QP is visited by the channel's
+// passes only while its stream is in use. Twenty peers that each sent one
+// message leave the receiver with twenty QPs and, once the acks are out, an
+// empty active set; a new message brings back only the QPs it uses.
+TEST_F(RdChannelTest, OnlyBusyPeersStayInTheActiveSet) {
+  Open();
+  constexpr size_t kPeers = 20;
+  ca_.receive_on_create = true;
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<std::unique_ptr<mem::StagTable>> tables;
+  std::vector<std::unique_ptr<RdChannel>> senders;
+  const std::vector<uint8_t> msg(40, 0x5a);
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    RdChannelConfig c;
+    c.qpn = 9;
+    c.pd = kPd;
+    for (size_t i = 0; i < kPeers; ++i) {
+      clients.push_back(std::make_unique<Client>());
+      tables.push_back(std::make_unique<mem::StagTable>(Random(10 + i), 4));
+      auto ch = RdChannel::Open(*engine_, transport::SockAddr::Loopback4(0), c, *tables.back(),
+                                *clients.back());
+      ASSERT_TRUE(ch.ok());
+      senders.push_back(std::move(ch).value());
+      rd::RdQp* q = senders.back()->Peer(KeyOf(*a_));
+      ASSERT_NE(q, nullptr);
+      qp::SendWr w;
+      w.context = i;
+      w.sgl.Add(const_cast<uint8_t*>(msg.data()), msg.size());
+      ASSERT_EQ(q->qp().PostSend(w), qp::QpStatus::kOk);
+      senders.back()->AfterPost();
+      EXPECT_EQ(senders.back()->active_peers(), 1u);
+    }
+  }
+  ASSERT_TRUE(RunUntil([&] { return ca_.sink.Count(Completion::Kind::kRecv) == kPeers; }));
+  EXPECT_EQ(a_->peers(), kPeers);
+  ASSERT_TRUE(RunUntil([&] {
+    if (a_->active_peers() != 0) return false;
+    return std::all_of(senders.begin(), senders.end(),
+                       [](const auto& s) { return s->active_peers() == 0; });
+  })) << "receiver active "
+      << a_->active_peers();
+  for (const auto& cl : clients) EXPECT_EQ(cl->sink.Count(Completion::Kind::kSend), 1u);
+  {
+    // The QP that receives again is back in the set; the others stay out.
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    rd::RdQp* rq = a_->Find(KeyOf(*senders[3]));
+    ASSERT_NE(rq, nullptr);
+    qp::RecvWr r;
+    r.context = 7;
+    r.sgl.Add(ca_.buffers.front().data(), 64);
+    ASSERT_EQ(rq->qp().PostRecv(r), qp::QpStatus::kOk);
+    rd::RdQp* q = senders[3]->Find(KeyOf(*a_));
+    ASSERT_NE(q, nullptr);
+    qp::SendWr w;
+    w.sgl.Add(const_cast<uint8_t*>(msg.data()), msg.size());
+    ASSERT_EQ(q->qp().PostSend(w), qp::QpStatus::kOk);
+    senders[3]->AfterPost();
+  }
+  ASSERT_TRUE(RunUntil([&] {
+    return ca_.sink.Count(Completion::Kind::kRecv) == kPeers + 1 || a_->active_peers() > 1;
+  }));
+  EXPECT_EQ(ca_.sink.Count(Completion::Kind::kRecv), kPeers + 1);
+  EXPECT_LE(a_->active_peers(), 1u);
+  ASSERT_TRUE(RunUntil([&] { return a_->active_peers() == 0; }));
+  std::lock_guard<std::mutex> lock(engine_->mu());
+  senders.clear();
 }
 
 // The socket asks for a receive buffer that holds a peer's whole send

@@ -53,6 +53,19 @@ struct RdQpConfig {
 // The MPA-equivalent outcome every RD QP uses (no negotiation on RD).
 wire::MpaOutcome RdOutcome();
 
+class RdQp;
+
+// Told the first time an RdQp's stream is used after the watcher last called
+// Unwatch() (RdStreamOwner::OnStreamUsed): from then on the QP may have a
+// deadline, want the socket or fail, until the watcher finds it idle.
+// progress::RdChannel keeps its active set this way, so its per-pass work
+// grows with the peers that are busy, not with all of them.
+class RdQpWatcher {
+ public:
+  virtual ~RdQpWatcher() = default;
+  virtual void Touched(RdQp& qp) = 0;
+};
+
 class RdQp final : private RdStreamOwner {
  public:
   static Result<std::unique_ptr<RdQp>, qp::QpStatus> Create(
@@ -74,6 +87,16 @@ class RdQp final : private RdStreamOwner {
   void OnSocketWritable();
   [[nodiscard]] bool wants_socket_write() const { return stream_->wants_socket_write(); }
   void Fail(int err) { stream_->Fail(err); }
+  // The watcher (at most one; nullptr: none) and its mark: watched() is set
+  // when Touched() is called and cleared by Unwatch().
+  void SetWatcher(RdQpWatcher* w) { watcher_ = w; }
+  [[nodiscard]] bool watched() const { return watched_; }
+  void Unwatch() { watched_ = false; }
+  // Nothing to do until the stream is used again: no deadline, no datagram
+  // waiting for the socket, not failed.
+  [[nodiscard]] bool idle() const {
+    return Deadline() == UINT64_MAX && !wants_socket_write() && !failed();
+  }
   // Discard this RdQp: the QP has flushed (kError) and either the stream
   // failed or everything it sent — a Terminate last — has been acknowledged
   // (so a peer that is still there learns why; a lost one would also draw a
@@ -87,12 +110,19 @@ class RdQp final : private RdStreamOwner {
  private:
   RdQp() = default;
   void OnStreamEvent() override { Pump(); }
+  void OnStreamUsed() override {
+    if (watcher_ == nullptr || watched_) return;
+    watched_ = true;
+    watcher_->Touched(*this);
+  }
   void Pump();
 
   std::unique_ptr<RdStream> stream_;
   std::unique_ptr<qp::QueuePair> qp_;
   bool pump_left_ = false;  // the last Pump stopped on its bound with work left
   bool pumping_ = false;
+  RdQpWatcher* watcher_ = nullptr;
+  bool watched_ = false;
 };
 
 }  // namespace iwarpx::rd

@@ -114,6 +114,7 @@ transport::SockAddr RdStream::local_address() const {
 }
 
 transport::Status RdStream::ShutdownWrite() {
+  owner_.OnStreamUsed();
   write_shut_ = true;
   return {};
 }
@@ -157,6 +158,7 @@ transport::IoResult RdStream::SendV(std::span<const iovec> iov) {
 
 transport::IoResult RdStream::SendVLent(std::span<const iovec> iov,
                                         std::span<const transport::LentIov> lent) {
+  owner_.OnStreamUsed();
   if (failed()) return transport::IoResult::Error(err_);
   if (write_shut_) return transport::IoResult::Error(EPIPE);
   const uint64_t now = clock_.NowNs();
@@ -314,6 +316,7 @@ void RdStream::FlushPending() {
 }
 
 void RdStream::OnSocketWritable() {
+  owner_.OnStreamUsed();
   if (failed()) return;
   FlushPending();
 }
@@ -410,6 +413,7 @@ void RdStream::CheckProbe(uint64_t now) {
 }
 
 void RdStream::Fail(int err) {
+  owner_.OnStreamUsed();
   if (failed()) return;
   err_ = err;
   probe_at_ = UINT64_MAX;
@@ -419,6 +423,7 @@ void RdStream::Fail(int err) {
 // --- Receive side ----------------------------------------------------------
 
 RdStream::Input RdStream::OnDatagram(const wire::DecodedDgram& d) {
+  owner_.OnStreamUsed();
   if (failed()) return Input::kOk;
   const wire::DgramHeader& h = d.header;
   const uint64_t now = clock_.NowNs();
@@ -506,6 +511,7 @@ bool RdStream::readable() const {
 }
 
 transport::IoResult RdStream::RecvV(std::span<const iovec> iov) {
+  owner_.OnStreamUsed();
   if (failed()) return transport::IoResult::Error(err_);
   const size_t room = transport::TotalLength(iov);
   size_t at = 0;
@@ -541,6 +547,7 @@ transport::IoResult RdStream::RecvV(std::span<const iovec> iov) {
 // --- Timers ----------------------------------------------------------------
 
 void RdStream::OnTimer() {
+  owner_.OnStreamUsed();
   if (failed()) return;
   const uint64_t now = clock_.NowNs();
   send_.OnTimer(now);

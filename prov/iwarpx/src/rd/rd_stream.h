@@ -136,6 +136,11 @@ class RdStreamOwner {
   // In-order bytes arrived, the send window opened, or the stream failed:
   // let the QP read (while readable()) and write (while writable()).
   virtual void OnStreamEvent() = 0;
+  // The stream is being used: a send, receive, shutdown, datagram, timer,
+  // socket wake-up or failure is starting. From here on it may have a
+  // deadline, want the socket or fail (the owner's owner watches it until it
+  // is idle again: progress::RdChannel's active set). Must be cheap.
+  virtual void OnStreamUsed() {}
 };
 
 class RdStream final : public transport::Connection, private SendWindowSink, private mem::Borrower {
