@@ -69,16 +69,18 @@ RdStream::RdStream(DgramPort& port, const transport::SockAddr& peer, uint32_t lo
       buf_(std::make_unique_for_overwrite<uint8_t[]>(
           std::max(config.send_buffer_bytes, config.max_segment))),
       buf_size_(std::max(config.send_buffer_bytes, config.max_segment)),
-      tx_(config.send.capacity),
-      pending_(config.send.capacity),
+      tx_(config.send.capacity, kInitialSlots),
+      // A resend may be queued, then acked before it left: such stale
+      // cookies wait in the queue too, so it can hold more than capacity.
+      pending_(2 * size_t{config.send.capacity}, kInitialSlots),
       last_heard_(clock.NowNs()),
-      hold_(config.recv.window) {
+      hold_(config.recv.window, kInitialSlots) {
   if (lender_ != nullptr) lender_->AddBorrower(*this);
 }
 
 RdStream::~RdStream() {
   if (lender_ == nullptr) return;
-  for (uint64_t c = tx_head_; c < tx_tail_; ++c) DropTail(tx_[c % tx_.size()]);
+  for (uint64_t c = tx_head_; c < tx_tail_; ++c) DropTail(tx_[c]);
   lender_->RemoveBorrower(*this);
 }
 
@@ -93,7 +95,7 @@ void RdStream::DropTail(TxRecord& r) {
 
 void RdStream::Reclaim(uint32_t stag) {
   for (uint64_t c = tx_head_; c < tx_tail_; ++c) {
-    TxRecord& r = tx_[c % tx_.size()];
+    TxRecord& r = tx_[c];
     if (r.key != stag) continue;
     if (r.acked) {
       DropTail(r);  // never sent again
@@ -122,7 +124,7 @@ transport::Status RdStream::ShutdownWrite() {
 // --- Send side -------------------------------------------------------------
 
 bool RdStream::ReserveTx(size_t len, size_t* offset) const {
-  if (tx_tail_ - tx_head_ >= tx_.size()) return false;
+  if (tx_tail_ - tx_head_ >= tx_.capacity()) return false;
   if (buf_used_ == 0) {
     *offset = 0;
     return len <= buf_size_;
@@ -221,7 +223,8 @@ transport::IoResult RdStream::SendVLent(std::span<const iovec> iov,
     if (buf_used_ == 0) buf_head_ = offset;
     buf_tail_ = offset + head;
     buf_used_ += head;
-    TxRecord& r = tx_[tx_tail_ % tx_.size()];
+    tx_.Grow(tx_head_, tx_tail_ - tx_head_, tx_tail_ - tx_head_ + 1);
+    TxRecord& r = tx_[tx_tail_];
     r.offset = offset;
     r.len = head;
     r.acked = false;
@@ -282,7 +285,7 @@ void RdStream::FillAck(wire::DgramHeader& h) {
 }
 
 bool RdStream::Transmit(uint64_t cookie, bool ack_request) {
-  const TxRecord& r = tx_[cookie % tx_.size()];
+  const TxRecord& r = tx_[cookie];
   wire::DgramHeader h = NewHeader(wire::DgramType::kRdData);
   h.seq = r.seq;
   h.ack_request = ack_request;
@@ -301,16 +304,17 @@ bool RdStream::Transmit(uint64_t cookie, bool ack_request) {
 }
 
 void RdStream::QueuePending(uint64_t cookie) {
-  pending_[(pending_first_ + pending_count_) % pending_.size()] = cookie;
+  pending_.Grow(pending_first_, pending_count_, pending_count_ + 1);
+  pending_[pending_first_ + pending_count_] = cookie;
   ++pending_count_;
 }
 
 void RdStream::FlushPending() {
   while (pending_count_ > 0) {
     const uint64_t cookie = pending_[pending_first_];
-    const bool stale = cookie < tx_head_ || tx_[cookie % tx_.size()].acked;
+    const bool stale = cookie < tx_head_ || tx_[cookie].acked;
     if (!stale && !Transmit(cookie, pending_count_ == 1)) return;  // still full: keep it first
-    pending_first_ = (pending_first_ + 1) % pending_.size();
+    ++pending_first_;
     --pending_count_;
   }
 }
@@ -322,26 +326,26 @@ void RdStream::OnSocketWritable() {
 }
 
 void RdStream::Acked(uint32_t /*seq*/, uint64_t cookie) {
-  tx_[cookie % tx_.size()].acked = true;
+  tx_[cookie].acked = true;
 }
 
 void RdStream::Resend(uint32_t /*seq*/, uint64_t cookie) {
   ++stats_.retransmitted;
   for (size_t i = 0; i < pending_count_; ++i) {
-    if (pending_[(pending_first_ + i) % pending_.size()] == cookie) return;  // queued already
+    if (pending_[pending_first_ + i] == cookie) return;  // queued already
   }
   if (pending_count_ > 0 || !Transmit(cookie, false)) QueuePending(cookie);
 }
 
 void RdStream::ReleaseAcked() {
-  while (tx_head_ < tx_tail_ && tx_[tx_head_ % tx_.size()].acked) {
-    const TxRecord& r = tx_[tx_head_ % tx_.size()];
+  while (tx_head_ < tx_tail_ && tx_[tx_head_].acked) {
+    const TxRecord& r = tx_[tx_head_];
     if (r.offset != buf_head_) {
       buf_used_ -= buf_size_ - buf_head_;  // the unused end before a wrap
     }
     buf_used_ -= r.len;
     buf_head_ = r.offset + r.len;
-    if (r.tail_len != 0) DropTail(tx_[tx_head_ % tx_.size()]);
+    if (r.tail_len != 0) DropTail(tx_[tx_head_]);
     ++tx_head_;
   }
   if (buf_used_ == 0) buf_head_ = buf_tail_ = 0;
@@ -465,7 +469,10 @@ RdStream::Input RdStream::OnDatagram(const wire::DecodedDgram& d) {
 }
 
 void RdStream::HoldCopy(uint32_t seq, ByteSpan ulpdu) {
-  HoldSlot& slot = hold_[seq & (hold_.size() - 1)];
+  // Every held number is in [consume_seq_, consume_seq_ + hold_.size()).
+  const uint32_t off = seq - consume_seq_;
+  if (off >= hold_.size()) hold_.Grow(consume_seq_, hold_.size(), size_t{off} + 1);
+  HoldSlot& slot = hold_[seq];
   if (slot.bytes.size() < ulpdu.size()) slot.bytes.resize(ulpdu.size());
   std::memcpy(slot.bytes.data(), ulpdu.data(), ulpdu.size());
   slot.len = ulpdu.size();
@@ -502,7 +509,7 @@ void RdStream::SettleInflight() {
 ByteSpan RdStream::HeadUlpdu() const {
   if (recv_.backlog() == 0) return {};
   if (inflight_active_ && inflight_seq_ == consume_seq_) return inflight_;
-  const HoldSlot& slot = hold_[consume_seq_ & (hold_.size() - 1)];
+  const HoldSlot& slot = hold_[consume_seq_];
   return ByteSpan(slot.bytes.data(), slot.len);
 }
 

@@ -80,6 +80,7 @@
 
 #include "base/clock.h"
 #include "base/random.h"
+#include "base/seq_ring.h"
 #include "mem/stag_table.h"
 #include "rd/dgram_port.h"
 #include "rd/recv_window.h"
@@ -276,12 +277,15 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   size_t buf_tail_ = 0;
   size_t buf_used_ = 0;    // bytes between head and tail, wasted ends included
   size_t lent_bytes_ = 0;  // tails of unreleased records (lent or reclaimed)
-  std::vector<TxRecord> tx_;
+  // The record, pending and hold rings start at kInitialSlots and grow to
+  // the window's depth only when that much is in flight (base/seq_ring.h).
+  static constexpr size_t kInitialSlots = 16;
+  SeqRing<TxRecord> tx_;
   uint64_t tx_head_ = 0;
   uint64_t tx_tail_ = 0;
   // Records waiting for the socket (cookies), oldest first.
-  std::vector<uint64_t> pending_;
-  size_t pending_first_ = 0;
+  SeqRing<uint64_t> pending_;
+  uint64_t pending_first_ = 0;
   size_t pending_count_ = 0;
   bool tx_blocked_ = false;  // the last SendV stopped for lack of credit or room
   uint64_t probe_at_ = UINT64_MAX;
@@ -294,7 +298,7 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   ByteSpan inflight_;
   uint32_t inflight_seq_ = 0;
   bool inflight_active_ = false;
-  std::vector<HoldSlot> hold_;
+  SeqRing<HoldSlot> hold_;
   size_t head_off_ = 0;  // bytes of the oldest backlogged FPDU image already delivered
 };
 

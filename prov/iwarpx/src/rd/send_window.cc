@@ -12,18 +12,18 @@ SendWindow::SendWindow(const SendConfig& config, SendWindowSink& sink, uint32_t 
                        uint16_t initial_credits)
     : config_(config),
       sink_(sink),
-      ring_(config.capacity),
-      mask_(config.capacity - 1),
+      ring_(config.capacity, 16),
       snd_una_(initial_seq),
       snd_nxt_(initial_seq),
       right_edge_(initial_seq + initial_credits),
       last_ack_(initial_seq),
       rto_(config.rto) {
-  assert(config.capacity != 0 && (config.capacity & mask_) == 0 && config.capacity <= 0x8000);
+  assert(config.capacity != 0 && (config.capacity & (config.capacity - 1)) == 0 &&
+         config.capacity <= 0x8000);
 }
 
 bool SendWindow::CanSend() const {
-  return SeqLt(snd_nxt_, right_edge_) && outstanding() < ring_.size();
+  return SeqLt(snd_nxt_, right_edge_) && outstanding() < ring_.capacity();
 }
 
 uint32_t SendWindow::OnSent(uint64_t cookie, uint64_t now) {
@@ -32,6 +32,7 @@ uint32_t SendWindow::OnSent(uint64_t cookie, uint64_t now) {
     last_progress_ = now;
     timer_ = now + rto_.rto();
   }
+  ring_.Grow(snd_una_, outstanding(), outstanding() + 1);
   const uint32_t seq = snd_nxt_++;
   At(seq) = Record{.cookie = cookie, .last_sent = now, .xmit = ++xmit_counter_, .sends = 1};
   return seq;

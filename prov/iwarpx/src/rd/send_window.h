@@ -13,8 +13,9 @@
 //
 // Contract:
 // * Pure state machine on an injected time (`now`, nanoseconds, monotonic).
-//   No allocation after construction; capacity is the most datagrams that may
-//   be outstanding (a power of two, at most 2^15). Each ack costs one pass
+//   Allocates only to grow its record ring (16 records at first, doubling up
+//   to capacity: the most datagrams that may be outstanding, a power of two,
+//   at most 2^15). Each ack costs one pass
 //   over the outstanding records.
 // * Every datagram reported by OnSent is reported exactly once to
 //   SendWindowSink::Acked (when cumulatively acked or SACKed, whichever comes
@@ -31,6 +32,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/seq_ring.h"
 #include "rd/rto.h"
 #include "wire/dgram.h"
 
@@ -103,15 +105,15 @@ class SendWindow {
     bool lost_pending = false;  // presumed lost: resend at the next OnTimer
   };
 
-  Record& At(uint32_t seq) { return ring_[seq & mask_]; }
+  Record& At(uint32_t seq) { return ring_[seq]; }
   void MarkAcked(uint32_t seq, uint64_t now);
   void DetectLosses(uint64_t now);
   void Resend(uint32_t seq, uint64_t now);
 
   SendConfig config_;
   SendWindowSink& sink_;
-  std::vector<Record> ring_;
-  uint32_t mask_;
+  // Records [snd_una_, snd_nxt_); grows from 16 up to config.capacity.
+  SeqRing<Record> ring_;
   uint32_t snd_una_;
   uint32_t snd_nxt_;
   uint32_t right_edge_;
