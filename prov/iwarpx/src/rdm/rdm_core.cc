@@ -48,7 +48,11 @@ std::optional<uint32_t> RdmCore::Alloc(std::deque<T>& v, std::vector<uint32_t>& 
 
 RdmCore::RdmCore(progress::Engine& engine, const RdmConfig& config, mem::StagTable& stags,
                  RdmSink& sink)
-    : engine_(engine), config_(config), stags_(stags), sink_(sink) {}
+    : engine_(engine),
+      config_(config),
+      stags_(stags),
+      sink_(sink),
+      bounces_(std::max(config.bounce_size, wire::kRdmRtsMaxSize)) {}
 
 Result<std::unique_ptr<RdmCore>, transport::IoError> RdmCore::Open(
     progress::Engine& engine, const transport::SockAddr& local, const RdmConfig& config,
@@ -165,16 +169,6 @@ rd::RdQp* RdmCore::Qp(const transport::SockAddr& to) {
   return channel_->Peer({PeerFor(to).addr, kRdmQpn});
 }
 
-uint32_t RdmCore::AllocBounce() {
-  if (!free_bounces_.empty()) {
-    const uint32_t b = free_bounces_.back();
-    free_bounces_.pop_back();
-    return b;
-  }
-  bounces_.push_back({std::make_unique_for_overwrite<uint8_t[]>(config_.bounce_size)});
-  return static_cast<uint32_t>(bounces_.size() - 1);
-}
-
 qp::QueuePair* RdmCore::QpOf(Peer& p, Via via) {
   if (via == Via::kRc) {
     return p.link != nullptr && !p.link->dead ? p.link->qp : nullptr;
@@ -199,7 +193,7 @@ bool RdmCore::PostBounce(Peer& p, Via via, uint32_t bounce) {
   uint32_t* posted = BouncesOf(p, via);
   qp::RecvWr r;
   r.context = Ctx(Kind::kBounce, bounce);
-  r.sgl.Add(bounces_[bounce].buf.get(), config_.bounce_size);
+  r.sgl.Add(bounces_.Buf(bounce), config_.bounce_size);
   if (q == nullptr || posted == nullptr || q->PostRecv(r) != qp::QpStatus::kOk) {
     FreeBounce(bounce);
     return false;
@@ -385,7 +379,7 @@ void RdmCore::OnFin(Peer& p, const wire::RdmHeader& h) {
 
 void RdmCore::OnRecvComplete(Peer& p, Via via, uint64_t ctx, size_t bytes,
                              const qp::RecvInfo& info) {
-  if (KindOf(ctx) != Kind::kBounce || IndexOf(ctx) >= bounces_.size()) return;
+  if (KindOf(ctx) != Kind::kBounce || IndexOf(ctx) >= bounces_.count()) return;
   const auto b = static_cast<uint32_t>(IndexOf(ctx));
   if (uint32_t* posted = BouncesOf(p, via); posted != nullptr && *posted > 0) --*posted;
   if (info.has_imm && !info.send_imm) {
@@ -393,7 +387,7 @@ void RdmCore::OnRecvComplete(Peer& p, Via via, uint64_t ctx, size_t bytes,
     sink_.RemoteWriteData(info.imm, p.id);
     return;
   }
-  auto m = wire::DecodeRdmMessage(ByteSpan(bounces_[b].buf.get(), bytes));
+  auto m = wire::DecodeRdmMessage(ByteSpan(bounces_.Buf(b), bytes));
   if (info.has_imm || !m.ok()) {
     FreeBounce(b);
     ProtocolError(p, "undecodable RDM message");
@@ -456,7 +450,7 @@ void RdmCore::Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage&
   e.src = p.id;
   e.via = via;
   e.header = h;
-  e.payload_offset = static_cast<size_t>(m.payload.data() - bounces_[bounce].buf.get());
+  e.payload_offset = static_cast<size_t>(m.payload.data() - bounces_.Buf(bounce));
   if (m.payload.empty()) e.payload_offset = 0;
   matcher.AddUnexpected({h.tagged ? h.tag : 0, p.id, *u});
   unexpected_bytes_ += config_.bounce_size;
@@ -595,7 +589,7 @@ void RdmCore::OnError(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/, const qp:
     case Kind::kSwitch: return;  // the RD QP failed: PeerFailed resets the peer
     case Kind::kBounce:
       if (uint32_t* posted = BouncesOf(p, via); posted != nullptr && *posted > 0) --*posted;
-      if (i < bounces_.size()) FreeBounce(static_cast<uint32_t>(i));
+      if (i < bounces_.count()) FreeBounce(static_cast<uint32_t>(i));
       return;
     case Kind::kEager:
     case Kind::kRts: {
@@ -656,7 +650,7 @@ void RdmCore::DeliverUnexpected(const RecvRequest& r, const iovec* iov, uint32_t
   if (e.header.op == wire::RdmOp::kEager) {
     // Copied out before the bounce goes back to the peer's QP.
     Deliver(r, iov, e.src, e.header,
-            ByteSpan(bounces_[e.bounce].buf.get() + e.payload_offset, e.header.size));
+            ByteSpan(bounces_.Buf(e.bounce) + e.payload_offset, e.header.size));
     ReleaseUnexpected(u);
     return;
   }
@@ -703,7 +697,7 @@ void RdmCore::DrainIntoMulti() {
     // Placed (eager: copied) before the bounce goes back to the peer.
     PlaceInMulti(e.src, e.via, e.header,
                  e.header.op == wire::RdmOp::kEager
-                     ? ByteSpan(bounces_[e.bounce].buf.get() + e.payload_offset, e.header.size)
+                     ? ByteSpan(bounces_.Buf(e.bounce) + e.payload_offset, e.header.size)
                      : ByteSpan{});
     ReleaseUnexpected(index);
   }

@@ -66,6 +66,7 @@
 #include "progress/msg_listener.h"
 #include "progress/rd_channel.h"
 #include "qp/completion_sink.h"
+#include "rdm/bounce_pool.h"
 #include "rdm/send_rules.h"
 #include "rdm/tag_matcher.h"
 #include "transport/fault.h"
@@ -339,9 +340,6 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
       if (!dead) core->RcDown(*this);
     }
   };
-  struct Bounce {
-    std::unique_ptr<uint8_t[]> buf;
-  };
   // A send: EAGER (header) or RTS (header, registrations, waiting for FIN).
   struct TxOp {
     bool used = false;
@@ -428,8 +426,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // The engine re-reads interest after work was posted to `via` outside its
   // own callbacks.
   void Kick(Peer& p, Via via);
-  uint32_t AllocBounce();
-  void FreeBounce(uint32_t b) { free_bounces_.push_back(b); }
+  uint32_t AllocBounce() { return bounces_.Alloc(); }
+  void FreeBounce(uint32_t b) { bounces_.Free(b); }
 
   // Completions of one peer's QPs.
   void OnSendComplete(Peer& p, Via via, uint64_t ctx);
@@ -509,8 +507,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   std::vector<std::pair<PeerId, Via>> flush_;  // queues of waiting Reads/FINs to retry
   std::unordered_map<transport::SockAddr, std::unique_ptr<Peer>, transport::SockAddrHash> peers_;
   std::vector<Peer*> peer_by_id_;
-  std::vector<Bounce> bounces_;
-  std::vector<uint32_t> free_bounces_;
+  BouncePool bounces_;
   size_t unexpected_bytes_ = 0;
   std::deque<TxOp> tx_;
   std::vector<uint32_t> tx_free_;

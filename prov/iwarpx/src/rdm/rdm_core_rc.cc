@@ -225,7 +225,7 @@ void RdmCore::OnSwitch(Peer& p, Via via) {
   while (p.replaying && !p.held.empty()) {
     const auto [bounce, bytes] = p.held.front();
     p.held.pop_front();
-    auto m = wire::DecodeRdmMessage(ByteSpan(bounces_[bounce].buf.get(), bytes));
+    auto m = wire::DecodeRdmMessage(ByteSpan(bounces_.Buf(bounce), bytes));
     if (!m.ok()) {  // decoded once already; cannot happen
       FreeBounce(bounce);
       continue;
