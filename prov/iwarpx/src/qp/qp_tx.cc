@@ -336,7 +336,7 @@ bool QueuePair::FrameWithMarkers() {
     n += len;
   }
   auto marked = marker_tx_.Insert(ByteSpan(tx_marker_body_.data(), n), mpa_.crc,
-                                  MutableByteSpan(tx_stash_.get(), tx_stash_size_));
+                                  MutableByteSpan(Stash(), tx_stash_size_));
   if (!marked.ok()) return false;
   tx_->iov[0] = iovec{tx_stash_.get(), *marked};
   tx_->iov_count = 1;
@@ -406,8 +406,7 @@ void QueuePair::StashBorrowedPayload(TxFpdu& f) {
       skip -= p.iov_len;
       continue;
     }
-    std::memcpy(tx_stash_.get() + out, static_cast<const uint8_t*>(p.iov_base) + skip,
-                p.iov_len - skip);
+    std::memcpy(Stash() + out, static_cast<const uint8_t*>(p.iov_base) + skip, p.iov_len - skip);
     out += p.iov_len - skip;
     skip = 0;
   }

@@ -72,7 +72,6 @@ QueuePair::QueuePair(transport::Connection& conn, mem::StagTable& stags, uint32_
       irq_(mpa.ird),
       tx_stash_size_(wire::MarkedFpduLength(0, config.max_fpdu_payload + kFpduOverhead) +
                      wire::kMarkerSize),
-      tx_stash_(std::make_unique_for_overwrite<uint8_t[]>(tx_stash_size_)),
       tx_marker_body_(mpa.markers_tx ? config.max_fpdu_payload + kFpduOverhead : 0),
       rx_(RxConfigFor(mpa)),
       rx_stage_(std::make_unique_for_overwrite<uint8_t[]>(kRxStagingSize)),

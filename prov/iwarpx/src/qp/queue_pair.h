@@ -416,9 +416,13 @@ class QueuePair {
   size_t tx_head_ = 0;
   size_t tx_count_ = 0;
   TxFpdu* tx_ = &tx_ring_[0];
-  // One FPDU with markers, allocated in Create() but not written there
-  // (for_overwrite): a QP whose connection takes whole FPDUs (an RD stream)
-  // never touches it, so it costs no resident memory per peer.
+  // One FPDU with markers, allocated on first use (Stash()): a QP whose
+  // connection takes whole FPDUs and has no markers (an RD stream) never
+  // needs it, so it costs an RDM peer nothing.
+  uint8_t* Stash() {
+    if (!tx_stash_) tx_stash_ = std::make_unique_for_overwrite<uint8_t[]>(tx_stash_size_);
+    return tx_stash_.get();
+  }
   size_t tx_stash_size_ = 0;
   std::unique_ptr<uint8_t[]> tx_stash_;
   // Markers towards the peer (mpa_.markers_tx): FPDUs are copied into
