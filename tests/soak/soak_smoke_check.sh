@@ -17,7 +17,7 @@ fail() { echo "FAIL: $*"; rc=1; }
 
 case $mode in
   pass)
-    timeout -k 5 85 "$root/scripts/soak.sh" --seconds 30 --build "$build" --report "$report" \
+    TMPDIR=$tmp timeout -k 5 85 "$root/scripts/soak.sh" --seconds 30 --build "$build" --report "$report" \
       >"$tmp/out" 2>&1
     src=$?
     [[ $src -eq 0 ]] || fail "soak.sh exited $src"
@@ -36,7 +36,7 @@ case $mode in
     done
     ;;
   break)
-    IWARPX_SOAK_BREAK=rdm timeout -k 5 85 "$root/scripts/soak.sh" --seconds 15 --no-mpi \
+    TMPDIR=$tmp IWARPX_SOAK_BREAK=rdm timeout -k 5 85 "$root/scripts/soak.sh" --seconds 15 --no-mpi \
       --build "$build" --report "$report" >"$tmp/out" 2>&1
     src=$?
     [[ $src -eq 1 ]] || fail "soak.sh exited $src, expected 1 (a violation)"
