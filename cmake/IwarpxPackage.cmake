@@ -42,7 +42,18 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME iwarpx)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "iwarpx")
-set(CPACK_PACKAGE_CONTACT "iwarpx developers <iwarpx@localhost>")
+# The Maintainer field. The default's domain is reserved (RFC 2606), so it reaches nobody and
+# says so; whoever publishes a .deb sets the real contact: -DIWARPX_PACKAGE_MAINTAINER=...
+# (lintian rejects the former "@localhost" address as bogus-mail-host).
+set(IWARPX_PACKAGE_MAINTAINER "iwarpx maintainers <iwarpx-maintainers@example.org>"
+    CACHE STRING "Maintainer field of the .deb: 'Name <address>'")
+if(NOT IWARPX_PACKAGE_MAINTAINER MATCHES "^[^<>@]+ <[^<>@ ]+@[^<>@ ]+\\.[^<>@ ]+>$"
+   OR IWARPX_PACKAGE_MAINTAINER MATCHES "@localhost")
+  message(FATAL_ERROR "IWARPX_PACKAGE_MAINTAINER '${IWARPX_PACKAGE_MAINTAINER}' is not "
+                      "'Name <user@host.domain>' (Debian policy 5.6.2)")
+endif()
+set(CPACK_PACKAGE_CONTACT "${IWARPX_PACKAGE_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${IWARPX_PACKAGE_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "software iWARP libfabric provider and Open MPI components")
 # The extended description (CPack puts the summary above it and indents it).

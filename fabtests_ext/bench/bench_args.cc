@@ -26,7 +26,7 @@ constexpr uint64_t kMaxMeasuredIters = 10'000'000;
           "usage: server: %s [options]\n"
           "       client: %s [options] <server-addr>\n"
           "  -p PROV          provider name (default tcp)\n"
-          "  -s ADDR          server: address to bind (default: provider's choice)\n"
+          "  -s ADDR          address to bind: server, RDM client (default: any)\n"
           "  -B PORT          server: port to listen on, 0 = any (default 47592)\n"
           "  -P PORT          client: server's port (default 47592)\n"
           "  --port-file F    server: write the bound port to F once listening\n"
@@ -50,6 +50,9 @@ constexpr uint64_t kMaxMeasuredIters = 10'000'000;
   if ((extras & kCorrupt) != 0) {
     fprintf(stderr,
             "  --corrupt N      client: damage message N (from 1) to test the data check\n");
+  }
+  if ((extras & kDuration) != 0) {
+    fprintf(stderr, "  --seconds SEC    client: run this long, then stop (10)\n");
   }
   if ((extras & kBlocking) != 0) {
     fprintf(stderr, "  --blocking       blocking recv() instead of busy polling\n");
@@ -195,6 +198,11 @@ Options ParseArgs(int argc, char** argv, unsigned extras) {
       const std::string v = value();
       if (!ParseUnsigned(v, &o.corrupt) || o.corrupt == 0)
         Usage(prog, extras, "bad --corrupt " + v);
+    } else if (arg == "--seconds" && (extras & kDuration) != 0) {
+      const std::string v = value();
+      if (!ParseDouble(v, &o.seconds) || o.seconds <= 0.0) {
+        Usage(prog, extras, "bad --seconds " + v);
+      }
     } else if (arg == "--blocking" && (extras & kBlocking) != 0) {
       o.blocking = true;
     } else if ((arg == "--peers" || arg == "--procs") && (extras & kScale) != 0) {

@@ -23,7 +23,7 @@ struct Options {
   std::string program;           // argv[0] basename, for messages and CSV
   std::string provider = "tcp";  // -p
   std::string server;            // positional: client mode when non-empty
-  std::string src_addr;          // -s: server bind address (empty: provider default)
+  std::string src_addr;          // -s: bind address (server; RDM client) (empty: default)
   std::string port = "47592";    // -B (server) / -P (client)
   std::string port_file;         // --port-file: server writes its bound port here
   std::vector<size_t> sizes;     // --sizes; default 8 B .. 4 MiB, powers of two
@@ -41,6 +41,7 @@ struct Options {
   size_t peers = 64;             // --peers (rdm_scale): peer endpoints of the hub
   size_t procs = 2;              // --procs (rdm_scale): worker processes holding them
   uint64_t rounds = 1;           // --rounds (rdm_scale): pings per peer before the hot phase
+  double seconds = 10.0;         // --seconds (soak generators): how long the client runs
 
   bool is_client() const { return !server.empty(); }
   size_t max_size() const;
@@ -54,6 +55,7 @@ enum ExtraOptions : unsigned {
   kWindowAndAv = 1U << 2,  // -w, --av
   kCorrupt = 1U << 3,      // --corrupt (a test of the data check, not a benchmark option)
   kScale = 1U << 4,        // --peers, --procs, --rounds (rdm_scale)
+  kDuration = 1U << 5,     // --seconds (soak_msg, soak_rdm)
 };
 
 Options ParseArgs(int argc, char** argv, unsigned extras);

@@ -70,6 +70,8 @@ class Connection {
   uint64_t tx_done() const { return tx_done_; }
   void WaitTx(uint64_t count);  // until tx_done() >= count
   RxDone WaitRx();              // oldest receive completion
+  // Receive completions Progress() has read and WaitRx not yet returned.
+  size_t rx_pending() const { return rx_done_.size(); }
 
   // Control messages: SendCtl waits for its own send completion; WaitCtl
   // consumes the posted control receive (fails on data or a bad message);

@@ -3,14 +3,19 @@
 // contract.
 #include "bench_rdm_fabric.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
 namespace bench {
@@ -54,6 +59,7 @@ void RdmEndpoint::Open(fi_info* hints) {
     Check(o_, fi_getinfo(kFiVersion, o_.server.c_str(), o_.port.c_str(), 0, hints, &info_),
           "fi_getinfo (client)");
     if (info_->dest_addr == nullptr) Fail(o_, "fi_getinfo gave no destination address");
+    if (!o_.src_addr.empty()) BindClientTo(o_.src_addr);
   } else {
     const char* node = o_.src_addr.empty() ? nullptr : o_.src_addr.c_str();
     Check(o_, fi_getinfo(kFiVersion, node, o_.port.c_str(), FI_SOURCE, hints, &info_),
@@ -86,6 +92,24 @@ void RdmEndpoint::Open(fi_info* hints) {
   ctl_tx_ = Register(kCtlBytes, FI_SEND);
   ctl_rx_ = Register(kCtlBytes, FI_RECV);
   PostCtlRecv();
+}
+
+// The address the server learns from HELLO is the client's fi_getname: a
+// wildcard one only works on loopback, so across hosts the client names its
+// own IPv4 address (the endpoint binds info->src_addr).
+void RdmEndpoint::BindClientTo(const std::string& addr) {
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  if (inet_pton(AF_INET, addr.c_str(), &sin.sin_addr) != 1) {
+    Fail(o_, "-s " + addr + ": not an IPv4 address");
+  }
+  void* copy = malloc(sizeof(sin));
+  if (copy == nullptr) Fail(o_, "out of memory");
+  memcpy(copy, &sin, sizeof(sin));
+  free(info_->src_addr);
+  info_->src_addr = copy;
+  info_->src_addrlen = sizeof(sin);
+  info_->addr_format = FI_SOCKADDR_IN;
 }
 
 fi_addr_t RdmEndpoint::InsertPeer(const void* addr) {
@@ -143,11 +167,14 @@ RdmEndpoint::OpContext* RdmEndpoint::TakeContext(bool control, size_t slot) {
   return c;
 }
 
-void RdmEndpoint::PostTRecv(Region* r, size_t offset, size_t len, uint64_t tag, size_t slot) {
+void RdmEndpoint::PostTRecv(Region* r, size_t offset, size_t len, uint64_t tag, size_t slot,
+                            uint64_t ignore) {
   OpContext* c = TakeContext(false, slot);
   PostRetry(
       o_,
-      [&] { return fi_trecv(ep_, r->buf + offset, len, r->desc, FI_ADDR_UNSPEC, tag, 0, &c->fi); },
+      [&] {
+        return fi_trecv(ep_, r->buf + offset, len, r->desc, FI_ADDR_UNSPEC, tag, ignore, &c->fi);
+      },
       [&] { Progress(); }, "fi_trecv");
 }
 
@@ -156,6 +183,51 @@ void RdmEndpoint::PostTSend(Region* r, size_t offset, size_t len, uint64_t tag) 
   PostRetry(
       o_, [&] { return fi_tsend(ep_, r->buf + offset, len, r->desc, peer_, tag, &c->fi); },
       [&] { Progress(); }, "fi_tsend");
+  ++tx_posted_;
+}
+
+void RdmEndpoint::PostWrite(Region* r, size_t offset, size_t len, uint64_t remote_addr,
+                            uint64_t key) {
+  OpContext* c = TakeContext(false, 0);
+  PostRetry(
+      o_,
+      [&] { return fi_write(ep_, r->buf + offset, len, r->desc, peer_, remote_addr, key, &c->fi); },
+      [&] { Progress(); }, "fi_write");
+  ++tx_posted_;
+}
+
+void RdmEndpoint::PostRead(Region* r, size_t offset, size_t len, uint64_t remote_addr,
+                           uint64_t key) {
+  OpContext* c = TakeContext(false, 0);
+  PostRetry(
+      o_,
+      [&] { return fi_read(ep_, r->buf + offset, len, r->desc, peer_, remote_addr, key, &c->fi); },
+      [&] { Progress(); }, "fi_read");
+  ++tx_posted_;
+}
+
+void RdmEndpoint::PostAtomicAdd(Region* src, size_t offset, uint64_t remote_addr, uint64_t key) {
+  OpContext* c = TakeContext(false, 0);
+  PostRetry(
+      o_,
+      [&] {
+        return fi_atomic(ep_, src->buf + offset, 1, src->desc, peer_, remote_addr, key, FI_UINT64,
+                         FI_SUM, &c->fi);
+      },
+      [&] { Progress(); }, "fi_atomic");
+  ++tx_posted_;
+}
+
+void RdmEndpoint::PostFetchAdd(Region* src, size_t offset, Region* res, size_t res_offset,
+                               uint64_t remote_addr, uint64_t key) {
+  OpContext* c = TakeContext(false, 0);
+  PostRetry(
+      o_,
+      [&] {
+        return fi_fetch_atomic(ep_, src->buf + offset, 1, src->desc, res->buf + res_offset,
+                               res->desc, peer_, remote_addr, key, FI_UINT64, FI_SUM, &c->fi);
+      },
+      [&] { Progress(); }, "fi_fetch_atomic");
   ++tx_posted_;
 }
 

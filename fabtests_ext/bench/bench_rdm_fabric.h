@@ -13,7 +13,8 @@
 //     writes its bound port (fi_getname) to o.port_file and waits for a HELLO
 //     carrying the client's fi_getname, which it inserts into its AV and
 //     answers with an ACK. The client calls fi_getinfo on o.server:o.port,
-//     inserts info->dest_addr, sends HELLO and waits for that ACK. The
+//     inserts info->dest_addr, sends HELLO and waits for that ACK (with
+//     o.src_addr set, the client's endpoint binds that IPv4 address). The
 //     constructor returns with peer() valid and one control receive posted.
 //   - WaitCtl consumes the posted control receive and posts the next one
 //     before returning, so one control receive is always posted. Control
@@ -29,6 +30,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <rdma/fabric.h>
@@ -66,9 +68,22 @@ class RdmEndpoint {
   Region* Register(size_t len, uint64_t access);
 
   // Tagged data: `len` bytes at r->buf + offset; `slot` comes back in the
-  // receive completion. Receives accept any source (FI_ADDR_UNSPEC).
-  void PostTRecv(Region* r, size_t offset, size_t len, uint64_t tag, size_t slot);
+  // receive completion. Receives accept any source (FI_ADDR_UNSPEC) and the
+  // tags that equal `tag` outside the `ignore` bits.
+  void PostTRecv(Region* r, size_t offset, size_t len, uint64_t tag, size_t slot,
+                 uint64_t ignore = 0);
   void PostTSend(Region* r, size_t offset, size_t len, uint64_t tag);
+
+  // One-sided operations on the peer's region (remote_addr and key as its
+  // RegisterRegion reported them); the endpoint needs FI_RMA / FI_ATOMIC in
+  // `caps`. Each is one transmit operation (tx_posted / tx_done). Atomics are
+  // FI_SUM on one FI_UINT64 at remote_addr; the operand is 8 bytes at
+  // src->buf + offset, the fetched old value lands at res->buf + res_offset.
+  void PostWrite(Region* r, size_t offset, size_t len, uint64_t remote_addr, uint64_t key);
+  void PostRead(Region* r, size_t offset, size_t len, uint64_t remote_addr, uint64_t key);
+  void PostAtomicAdd(Region* src, size_t offset, uint64_t remote_addr, uint64_t key);
+  void PostFetchAdd(Region* src, size_t offset, Region* res, size_t res_offset,
+                    uint64_t remote_addr, uint64_t key);
 
   // One fi_cq_read pass over the transmit and receive queues.
   void Progress();
@@ -76,6 +91,8 @@ class RdmEndpoint {
   uint64_t tx_done() const { return tx_done_; }
   void WaitTx(uint64_t count);  // until tx_done() >= count
   RdmRxDone WaitRx();           // oldest receive completion
+  // Receive completions Progress() has read and WaitRx not yet returned.
+  size_t rx_pending() const { return rx_done_.size(); }
 
   // SendCtl waits for its own send completion. WaitCtl fails on data or a
   // malformed message; `name`, when given, receives a HELLO's endpoint name.
@@ -91,6 +108,7 @@ class RdmEndpoint {
 
   void Open(fi_info* hints);
   void Hello();  // the address exchange, both sides
+  void BindClientTo(const std::string& addr);
   fi_addr_t InsertPeer(const void* addr);
   OpContext* TakeContext(bool control, size_t slot);
   void PostCtlRecv();

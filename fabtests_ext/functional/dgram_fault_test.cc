@@ -7,6 +7,7 @@
 //            complete (UD)
 //   twice    every message arrives twice (dup=1000: UD suppresses nothing)
 //   refused  fi_endpoint refuses to open (a spec that does not parse)
+// and that the sender's counters (fi_iwarpx_ep_stats fault_*) count each injected fault.
 // Without both variables the test fails: it is not meant to run bare.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,9 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_ext_iwarpx.h>
+
+#include "test_util.h"
 
 namespace {
 
@@ -78,7 +83,7 @@ TEST(DgramFault, SpecFromTheEnvironmentDoesWhatItSays) {
     ASSERT_EQ(OpenEp(domain, info, av, &b), 0);
     fi_addr_t to_b = FI_ADDR_NOTAVAIL;
     ASSERT_EQ(fi_av_insert(av, &b.name, 1, &to_b, 0, nullptr), 1);
-    std::vector<std::vector<char>> bufs(2 * kMessages, std::vector<char>(64));
+    std::vector<std::vector<char>> bufs(size_t{2} * kMessages, std::vector<char>(64));
     for (auto& buf : bufs) {
       ASSERT_EQ(fi_recv(b.ep, buf.data(), buf.size(), nullptr, FI_ADDR_UNSPEC, nullptr), 0);
     }
@@ -98,6 +103,19 @@ TEST(DgramFault, SpecFromTheEnvironmentDoesWhatItSays) {
     }
     EXPECT_EQ(sent, kMessages);  // UD: a send completes when UDP took it
     EXPECT_EQ(received, expect == "twice" ? 2 * kMessages : 0) << spec;
+    // The sender's counters name what was injected: one fault per message, of the kind the
+    // spec asks for at 1000 per mille; the receiver injected nothing.
+    const std::optional<fi_iwarpx_ep_stats> sa = fttest::EpStats(domain, a.ep);
+    const std::optional<fi_iwarpx_ep_stats> sb = fttest::EpStats(domain, b.ep);
+    ASSERT_TRUE(sa.has_value() && sb.has_value());
+    const auto kind = [&](const char* key) {
+      return spec.find(key) != std::string::npos ? uint64_t{kMessages} : 0;
+    };
+    EXPECT_EQ(sa->fault_dropped, kind("drop=")) << spec;
+    EXPECT_EQ(sa->fault_duplicated, kind("dup=")) << spec;
+    EXPECT_EQ(sa->fault_corrupted, kind("corrupt=")) << spec;
+    EXPECT_EQ(sa->fault_reordered, 0U) << spec;
+    EXPECT_EQ(sb->fault_dropped + sb->fault_duplicated + sb->fault_corrupted, 0U) << spec;
     for (Ep* e : {&a, &b}) {
       EXPECT_EQ(fi_close(&e->ep->fid), 0);
       EXPECT_EQ(fi_close(&e->cq->fid), 0);

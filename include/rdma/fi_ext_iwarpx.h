@@ -26,7 +26,7 @@ extern "C" {
 #define FI_IWARPX_PROV_NAME "iwarpx"
 
 /* Version of this extension interface (major << 16 | minor). */
-#define FI_IWARPX_EXT_VERSION ((0 << 16) | 2)
+#define FI_IWARPX_EXT_VERSION ((0 << 16) | 3)
 
 /*
  * Endpoint statistics.
@@ -90,6 +90,14 @@ struct fi_iwarpx_ep_stats {
   uint64_t rc_accepted; /* peers' connects accepted */
   uint64_t rc_rejected; /* peers' connects refused: tie-break, cap, bad hello */
   uint64_t rc_failed;   /* connections that never came up or broke */
+  /* Faults injected on purpose into the datagrams this endpoint sent
+   * (FI_IWARPX_FAULT; all 0 without it), so a test can tell the drops and
+   * retransmissions it caused from real ones. Added in version 0.3, after
+   * the fields above: a shorter len still gets the prefix. */
+  uint64_t fault_dropped;
+  uint64_t fault_duplicated; /* extra copies sent */
+  uint64_t fault_reordered;  /* held back and sent late */
+  uint64_t fault_corrupted;  /* one byte damaged (the receiver's CRC drops it) */
 };
 
 struct fi_iwarpx_stats_ops {

@@ -20,7 +20,8 @@
 # (a) scripts/make_deb.sh of what BUILD_DIR holds (it builds nothing: build first) into a
 # temporary directory. (b) dpkg-deb -c lists exactly the
 # provider in libfabric's provider directory, both components in Open MPI's pkglibdir, the
-# header, iwarpx.pc and the man page; dpkg-deb -f Depends names libfabric1 and libopenmpi3.
+# header, iwarpx.pc and the man page; dpkg-deb -f Depends names libfabric1 and libopenmpi3;
+# Maintainer is "Name <user@host.domain>" off localhost; Description has an extended text.
 #
 # The smoke, with FI_PROVIDER_PATH, FI_PROVIDER and every OMPI_MCA_* variable unset and no
 # component path given: fi_info -p iwarpx lists the provider with its three endpoint types;
@@ -190,6 +191,22 @@ for p in libfabric1 libopenmpi3 libc6; do
   grep -qE "(^|, )$p( |,|$)" <<<"$depends" || { echo "FAIL: Depends lacks $p: $depends"; fail=1; }
 done
 [ $fail -eq 0 ] && echo "ok: Depends: $depends"
+# Maintainer "Name <user@host.domain>", not on localhost (lintian: bogus-mail-host), and a
+# description: a synopsis plus an extended text.
+maintainer=$(dpkg-deb -f "$deb" Maintainer)
+if grep -qE '^[^<>@]+ <[^<>@ ]+@[^<>@ ]+\.[^<>@ ]+>$' <<<"$maintainer" && ! grep -q '@localhost' <<<"$maintainer"; then
+  echo "ok: Maintainer: $maintainer"
+else
+  echo "FAIL: Maintainer '$maintainer' is not 'Name <user@host.domain>' off localhost"
+  fail=1
+fi
+description=$(dpkg-deb -f "$deb" Description)
+if [ "$(wc -l <<<"$description")" -ge 3 ] && [ -n "$(head -n 1 <<<"$description")" ]; then
+  echo "ok: Description: $(head -n 1 <<<"$description") (+$(($(wc -l <<<"$description") - 1)) lines)"
+else
+  echo "FAIL: Description lacks a synopsis or an extended description: '$description'"
+  fail=1
+fi
 [ "$mode" = contents ] || [ $fail -eq 0 ] || exit 1
 if [ "$mode" = contents ]; then
   [ $fail -eq 0 ] && echo "PASS: the .deb holds every file where Debian's libfabric and Open MPI look"

@@ -25,7 +25,9 @@ Result<std::unique_ptr<DgramChannel>, transport::IoError> DgramChannel::OpenShar
   if (!socket.ok()) return Err{socket.error()};
   std::unique_ptr<DgramChannel> ch(new DgramChannel(engine));
   if (faults.any()) {
-    ch->socket_ = std::make_unique<transport::FaultInjector>(std::move(socket).value(), faults);
+    auto injector = std::make_unique<transport::FaultInjector>(std::move(socket).value(), faults);
+    ch->faults_ = injector.get();
+    ch->socket_ = std::move(injector);
   } else {
     ch->socket_ = std::move(socket).value();
   }
@@ -76,6 +78,7 @@ void DgramChannel::AfterPost() {
 
 void DgramChannel::CollectStats(EndpointStats* out) const {
   AddPort(port_->counters(), out);
+  if (faults_ != nullptr) AddFaults(faults_->counters(), out);
   for (const auto& qp : qps_) AddUd(qp->counters(), out);
 }
 

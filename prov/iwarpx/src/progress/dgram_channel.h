@@ -73,6 +73,7 @@ class DgramChannel final : public Pollable {
 
   Engine& engine_;
   std::unique_ptr<transport::DatagramSocket> socket_;  // UDP, maybe under a FaultInjector
+  transport::FaultInjector* faults_ = nullptr;         // socket_ when it is one
   std::unique_ptr<rd::DgramPort> port_;
   std::vector<std::unique_ptr<rd::UdQp>> qps_;
 };

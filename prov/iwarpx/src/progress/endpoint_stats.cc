@@ -41,4 +41,11 @@ void AddQp(const qp::QueuePair& qp, EndpointStats* s) {
   s->terminates_received += qp.term_stats().received;
 }
 
+void AddFaults(const transport::FaultCounters& c, EndpointStats* s) {
+  s->fault_dropped += c.dropped;
+  s->fault_duplicated += c.duplicated;
+  s->fault_reordered += c.reordered;
+  s->fault_corrupted += c.corrupted;
+}
+
 }  // namespace iwarpx::progress

@@ -16,6 +16,7 @@
 #include "rd/dgram_port.h"
 #include "rd/rd_stream.h"
 #include "rd/ud_qp.h"
+#include "transport/fault.h"
 
 namespace iwarpx::progress {
 
@@ -55,7 +56,12 @@ namespace iwarpx::progress {
   X(rc_opened)                                                                    \
   X(rc_accepted)                                                                  \
   X(rc_rejected)                                                                  \
-  X(rc_failed)
+  X(rc_failed)                                                                    \
+  /* Faults injected into sent datagrams (FI_IWARPX_FAULT, transport/fault.h). */ \
+  X(fault_dropped)                                                                \
+  X(fault_duplicated)                                                             \
+  X(fault_reordered)                                                              \
+  X(fault_corrupted)
 
 struct EndpointStats {
 #define IWARPX_STAT_FIELD(name) uint64_t name = 0;
@@ -70,5 +76,7 @@ void AddUd(const rd::UdCounters& c, EndpointStats* s);
 // One RD stream and the QP above it.
 void AddRdStream(const rd::RdStream& stream, EndpointStats* s);
 void AddQp(const qp::QueuePair& qp, EndpointStats* s);
+// What a FaultInjector did to the datagrams it was handed.
+void AddFaults(const transport::FaultCounters& c, EndpointStats* s);
 
 }  // namespace iwarpx::progress

@@ -30,7 +30,9 @@ Result<std::unique_ptr<RdChannel>, transport::IoError> RdChannel::Open(
     if (got.ok()) ch->rcvbuf_bytes_ = *got / 2;  // Linux reports twice what it grants
   }
   if (faults.any()) {
-    ch->socket_ = std::make_unique<transport::FaultInjector>(std::move(socket).value(), faults);
+    auto injector = std::make_unique<transport::FaultInjector>(std::move(socket).value(), faults);
+    ch->faults_ = injector.get();
+    ch->socket_ = std::move(injector);
   } else {
     ch->socket_ = std::move(socket).value();
   }
@@ -175,6 +177,7 @@ void RdChannel::RefuseSession(const wire::DecodedDgram& d, const transport::Sock
 
 void RdChannel::CollectStats(EndpointStats* out) const {
   AddPort(port_->counters(), out);
+  if (faults_ != nullptr) AddFaults(faults_->counters(), out);
   for (const auto& [key, e] : peers_) {
     AddRdStream(e.qp->stream(), out);
     AddQp(e.qp->qp(), out);

@@ -163,6 +163,7 @@ class RdChannel final : public Pollable, private rd::DgramReceiver, private rd::
   RdChannelClient& client_;
   Random random_;
   std::unique_ptr<transport::DatagramSocket> socket_;
+  transport::FaultInjector* faults_ = nullptr;  // socket_ itself when FI_IWARPX_FAULT is set
   std::unique_ptr<rd::DgramPort> port_;
   std::unordered_map<RdPeerKey, Entry, RdPeerKeyHash> peers_;
   std::vector<std::unique_ptr<rd::RdQp>> retired_;
