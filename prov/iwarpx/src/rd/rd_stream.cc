@@ -337,6 +337,18 @@ void RdStream::Resend(uint32_t /*seq*/, uint64_t cookie) {
   if (pending_count_ > 0 || !Transmit(cookie, false)) QueuePending(cookie);
 }
 
+void RdStream::ResendProbe(uint32_t /*seq*/, uint64_t cookie) {
+  // A tail loss probe asks for an ack: what it reveals is the point. If the
+  // socket is backed up, the queued datagrams will carry the news anyway.
+  ++stats_.retransmitted;
+  ++stats_.tail_probes;
+  if (pending_count_ == 0 && Transmit(cookie, true)) return;
+  for (size_t i = 0; i < pending_count_; ++i) {
+    if (pending_[pending_first_ + i] == cookie) return;
+  }
+  QueuePending(cookie);
+}
+
 void RdStream::ReleaseAcked() {
   while (tx_head_ < tx_tail_ && tx_[tx_head_].acked) {
     const TxRecord& r = tx_[tx_head_];

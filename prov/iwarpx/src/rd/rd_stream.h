@@ -108,9 +108,10 @@ struct RdStreamConfig {
 };
 
 struct RdStreamStats {
-  uint64_t data_sent = 0;  // data datagrams, first transmissions
-  uint64_t retransmitted = 0;
-  uint64_t acks_sent = 0;  // standalone RD acks
+  uint64_t data_sent = 0;      // data datagrams, first transmissions
+  uint64_t retransmitted = 0;  // tail probes included
+  uint64_t tail_probes = 0;    // tail loss probes (send_window.h)
+  uint64_t acks_sent = 0;      // standalone RD acks
   uint64_t probes_sent = 0;
   uint64_t resets_sent = 0;
   uint64_t send_blocked = 0;  // datagrams the socket refused for now
@@ -223,6 +224,7 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   // SendWindowSink.
   void Acked(uint32_t seq, uint64_t cookie) override;
   void Resend(uint32_t seq, uint64_t cookie) override;
+  void ResendProbe(uint32_t seq, uint64_t cookie) override;
   // mem::Borrower.
   void Reclaim(uint32_t stag) override;
   void DropTail(TxRecord& r);

@@ -35,6 +35,7 @@ uint32_t SendWindow::OnSent(uint64_t cookie, uint64_t now) {
   ring_.Grow(snd_una_, outstanding(), outstanding() + 1);
   const uint32_t seq = snd_nxt_++;
   At(seq) = Record{.cookie = cookie, .last_sent = now, .xmit = ++xmit_counter_, .sends = 1};
+  ArmProbe(now);
   return seq;
 }
 
@@ -99,7 +100,11 @@ AckVerdict SendWindow::OnAck(const AckFields& a, uint64_t now) {
   // Any newly acknowledged datagram shows the peer is alive; only a
   // cumulative ack restarts the timer (RFC 6298 (5.3)), so a lost oldest
   // datagram is not kept waiting by SACKs of later ones.
-  if (progress) last_progress_ = now;
+  if (progress) {
+    last_progress_ = now;
+    probe_sent_ = false;  // a new flight: it may have its own probe
+    ArmProbe(now);
+  }
   if (cumulative) timer_ = outstanding() == 0 ? UINT64_MAX : now + rto_.rto();
   DetectLosses(now);
   return AckVerdict::kAccepted;
@@ -129,13 +134,38 @@ void SendWindow::DetectLosses(uint64_t now) {
   }
 }
 
-void SendWindow::Resend(uint32_t seq, uint64_t now) {
+void SendWindow::Resend(uint32_t seq, uint64_t now, bool probe) {
   Record& r = At(seq);
   r.last_sent = now;
   r.xmit = ++xmit_counter_;
   if (r.sends < UINT16_MAX) ++r.sends;
   ++retransmissions_;
-  sink_.Resend(seq, r.cookie);
+  if (probe) {
+    sink_.ResendProbe(seq, r.cookie);
+  } else {
+    sink_.Resend(seq, r.cookie);
+  }
+}
+
+void SendWindow::ArmProbe(uint64_t now) {
+  if (outstanding() == 0 || probe_sent_ || !rto_.has_sample()) {
+    probe_at_ = UINT64_MAX;
+    return;
+  }
+  const uint64_t pto =
+      std::max(2 * rto_.srtt() + config_.probe_ack_delay_ns, 2 * config_.min_reorder_ns);
+  probe_at_ = now + pto;
+}
+
+void SendWindow::SendProbe(uint64_t now) {
+  probe_at_ = UINT64_MAX;
+  probe_sent_ = true;
+  // The most recent datagram the peer has not acknowledged.
+  uint32_t seq = snd_nxt_ - 1;
+  while (SeqGt(seq, snd_una_) && At(seq).acked) --seq;
+  if (At(seq).acked) return;
+  ++tail_probes_;
+  Resend(seq, now, /*probe=*/true);
 }
 
 void SendWindow::OnTimer(uint64_t now) {
@@ -147,6 +177,7 @@ void SendWindow::OnTimer(uint64_t now) {
     --lost_pending_;
     Resend(seq, now);
   }
+  if (now >= probe_at_ && lost_pending_ == 0 && outstanding() != 0) SendProbe(now);
   if (timer_ == UINT64_MAX || now < timer_) return;
   // Timeout (RFC 6298 (5.4)): resend the oldest unacknowledged datagram
   // only. Later ones may well be held by the receiver beyond the reach of the
@@ -160,7 +191,7 @@ void SendWindow::OnTimer(uint64_t now) {
 
 uint64_t SendWindow::Deadline() const {
   if (lost_pending_ != 0) return 0;
-  return std::min(timer_, loss_check_);
+  return std::min({timer_, loss_check_, probe_at_});
 }
 
 bool SendWindow::Dead(uint64_t now) const {

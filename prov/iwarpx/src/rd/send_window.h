@@ -7,6 +7,13 @@
 //   acknowledged and a reordering allowance (srtt + srtt/4, growing when a
 //   resend turns out spurious) has passed since it was sent. This also catches a lost
 //   retransmission without waiting for the timer;
+// * by a tail loss probe (RFC 8985 §7): when nothing has been acknowledged
+//   for a probe timeout (2 x srtt + the peer's ack-request delay) while data
+//   is outstanding, the most recent unacknowledged datagram is sent once more
+//   with an ack request, so a lost last datagram of a burst — which no later
+//   arrival can reveal — is found by the probe's ack instead of by the
+//   retransmission timer (2 ms at least); one probe per flight, none before
+//   the first RTT sample;
 // * when the retransmission timer expires (RFC 6298 timer with backoff).
 // It never touches a socket: the stream that owns it keeps the datagrams
 // (identified by a caller-chosen `cookie`) and does the I/O.
@@ -43,6 +50,9 @@ struct SendConfig {
   RtoConfig rto;
   uint64_t dead_after_ns = 10'000'000'000;  // no ack progress for this long: dead
   uint64_t min_reorder_ns = 50'000;         // least reordering allowance
+  // The peer's delay before it answers an ack request (RecvConfig::
+  // ack_request_delay_ns of the RD stream), part of the probe timeout.
+  uint64_t probe_ack_delay_ns = 50'000;
 };
 
 // The ack fields of a received datagram (A set), as decoded.
@@ -60,6 +70,8 @@ class SendWindowSink {
   virtual void Acked(uint32_t seq, uint64_t cookie) = 0;
   // Send datagram `seq` again now.
   virtual void Resend(uint32_t seq, uint64_t cookie) = 0;
+  // Send datagram `seq` again as a tail loss probe: with an ack request.
+  virtual void ResendProbe(uint32_t seq, uint64_t cookie) { Resend(seq, cookie); }
 };
 
 enum class AckVerdict : uint8_t { kAccepted, kStale, kInvalid };
@@ -94,6 +106,7 @@ class SendWindow {
   [[nodiscard]] uint64_t retransmissions() const { return retransmissions_; }
   [[nodiscard]] uint64_t timeouts() const { return timeouts_; }
   [[nodiscard]] uint32_t reorder_steps() const { return reorder_steps_; }
+  [[nodiscard]] uint64_t tail_probes() const { return tail_probes_; }
 
  private:
   struct Record {
@@ -108,7 +121,10 @@ class SendWindow {
   Record& At(uint32_t seq) { return ring_[seq]; }
   void MarkAcked(uint32_t seq, uint64_t now);
   void DetectLosses(uint64_t now);
-  void Resend(uint32_t seq, uint64_t now);
+  void Resend(uint32_t seq, uint64_t now, bool probe = false);
+  // (Re)arms the tail loss probe `now` + PTO, or disarms it (see top).
+  void ArmProbe(uint64_t now);
+  void SendProbe(uint64_t now);
 
   SendConfig config_;
   SendWindowSink& sink_;
@@ -127,6 +143,9 @@ class SendWindow {
   uint32_t lost_pending_ = 0;         // records with lost_pending set
   uint64_t loss_check_ = UINT64_MAX;  // when DetectLosses has a candidate due
   uint64_t timer_ = UINT64_MAX;       // retransmission timer (absolute ns)
+  uint64_t probe_at_ = UINT64_MAX;    // tail loss probe (absolute ns)
+  bool probe_sent_ = false;           // this flight had its probe
+  uint64_t tail_probes_ = 0;
   uint64_t last_progress_ = 0;
   uint64_t retransmissions_ = 0;
   uint64_t timeouts_ = 0;

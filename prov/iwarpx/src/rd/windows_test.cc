@@ -36,8 +36,10 @@ TEST(RtoTest, FirstSampleThenSmoothingClampAndBackoff) {
 struct RecordingSink final : SendWindowSink {
   std::vector<std::pair<uint32_t, uint64_t>> acked;
   std::vector<uint32_t> resent;
+  std::vector<uint32_t> probed;
   void Acked(uint32_t seq, uint64_t cookie) override { acked.emplace_back(seq, cookie); }
   void Resend(uint32_t seq, uint64_t /*cookie*/) override { resent.push_back(seq); }
+  void ResendProbe(uint32_t seq, uint64_t /*cookie*/) override { probed.push_back(seq); }
 };
 
 SendConfig SmallConfig() {
@@ -139,6 +141,46 @@ TEST(SendWindowTest, TimeoutResendsTheOldestAndBacksOff) {
   // 1 was sent once: a sample of 26 ms (srtt 26, rttvar 13: RTO 78 ms).
   w.OnAck({.ack = 2, .credits = 16}, 31 * kMs);
   EXPECT_EQ(w.rto(), 78 * kMs);
+  EXPECT_EQ(w.Deadline(), UINT64_MAX);
+}
+
+// A lost last datagram of a burst: nothing sent after it can be acked, so
+// loss detection cannot see it. The tail loss probe resends it with an ack
+// request 2 x srtt + 50 us after the last progress, long before the 2 ms
+// retransmission timer; its SACK then shows the earlier loss, which loss
+// detection repairs. One probe per flight; none before an RTT sample.
+TEST(SendWindowTest, TailLossProbeFindsALostLastDatagramBeforeTheTimer) {
+  constexpr uint64_t kUs = 1'000;
+  RecordingSink sink;
+  SendWindow w(SmallConfig(), sink);
+  EXPECT_EQ(w.OnSent(0, 0), wire::kDgramInitialSeq);
+  EXPECT_EQ(w.Deadline(), 10 * kMs);  // no RTT sample yet: the timer only
+  for (uint64_t i = 1; i < 6; ++i) w.OnSent(i, 0);
+  const uint32_t s0 = wire::kDgramInitialSeq;
+  // 0..2 arrive (100 us round trip); 3 and 5 are lost, 4 is held.
+  w.OnAck({.ack = s0 + 3, .credits = 64}, 100 * kUs);
+  ASSERT_EQ(sink.acked.size(), 3u);
+  const uint64_t probe_at = 100 * kUs + 2 * 100 * kUs + 50 * kUs;
+  EXPECT_EQ(w.Deadline(), probe_at);
+  w.OnTimer(probe_at - 1);
+  EXPECT_TRUE(sink.probed.empty());
+  w.OnTimer(probe_at);
+  EXPECT_EQ(sink.probed, (std::vector<uint32_t>{s0 + 5}));  // the most recent
+  EXPECT_TRUE(sink.resent.empty());
+  EXPECT_EQ(w.tail_probes(), 1u);
+  EXPECT_EQ(w.Deadline(), 100 * kUs + 2 * kMs);  // back to the timer: one probe
+  w.OnTimer(probe_at + 100 * kUs);
+  EXPECT_EQ(sink.probed.size(), 1u);
+  // The probe's ack SACKs 4 and 5: 3, sent before them, is presumed lost
+  // after the reordering allowance and resent; all far below the 2 ms timer.
+  w.OnAck({.ack = s0 + 3, .has_sack = true, .sack = 0b11, .credits = 64}, probe_at + 100 * kUs);
+  ASSERT_NE(w.Deadline(), UINT64_MAX);
+  const uint64_t repair = w.Deadline();
+  EXPECT_LT(repair, 100 * kUs + 2 * kMs);
+  w.OnTimer(repair);
+  EXPECT_EQ(sink.resent, (std::vector<uint32_t>{s0 + 3}));
+  w.OnAck({.ack = s0 + 6, .credits = 64}, repair + 100 * kUs);
+  EXPECT_EQ(w.outstanding(), 0u);
   EXPECT_EQ(w.Deadline(), UINT64_MAX);
 }
 
