@@ -25,11 +25,14 @@ bench_work_start() {
   trap 'exit 130' INT TERM
 }
 
-# bench_show_cmd ARGS...: the command as one line a shell reads back (quotes only where needed).
+# bench_show_cmd ARGS...: the command as one line a shell reads back (quotes only where needed,
+# single quotes when the argument has none of its own).
 bench_show_cmd() {
   local a out=""
   for a in "$@"; do
-    if [[ $a =~ ^[A-Za-z0-9_./:=,@%+-]+$ ]]; then out+="$a "; else out+="$(printf '%q' "$a") "; fi
+    if [[ $a =~ ^[A-Za-z0-9_./:=,@%+-]+$ ]]; then out+="$a "
+    elif [[ $a != *"'"* ]]; then out+="'$a' "
+    else out+="$(printf '%q' "$a") "; fi
   done
   echo "${out% }"
 }

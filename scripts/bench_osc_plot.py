@@ -9,9 +9,11 @@ Debian's python3-matplotlib (Agg backend, no display). Exits 1 with a message if
 size-dependent data to plot.
 """
 import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from collections import defaultdict
 
-from bench_plot import Line, Panel, write_figure
+from bench_plot import Line, Panel, write_figure  # noqa: E402
 
 SYNCS = ["lock", "fence", "pscw"]
 STYLE = {"iwarpx": "-", "pt2pt": "--"}

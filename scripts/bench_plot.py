@@ -47,10 +47,12 @@ def _usable(points):
 def draw_panel(ax, panel):
     """Draws one Panel on a matplotlib axis; returns the number of lines drawn."""
     drawn = 0
+    ys = []
     for line in panel.lines:
         points = _usable(line.points)
         if not points:
             continue
+        ys += [p[1] for p in points]
         ax.plot([p[0] for p in points], [p[1] for p in points], line.style, marker=line.marker,
                 markersize=4, label=line.label)
         drawn += 1
@@ -59,6 +61,9 @@ def draw_panel(ax, panel):
     if panel.logy:
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(_plain))
+        if ys and max(ys) < 100 * min(ys):  # under two decades: label the minor ticks too
+            ax.yaxis.set_minor_formatter(FuncFormatter(_plain))
+            ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.set_xlabel(panel.xlabel)
     ax.set_ylabel(panel.ylabel)
     ax.set_title(panel.title, fontsize=10)
