@@ -24,6 +24,7 @@
 #   --no-build     use DIR's programs as they are (default: one `cmake --build DIR -j1` of the
 #                  targets the chosen sections need, first)
 #   --list         print the sections and exit
+#   --dry-run      print each chosen section's command (or why it cannot run) and exit
 #
 # Progress (section i/N, elapsed, an ETA from per-section estimates scaled by how fast the
 # finished sections went, the section's last log line) goes to stderr; each section's own
@@ -38,6 +39,7 @@ all_sections=(dgram rdm msg btl osc sctp scale)
 build=build
 do_build=1
 quick=0
+dry_run=0
 out=
 only=
 cmdline="scripts/bench_all.sh $*"
@@ -50,6 +52,7 @@ while (($#)); do
     --build) build=$2; shift ;;
     --no-build) do_build=0 ;;
     --list) printf '%s\n' "${all_sections[@]}"; exit 0 ;;
+    --dry-run) dry_run=1 ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_all.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -78,6 +81,18 @@ fi
 . scripts/bench_lib.sh  # bench_show_cmd, bench_work_start
 # shellcheck source=scripts/bench_all_sections.sh
 . scripts/bench_all_sections.sh  # section_title, section_targets, section_cmd, section_check
+if ((dry_run)); then
+  bench_all_probe=0
+  for s in "${sections[@]}"; do
+    if why=$(section_check "$s"); then
+      mapfile -t cmd < <(section_cmd "$s")
+      echo "$s: $(bench_show_cmd "${cmd[@]}")"
+    else
+      echo "$s: not available: $why"
+    fi
+  done
+  exit 0
+fi
 bench_work_start bench_all  # $work for scratch, started_pids stopped on exit
 
 mkdir -p "$out/raw" "$out/logs" || exit 1

@@ -9,6 +9,7 @@
 #   section_check S    prints why S cannot run here and returns 1 (not available: a missing
 #                      tool or component, or a provider without FI_IWARPX_LLP for sctp), or
 #                      returns 2 (a probe of S failed); silent and 0 when S can run
+#                      (bench_all_probe=0: no probe, for --dry-run)
 #   section_cmd S      the command, one argument per line (run from the repository root)
 # shellcheck disable=SC2154  # build, quick and out are bench_all.sh's
 
@@ -81,6 +82,7 @@ section_check_sctp() {
     echo "the provider in $1 has no FI_IWARPX_LLP parameter (\`fi_info -g FI_IWARPX_LLP\` lists nothing): iWARP over SCTP (issue 8) is not in this build"
     return 1
   fi
+  ((${bench_all_probe:-1})) || return 0  # --dry-run: no benchmark, not even the probe
   probe=$(timeout -k 5 60 scripts/bench_pingpong.sh --build "$build" --no-build --ep msg \
     --subject iwarpx+sctp --anchors iwarpx+tcp --sizes 8 --iters 10 --repeat 1 2>&1)
   if ! grep -Eq '^\| 8 \| [0-9.]+ \| [0-9.]+ \|' <<<"$probe"; then

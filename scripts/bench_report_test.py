@@ -78,6 +78,14 @@ SCALE = """# 2026-11-25T20:38Z, 2 CPUs, scripts/bench_scale.sh --peers 64,256, m
 10 runs, 1 failed
 """
 
+SCTP = """# scripts/bench_pingpong.sh --ep msg --subject iwarpx+sctp --anchors iwarpx+tcp
+
+| size (B) | iwarpx+tcp (µs) | iwarpx+sctp (µs) | iwarpx+sctp/iwarpx+tcp | iwarpx+sctp MB/s |
+|---:|---:|---:|---:|---:|
+| 8 | 8.00 | 12.00 | 1.50 | 0.67 |
+| 1024 | 10.00 | n/a | n/a | n/a |
+"""
+
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -126,6 +134,14 @@ class SectionsTest(unittest.TestCase):
         self.assertEqual([t.ratio for t in ex.targets], [1.15, 0.66, 0.96])
         self.assertEqual([sections.verdict(t) for t in ex.targets], ["not met", "not met", "met"])
         self.assertIn("at 256 peers", ex.targets[0].what)
+
+    def test_sctp_subject_is_sctp_and_no_target(self):
+        ex = sections.extract("sctp", SCTP)
+        self.assertEqual(ex.targets, [])
+        self.assertIn("Ratio iwarpx+sctp / iwarpx+tcp (latency, below 1: SCTP faster): 8 B 1.50",
+                      ex.extra)
+        labels = [line.label for line in ex.figures[0].panels[0].lines]
+        self.assertEqual(labels, ["iwarpx+tcp", "iwarpx+sctp"])
 
     def test_limits_are_inclusive(self):
         t = sections.Target(4, "x", 0.8, "<=", 0.8)
