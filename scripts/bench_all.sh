@@ -99,6 +99,8 @@ mkdir -p "$out/raw" "$out/logs" || exit 1
 # Only what this script (and bench_report.py) writes: --out may name a directory with more.
 rm -f "$out"/raw/* "$out"/logs/* "$out/REPORT.md"
 for s in "${all_sections[@]}"; do [[ $s == osc ]] || rm -f "$out/$s"_*.png; done
+# bench_osc.sh's own files, only when it is to write them again (the report links them)
+[[ " ${sections[*]} " == *" osc "* ]] && rm -f "$out/osc_latency.png" "$out/osc_bandwidth.png" "$out/osc_bench.md"
 
 t0=$(date +%s)
 fmt_time() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
@@ -132,10 +134,11 @@ if ((do_build)); then
     { say "build failed, see $out/logs/build.log"; tail -n 20 "$out/logs/build.log" >&2; exit 1; }
 fi
 
-# Estimated seconds per section (this 2-CPU VM, quiet); the ETA scales them by how long the
-# finished sections really took against their estimates.
-declare -A est_full=([dgram]=300 [rdm]=1500 [msg]=240 [btl]=420 [osc]=900 [sctp]=300 [scale]=900)
-declare -A est_quick=([dgram]=20 [rdm]=120 [msg]=40 [btl]=60 [osc]=40 [sctp]=30 [scale]=60)
+# Estimated seconds per section on this 2-CPU VM (quick: measured 2026-11-25 under load; full:
+# from the runs' sizes, repeats and PERFORMANCE.md's timings); the ETA scales them by how long
+# the finished sections really took against their estimates.
+declare -A est_full=([dgram]=90 [rdm]=600 [msg]=120 [btl]=180 [osc]=400 [sctp]=180 [scale]=900)
+declare -A est_quick=([dgram]=25 [rdm]=180 [msg]=40 [btl]=20 [osc]=15 [sctp]=30 [scale]=20)
 estimate() { if ((quick)); then echo "${est_quick[$1]}"; else echo "${est_full[$1]}"; fi; }
 done_est=0
 done_real=0

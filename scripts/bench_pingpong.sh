@@ -7,16 +7,17 @@
 #
 #   --ep TYPE       dgram (default), rdm or msg
 #   --anchors LIST  comma-separated providers to compare with (default: udp for
-#                   dgram; "tcp;ofi_rxm,udp;ofi_rxd" for rdm; tcp for msg); iwarpx+MODE is
-#                   iwarpx under a mode of bench_lib.sh (ud, hybrid, rc; tcp, sctp)
-#   --subject PROV  the provider measured against the anchors (default iwarpx; e.g.
-#                   --ep msg --subject iwarpx+sctp --anchors iwarpx+tcp: SCTP against TCP)
+#                   dgram; "tcp;ofi_rxm,udp;ofi_rxd" for rdm; iwarpx+sctp for msg, so the
+#                   iwarpx column is iWARP/TCP against iWARP/SCTP); iwarpx+MODE is iwarpx under
+#                   a mode of bench_lib.sh (send rules ud, hybrid, rc; LLP tcp, sctp)
 #   --build DIR     build tree holding libiwarpx-fi.so (default build; built with
 #                   `cmake --build DIR -j1 --target iwarpx-fi` first)
 #   --no-build      use DIR's libiwarpx-fi.so as it is
 #   --sizes LIST    comma-separated sizes for fi_pingpong -S (default 8,64,1024,8192,32768)
 #   --iters N       fi_pingpong -I per run (default 20000)
 #   --repeat N      runs per provider, alternating, median reported (default 3)
+#   --subject PROV  the provider measured against the anchors (default iwarpx; e.g.
+#                   --ep msg --subject iwarpx+sctp --anchors iwarpx+tcp: SCTP against TCP)
 #
 # Each server runs in the background under `timeout` with its PID recorded, on a
 # port the kernel chose; only those PIDs are stopped on exit.
@@ -51,7 +52,7 @@ done
 case $ep in
   dgram) anchors=${anchors:-udp} ;;
   rdm) anchors=${anchors:-tcp;ofi_rxm,udp;ofi_rxd} ;;
-  msg) anchors=${anchors:-tcp} ;;
+  msg) anchors=${anchors:-iwarpx+sctp} ;;
   *) echo "bench_pingpong.sh: --ep $ep (dgram, rdm or msg)" >&2; exit 2 ;;
 esac
 pingpong=$(command -v fi_pingpong) || { echo "bench_pingpong.sh: fi_pingpong not found (libfabric-bin)" >&2; exit 1; }
@@ -76,17 +77,17 @@ free_port() {
 
 # shellcheck source=scripts/bench_lib.sh
 . scripts/bench_lib.sh  # bench_iwarpx_mode (this script runs from the repository root)
-mapfile -t mode_unset < <(bench_iwarpx_mode_vars)
 
 # run PROV SIZE OUT: one fi_pingpong pair; appends "size usec MB/s" lines to OUT. PROV
-# iwarpx+MODE is iwarpx under a mode of bench_lib.sh.
+# iwarpx+MODE is iwarpx under a send-rule mode of bench_lib.sh.
 run() {
   local prov=$1 size=$2 out=$3 port srv mode_env=()
   if [[ $prov == iwarpx+* ]]; then
     mapfile -t mode_env < <(bench_iwarpx_mode "${prov#iwarpx+}")
     prov=iwarpx
   fi
-  local env_args=(env "${mode_unset[@]}" "${mode_env[@]}")
+  local env_args=(env -u FI_IWARPX_SEND_RULES -u FI_IWARPX_RC_THRESHOLD_MSGS -u FI_IWARPX_MAX_RC
+                  -u FI_IWARPX_LLP "${mode_env[@]}")
   ((${#mode_env[@]})) || env_args=(env)
   port=$(free_port)
   "${env_args[@]}" timeout 120 "$pingpong" -p "$prov" -e "$ep" -I "$iters" -S "$size" -B "$port" >/dev/null 2>&1 &

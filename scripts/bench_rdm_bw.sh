@@ -91,8 +91,8 @@ run() {
   local env_args=(env -u FI_PROVIDER -u FI_PROVIDER_PATH)
   if [[ $prov == iwarpx+* ]]; then  # an iwarpx send-rule mode (bench_lib.sh)
     mapfile -t mode_env < <(bench_iwarpx_mode "${prov#iwarpx+}")
-    mapfile -t mode_unset < <(bench_iwarpx_mode_vars)
-    env_args+=("${mode_unset[@]}" "${mode_env[@]}")
+    env_args+=(-u FI_IWARPX_SEND_RULES -u FI_IWARPX_RC_THRESHOLD_MSGS -u FI_IWARPX_MAX_RC
+               "${mode_env[@]}")
     prov=iwarpx
   fi
   [[ $prov = iwarpx ]] && env_args+=(FI_PROVIDER_PATH="$iwarpx_dir")
