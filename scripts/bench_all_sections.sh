@@ -73,20 +73,38 @@ section_check() {
 }
 
 # section_check_sctp FI_DIR: the provider must define FI_IWARPX_LLP (fi_info -g lists the
-# parameters a provider registered), and one short fi_pingpong -e msg over SCTP must work
-# (a failing pair would otherwise cost bench_pingpong.sh's 120 s timeout for every size).
+# parameters a provider registered), and a probe must show it honoured: one fi_pingpong -e msg
+# pair (10 x 8 B) with FI_IWARPX_LLP=sctp whose client logs "connecting to ... over sctp" at
+# FI_LOG_LEVEL=info (the provider's info line, also checked by fi_pingpong_check.sh) and
+# prints its timing line. A failing pair would otherwise cost bench_pingpong.sh's 120 s
+# timeout for every size; a provider that ignored the parameter would be measured as TCP.
 section_check_sctp() {
-  local params probe
+  local params port srv out rc=0 i
   params=$(FI_PROVIDER_PATH=$1 fi_info -g FI_IWARPX_LLP 2>/dev/null)
   if ! grep -q '^# FI_IWARPX_LLP:' <<<"$params"; then
     echo "the provider in $1 has no FI_IWARPX_LLP parameter (\`fi_info -g FI_IWARPX_LLP\` lists nothing): iWARP over SCTP (issue 8) is not in this build"
     return 1
   fi
   ((${bench_all_probe:-1})) || return 0  # --dry-run: no benchmark, not even the probe
-  probe=$(timeout -k 5 60 scripts/bench_pingpong.sh --build "$build" --no-build --ep msg \
-    --subject iwarpx+sctp --anchors iwarpx+tcp --sizes 8 --iters 10 --repeat 1 2>&1)
-  if ! grep -Eq '^\| 8 \| [0-9.]+ \| [0-9.]+ \|' <<<"$probe"; then
-    echo "probe failed: 10 ping-pongs of 8 B with FI_IWARPX_LLP=sctp (and tcp) gave no time: $(tail -n 1 <<<"$probe")"
+  port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+  FI_PROVIDER_PATH=$1 FI_IWARPX_LLP=sctp timeout 30 fi_pingpong -p iwarpx -e msg -I 10 -S 8 \
+    -B "$port" >/dev/null 2>&1 &
+  srv=$!
+  started_pids+=("$srv")
+  for ((i = 0; i < 50; i++)); do
+    ss -H -ltn "sport = :$port" | grep -q LISTEN && break
+    sleep 0.1
+  done
+  out=$(FI_PROVIDER_PATH=$1 FI_IWARPX_LLP=sctp FI_LOG_LEVEL=info FI_LOG_PROV=iwarpx timeout 30 \
+    fi_pingpong -p iwarpx -e msg -I 10 -S 8 -P "$port" 127.0.0.1 2>&1) || rc=$?
+  kill "$srv" 2>/dev/null
+  wait "$srv" 2>/dev/null
+  if ((rc != 0)) || ! grep -Eq '^ *8 +10 +=' <<<"$out"; then
+    echo "probe failed: fi_pingpong -e msg -I 10 -S 8 with FI_IWARPX_LLP=sctp exited $rc: $(grep -v '^ *$' <<<"$out" | tail -n 1)"
+    return 2
+  fi
+  if ! grep -q 'connecting to .* over sctp' <<<"$out"; then
+    echo "probe failed: with FI_IWARPX_LLP=sctp the client logged no 'connecting to ... over sctp' line (FI_LOG_LEVEL=info): the run would not be SCTP"
     return 2
   fi
 }
