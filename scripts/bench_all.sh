@@ -100,7 +100,9 @@ mkdir -p "$out/raw" "$out/logs" || exit 1
 rm -f "$out"/raw/* "$out"/logs/* "$out/REPORT.md"
 for s in "${all_sections[@]}"; do [[ $s == osc ]] || rm -f "$out/$s"_*.png; done
 # bench_osc.sh's own files, only when it is to write them again (the report links them)
-[[ " ${sections[*]} " == *" osc "* ]] && rm -f "$out/osc_latency.png" "$out/osc_bandwidth.png" "$out/osc_bench.md"
+if [[ " ${sections[*]} " == *" osc "* ]]; then
+  rm -f "$out/osc_latency.png" "$out/osc_bandwidth.png" "$out/osc_bench.md"
+fi
 
 t0=$(date +%s)
 fmt_time() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
@@ -124,7 +126,9 @@ say() { echo "[bench_all $(fmt_time $(($(date +%s) - t0)))] $*" >&2; }
 # One build of what the chosen sections need, then every script runs with --no-build.
 if ((do_build)); then
   targets=()
-  for s in "${sections[@]}"; do mapfile -t -O "${#targets[@]}" targets < <(section_targets "$s"); done
+  for s in "${sections[@]}"; do
+    mapfile -t -O "${#targets[@]}" targets < <(section_targets "$s")
+  done
   mapfile -t targets < <(printf '%s\n' "${targets[@]}" | sort -u)
   available=$(cmake --build "$build" --target help 2>/dev/null)
   build_targets=()
@@ -147,7 +151,9 @@ eta() {
   local i=$1 in_sec=$2 left=0 j e
   e=$(estimate "${sections[i]}")
   ((e > in_sec)) && left=$((e - in_sec))
-  for ((j = i + 1; j < ${#sections[@]}; j++)); do left=$((left + $(estimate "${sections[j]}"))); done
+  for ((j = i + 1; j < ${#sections[@]}; j++)); do
+    left=$((left + $(estimate "${sections[j]}")))
+  done
   if ((done_est > 0)); then  # scale by the observed pace, within 0.5x..4x
     awk -v l="$left" -v r="$done_real" -v e="$done_est" 'BEGIN {
       f = r / e; if (f < 0.5) f = 0.5; if (f > 4) f = 4; printf "%d\n", l * f }'
@@ -164,7 +170,8 @@ ticker() {
   while sleep "$period"; do
     now=$(date +%s)
     last=$(grep -v '^[[:space:]]*$' "$log" 2>/dev/null | tail -n 1 | cut -c1-100)
-    say "section $((i + 1))/${#sections[@]} ${sections[i]}: running $(fmt_time $((now - start))), ETA ~$(fmt_time "$(eta "$i" $((now - start)))")${last:+ | $last}"
+    say "section $((i + 1))/${#sections[@]} ${sections[i]}: running $(fmt_time $((now - start)))," \
+      "ETA ~$(fmt_time "$(eta "$i" $((now - start)))")${last:+ | $last}"
   done
 }
 stop_ticker() {

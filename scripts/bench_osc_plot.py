@@ -41,7 +41,8 @@ def figure(data, kind, ylabel, title, out):
                       STYLE[side], MARK[test.split("_")[0]])
                  for side in ("iwarpx", "pt2pt") for test in tests if (side, test, sync) in data]
         if lines:
-            panels.append(Panel("%s, sync %s" % (title, sync), "message size (bytes)", ylabel, lines))
+            panels.append(Panel("%s, sync %s" % (title, sync), "message size (bytes)", ylabel,
+                                lines))
     return write_figure(out, panels)
 
 

@@ -129,8 +129,8 @@ def main(argv):
     head = [
         "# iwarpx benchmark report",
         "",
-        "Made by `%s` at %s; mode: %s." % (relative(info.get("command", "?")), info.get("date", "?"),
-                                           info.get("mode", "?")),
+        "Made by `%s` at %s; mode: %s." % (relative(info.get("command", "?")),
+                                           info.get("date", "?"), info.get("mode", "?")),
         "",
         "| machine | |",
         "|---|---|",
@@ -141,17 +141,19 @@ def main(argv):
     head += ["", "Machine state: %s." % load_verdict(info), "",
              "Ratios are iwarpx (the subject) / the anchor from one run, medians of the runs;",
              "latency: below 1 = iwarpx faster; bandwidth: above 1 = iwarpx faster.", "",
-             "## Summary", "", "| # | section | status | time | targets met |", "|---|---|---|---|---|"]
+             "## Summary", "", "| # | section | status | time | targets met |",
+             "|---|---|---|---|---|"]
     head += summary + [""]
     if all_rows:
         head += ["## Targets", ""]
         if info.get("mode", "").startswith("quick") or load_verdict(info).startswith("LOADED"):
             head += ["These verdicts come from a quick run or a loaded machine: they show that "
                      "the numbers were computed, not where iwarpx stands.", ""]
-        head += ["| section | issue | target | measured ratio | verdict |", "|---|---|---|---:|---|"]
+        head += ["| section | issue | target | measured ratio | verdict |",
+                 "|---|---|---|---:|---|"]
         for name, t, r, v in all_rows:
-            head.append("| %s | %s | %s %s %.2f | %s | %s |" % (name, t.issue, t.what, t.op, t.limit,
-                                                              r, v))
+            head.append("| %s | %s | %s %s %.2f | %s | %s |" % (name, t.issue, t.what, t.op,
+                                                              t.limit, r, v))
         head.append("")
     with open(os.path.join(out, "REPORT.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(head + body).rstrip() + "\n")

@@ -122,7 +122,8 @@ def rdm(text):
         Target(4, "1 MiB tagged bandwidth iwarpx / tcp;ofi_rxm",
                ratio(at(bw.get("iwarpx", []), MIB), at(bw.get("tcp;ofi_rxm", []), MIB)), ">=", 1.0),
         Target(4, "1 MiB tagged bandwidth iwarpx / udp;ofi_rxd",
-               ratio(at(bw.get("iwarpx", []), MIB), at(bw.get("udp;ofi_rxd", []), MIB)), ">=", 10.0),
+               ratio(at(bw.get("iwarpx", []), MIB), at(bw.get("udp;ofi_rxd", []), MIB)), ">=",
+               10.0),
     ]
     return Extract(figures, targets, [])
 

@@ -173,7 +173,8 @@ class ReportTest(unittest.TestCase):
         shutil.rmtree(self.out)
 
     def test_report(self):
-        self.assertEqual(bench_report.main(["bench_report.py", self.out, "dgram", "btl", "sctp"]), 0)
+        argv = ["bench_report.py", self.out, "dgram", "btl", "sctp"]
+        self.assertEqual(bench_report.main(argv), 0)
         with open(os.path.join(self.out, "REPORT.md"), encoding="utf-8") as f:
             report = f.read()
         self.assertIn("Machine state: LOADED (1-minute load 3.10", report)
