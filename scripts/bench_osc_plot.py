@@ -4,16 +4,16 @@
 MEDIANS holds lines "side test sync size value" (side pt2pt or iwarpx; value in us for the
 *_latency tests, MB/s for *_bw). Writes OUTDIR/osc_latency.png (put/get latency vs size) and
 OUTDIR/osc_bandwidth.png (put/get bandwidth vs size): one panel per synchronisation mode, one
-line per component and test, log-log axes. Needs Debian's python3-matplotlib (Agg backend, no
-display). Exits 1 with a message if MEDIANS has no size-dependent data to plot.
+line per component and test, log-log axes, in the style of scripts/bench_plot.py. Needs
+Debian's python3-matplotlib (Agg backend, no display). Exits 1 with a message if MEDIANS has no
+size-dependent data to plot.
 """
 import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from collections import defaultdict
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (after the backend choice)
+from bench_plot import Line, Panel, write_figure  # noqa: E402
 
 SYNCS = ["lock", "fence", "pscw"]
 STYLE = {"iwarpx": "-", "pt2pt": "--"}
@@ -29,38 +29,21 @@ def load(path):
                 continue
             side, test, sync, size, value = parts
             data[(side, test, sync)].append((int(size), float(value)))
-    for points in data.values():
-        points.sort()
     return data
 
 
 def figure(data, kind, ylabel, title, out):
-    tests = [t for t in ("put_" + kind, "get_" + kind)]
-    syncs = [s for s in SYNCS if any((side, t, s) in data for side in STYLE for t in tests)]
-    if not syncs:
-        return False
-    fig, axes = plt.subplots(1, len(syncs), figsize=(5.2 * len(syncs), 4.2), squeeze=False)
-    for ax, sync in zip(axes[0], syncs):
-        for side in ("iwarpx", "pt2pt"):
-            for test in tests:
-                points = data.get((side, test, sync))
-                if not points or len(points) < 1:
-                    continue
-                xs = [p[0] for p in points]
-                ys = [p[1] for p in points]
-                ax.plot(xs, ys, STYLE[side], marker=MARK[test.split("_")[0]], markersize=4,
-                        label="osc %s %s" % (side, test.replace("_" + kind, "")))
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel(ylabel)
-        ax.set_title("%s, sync %s" % (title, sync))
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return True
+    """One panel per synchronisation mode, one line per component and test (bench_plot.py)."""
+    tests = ["put_" + kind, "get_" + kind]
+    panels = []
+    for sync in SYNCS:
+        lines = [Line("osc %s %s" % (side, test.replace("_" + kind, "")), data[(side, test, sync)],
+                      STYLE[side], MARK[test.split("_")[0]])
+                 for side in ("iwarpx", "pt2pt") for test in tests if (side, test, sync) in data]
+        if lines:
+            panels.append(Panel("%s, sync %s" % (title, sync), "message size (bytes)", ylabel,
+                                lines))
+    return write_figure(out, panels)
 
 
 def main(argv):

@@ -5,15 +5,19 @@
 # size over the repeats, each anchor's, and the ratio iwarpx/anchor, plus the
 # bandwidth fi_pingpong reports (MB/s) for the largest sizes.
 #
-#   --ep TYPE       dgram (default) or rdm
+#   --ep TYPE       dgram (default), rdm or msg
 #   --anchors LIST  comma-separated providers to compare with (default: udp for
-#                   dgram; "tcp;ofi_rxm,udp;ofi_rxd" for rdm); iwarpx+MODE is iwarpx under a
-#                   send-rule mode of bench_lib.sh (ud, hybrid, rc)
+#                   dgram; "tcp;ofi_rxm,udp;ofi_rxd" for rdm; iwarpx+sctp for msg, so the
+#                   iwarpx column is iWARP/TCP against iWARP/SCTP); iwarpx+MODE is iwarpx under
+#                   a mode of bench_lib.sh (send rules ud, hybrid, rc; LLP tcp, sctp)
 #   --build DIR     build tree holding libiwarpx-fi.so (default build; built with
-#                   `cmake --build DIR --target iwarpx-fi` first)
+#                   `cmake --build DIR -j1 --target iwarpx-fi` first)
+#   --no-build      use DIR's libiwarpx-fi.so as it is
 #   --sizes LIST    comma-separated sizes for fi_pingpong -S (default 8,64,1024,8192,32768)
 #   --iters N       fi_pingpong -I per run (default 20000)
 #   --repeat N      runs per provider, alternating, median reported (default 3)
+#   --subject PROV  the provider measured against the anchors (default iwarpx; e.g.
+#                   --ep msg --subject iwarpx+sctp --anchors iwarpx+tcp: SCTP against TCP)
 #
 # Each server runs in the background under `timeout` with its PID recorded, on a
 # port the kernel chose; only those PIDs are stopped on exit.
@@ -26,6 +30,8 @@ iters=20000
 repeat=3
 ep=dgram
 anchors=
+subject=iwarpx
+do_build=1
 cmdline="${IWARPX_BENCH_NAME:-scripts/bench_pingpong.sh} $*"
 while (($#)); do
   case $1 in
@@ -35,6 +41,8 @@ while (($#)); do
     --repeat) repeat=$2; shift ;;
     --ep) ep=$2; shift ;;
     --anchors) anchors=$2; shift ;;
+    --subject) subject=$2; shift ;;
+    --no-build) do_build=0 ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_pingpong.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -44,11 +52,15 @@ done
 case $ep in
   dgram) anchors=${anchors:-udp} ;;
   rdm) anchors=${anchors:-tcp;ofi_rxm,udp;ofi_rxd} ;;
-  *) echo "bench_pingpong.sh: --ep $ep (dgram or rdm)" >&2; exit 2 ;;
+  msg) anchors=${anchors:-iwarpx+sctp} ;;
+  *) echo "bench_pingpong.sh: --ep $ep (dgram, rdm or msg)" >&2; exit 2 ;;
 esac
 pingpong=$(command -v fi_pingpong) || { echo "bench_pingpong.sh: fi_pingpong not found (libfabric-bin)" >&2; exit 1; }
-cmake --build "$build" --target iwarpx-fi >/dev/null || exit 1
-export FI_PROVIDER_PATH=$PWD/$build/prov/iwarpx/src/ofi
+[[ $build = /* ]] || build=$PWD/$build
+if ((do_build)); then
+  cmake --build "$build" -j1 --target iwarpx-fi >/dev/null || exit 1
+fi
+export FI_PROVIDER_PATH=$build/prov/iwarpx/src/ofi
 unset FI_PROVIDER
 work=$(mktemp -d)
 pids=()
@@ -75,7 +87,7 @@ run() {
     prov=iwarpx
   fi
   local env_args=(env -u FI_IWARPX_SEND_RULES -u FI_IWARPX_RC_THRESHOLD_MSGS -u FI_IWARPX_MAX_RC
-                  "${mode_env[@]}")
+                  -u FI_IWARPX_LLP "${mode_env[@]}")
   ((${#mode_env[@]})) || env_args=(env)
   port=$(free_port)
   "${env_args[@]}" timeout 120 "$pingpong" -p "$prov" -e "$ep" -I "$iters" -S "$size" -B "$port" >/dev/null 2>&1 &
@@ -92,11 +104,18 @@ run() {
 
 IFS=, read -ra size_list <<<"$sizes"
 IFS=, read -ra anchor_list <<<"$anchors"
+for p in "$subject" "${anchor_list[@]}"; do
+  if [[ $p == iwarpx+* ]] && ! bench_iwarpx_mode "${p#iwarpx+}" >/dev/null; then
+    echo "bench_pingpong.sh: unknown iwarpx mode in $p (ud, hybrid, rc, tcp, sctp)" >&2
+    exit 2
+  fi
+done
 file_of() { tr ';' '_' <<<"$1"; }
+subj_file=$work/subject.$(file_of "$subject")
 for ((r = 0; r < repeat; ++r)); do
   for s in "${size_list[@]}"; do
     for a in "${anchor_list[@]}"; do run "$a" "$s" "$work/$(file_of "$a")"; done
-    run iwarpx "$s" "$work/iwarpx"
+    run "$subject" "$s" "$subj_file"
   done
 done
 
@@ -113,19 +132,19 @@ echo
 head="| size (B) |"
 rule="|---:|"
 for a in "${anchor_list[@]}"; do head+=" $a (µs) |"; rule+="---:|"; done
-head+=" iwarpx (µs) |"
+head+=" $subject (µs) |"
 rule+="---:|"
-for a in "${anchor_list[@]}"; do head+=" iwarpx/$a |"; rule+="---:|"; done
-head+=" iwarpx MB/s |"
+for a in "${anchor_list[@]}"; do head+=" $subject/$a |"; rule+="---:|"; done
+head+=" $subject MB/s |"
 rule+="---:|"
 echo "$head"
 echo "$rule"
 for s in "${size_list[@]}"; do
-  i=$(median "$work/iwarpx" "$s" 2)
+  i=$(median "$subj_file" "$s" 2)
   line="| $s |"
   for a in "${anchor_list[@]}"; do line+=" $(median "$work/$(file_of "$a")" "$s" 2) |"; done
   line+=" $i |"
   for a in "${anchor_list[@]}"; do line+=" $(ratio "$i" "$(median "$work/$(file_of "$a")" "$s" 2)") |"; done
-  line+=" $(median "$work/iwarpx" "$s" 3) |"
+  line+=" $(median "$subj_file" "$s" 3) |"
   echo "$line"
 done

@@ -5,6 +5,7 @@
 #   2. streaming tagged bandwidth: scripts/bench_rdm_bw.sh (fabtests_ext/bench/tagged_bw).
 #
 #   --build DIR       build tree, both tables (default build)
+#   --no-build        use DIR's programs and libiwarpx-fi.so as they are, both tables
 #   --anchors LIST    providers to compare with, both tables (default "tcp;ofi_rxm,udp;ofi_rxd")
 #   --repeat N        alternating runs per provider, median reported, both tables (default 3)
 #   --sizes LIST      ping-pong sizes, comma-separated bytes (see bench_pingpong.sh)
@@ -27,6 +28,7 @@ cmdline="scripts/bench_rdm.sh $*"
 while (($#)); do
   case $1 in
     --build|--anchors|--repeat) pp_args+=("$1" "$2") bw_args+=("$1" "$2"); shift ;;
+    --no-build) pp_args+=("$1") bw_args+=("$1") ;;
     --sizes|--iters) pp_args+=("$1" "$2"); shift ;;
     --bw-sizes) bw_args+=(--sizes "$2"); shift ;;
     --bw-window) bw_args+=(-w "$2"); shift ;;
