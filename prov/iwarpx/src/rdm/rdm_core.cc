@@ -133,6 +133,8 @@ void RdmCore::PeerCreated(const progress::RdPeerKey& key, rd::RdQp& qp) {
   (void)qp;
   Peer& p = PeerFor(key.addr);
   p.bounces_posted = 0;
+  ++p.stats.rd_sessions;
+  p.rd_session_counted = false;
   PostBounces(p, Via::kRd);
 }
 
@@ -140,6 +142,13 @@ void RdmCore::PeerFailed(const progress::RdPeerKey& key) {
   ++counters_.peers_failed;
   Peer& p = PeerFor(key.addr);
   p.bounces_posted = 0;
+  int err = ECONNRESET;
+  if (const rd::RdQp* q = channel_->Find(key); q != nullptr) {
+    CountRdSession(p, *q);
+    if (q->stream().error() != 0) err = q->stream().error();
+  }
+  ++p.stats.rd_failed;
+  sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRdFailed, err);
   // Its connection goes with it; both directions start over on datagrams.
   if (p.link) DropLink(p, ECONNRESET);
   DropReads(p, Via::kRd);
@@ -323,6 +332,7 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
   } else {
     ++(eager ? counters_.ud_sr_msgs : counters_.ud_zcopy_msgs);
   }
+  p.stats.CountSent(CarriedOn(op.via, op.kind == Kind::kEager), h.size);
   CountAndPromote(p, h.size);
   return RdmStatus::kOk;
 }
@@ -422,6 +432,7 @@ void RdmCore::OnRecvComplete(Peer& p, Via via, uint64_t ctx, size_t bytes,
 
 void RdmCore::Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage& m) {
   const wire::RdmHeader& h = m.header;
+  p.stats.CountReceived(CarriedOn(via, h.op == wire::RdmOp::kEager), h.size);
   TagMatcher& matcher = MatcherFor(h.tagged);
   if (!h.tagged && !multi_.empty()) {
     PlaceInMulti(p.id, via, h, m.payload);

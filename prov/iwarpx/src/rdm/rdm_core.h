@@ -66,6 +66,7 @@
 #include "progress/msg_listener.h"
 #include "progress/rd_channel.h"
 #include "qp/completion_sink.h"
+#include "rdm/peer_stats.h"
 #include "rdm/send_rules.h"
 #include "rdm/tag_matcher.h"
 #include "transport/fault.h"
@@ -135,6 +136,9 @@ class RdmSink {
   virtual void RmaFailed(uint64_t context, const qp::WcError& error) = 0;
   // fi_writedata at this target: the peer's RDMA Write with Immediate Data.
   virtual void RemoteWriteData(uint64_t data, PeerId src) = 0;
+  // A peer's connection or RD session changed (rdm/peer_stats.h; rare, may log).
+  virtual void OnPeerEvent(PeerId /*id*/, const transport::SockAddr& /*addr*/, PeerEvent /*e*/,
+                           int /*err*/) {}
 };
 
 enum class RdmStatus : uint8_t {
@@ -237,6 +241,12 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t rc_switches = 0;  // SWITCHes sent
   };
   [[nodiscard]] const Counters& counters() const { return counters_; }
+  // Per-peer statistics (rdm/peer_stats.h, rdm_core_stats.cc): peers are
+  // numbered by PeerId, 0..peer_count()-1, in the order they were first
+  // named; a peer stays listed for the life of the core. False for an id
+  // that names no peer.
+  [[nodiscard]] size_t peer_count() const { return peer_by_id_.size(); }
+  bool Snapshot(PeerId id, PeerSnapshot* out);
   // The RD channel's counters, the connections' Terminates and the counters
   // above that EndpointStats has fields for.
   void CollectStats(progress::EndpointStats* out) const;
@@ -250,6 +260,11 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     return (uint64_t{static_cast<uint8_t>(k)} << 56) | index;
   }
   static Kind KindOf(uint64_t ctx) { return static_cast<Kind>(ctx >> 56); }
+  // The channel a message of `via` used: eager or rendezvous on that QP.
+  static Channel CarriedOn(Via via, bool eager) {
+    if (via == Via::kRc) return eager ? Channel::kRcSr : Channel::kRcRdma;
+    return eager ? Channel::kUdSr : Channel::kUdZcopy;
+  }
   static uint64_t IndexOf(uint64_t ctx) { return ctx & ((uint64_t{1} << 56) - 1); }
 
   // Per peer key, for the life of the core (the sink of each of its QPs).
@@ -270,6 +285,10 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t bytes_sent = 0;
     uint64_t next_try_msgs = 0;  // promotion: counts at which to (re)try a connect
     uint64_t next_try_bytes = 0;
+    PeerStats stats;
+    // PeerFailed added the failing RD session's counters to `stats` (until
+    // the next session is made, Snapshot must not add them again).
+    bool rd_session_counted = false;
     std::array<uint8_t, wire::kRdmHeaderSize> switch_header{};
     std::array<std::deque<uint32_t>, 2> fin_wait;   // per Via: FINs waiting for room
     std::array<std::deque<uint32_t>, 2> read_wait;  // per Via: rendezvous with Reads to post
@@ -446,6 +465,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   void DropFins(Peer& p, Via via);
   void OnError(Peer& p, Via via, uint64_t ctx, qp::WcOp op, const qp::WcError& error);
   void ProtocolError(Peer& p, const char* why);
+  // Adds the RD counters of p's session `q` to p.stats (rdm_core_stats.cc).
+  static void CountRdSession(Peer& p, const rd::RdQp& q);
 
   // Connected channels (rdm_core_rc.cc).
   void OpenListener();
