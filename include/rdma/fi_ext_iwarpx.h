@@ -49,7 +49,8 @@ extern "C" {
 #define FI_IWARPX_STATS_OPS "iwarpx_stats_v3"
 /* Older names still open the same table: a v1/v2 caller reads only the
  * members its structure has (size, ep_stats), and its len stops each copy at
- * the end of its shorter structure (v1 ended at terminates_received). */
+ * the end of its shorter structure (v1's ended at terminates_received, v2's
+ * at rc_failed; v3 appended the mpa_* counters). */
 #define FI_IWARPX_STATS_OPS_V2 "iwarpx_stats_v2"
 #define FI_IWARPX_STATS_OPS_V1 "iwarpx_stats_v1"
 
@@ -93,6 +94,18 @@ struct fi_iwarpx_ep_stats {
   uint64_t rc_accepted; /* peers' connects accepted */
   uint64_t rc_rejected; /* peers' connects refused: tie-break, cap, bad hello */
   uint64_t rc_failed;   /* connections that never came up or broke */
+  /* v3: MPA connections (FI_EP_MSG: its one connection; FI_EP_RDM: the
+   * on-demand connections it holds now). Payload bytes are the data after
+   * the DDP/RDMAP headers (sends, writes, read responses). */
+  uint64_t mpa_connections;    /* connections counted below */
+  uint64_t mpa_crc;            /* of those, with MPA CRC32c (FI_IWARPX_MPA_CRC) */
+  uint64_t mpa_markers;        /* of those, with markers either way (FI_IWARPX_MPA_MARKERS) */
+  uint64_t mpa_fpdus_sent;     /* FPDUs framed */
+  uint64_t mpa_bytes_sent;     /* payload bytes in them */
+  uint64_t mpa_fpdus_received; /* FPDUs received whole (CRC verified when on) */
+  uint64_t mpa_bytes_received; /* payload bytes placed */
+  uint64_t mpa_bad_crc;        /* FPDUs with a bad CRC: each ends its connection
+                                  with a Terminate (terminates_sent) */
 };
 
 /*

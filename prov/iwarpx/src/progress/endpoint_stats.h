@@ -55,7 +55,16 @@ namespace iwarpx::progress {
   X(rc_opened)                                                                    \
   X(rc_accepted)                                                                  \
   X(rc_rejected)                                                                  \
-  X(rc_failed)
+  X(rc_failed)                                                                    \
+  /* MPA connections (FI_EP_MSG; an RDM endpoint's on-demand connections). */     \
+  X(mpa_connections)                                                              \
+  X(mpa_crc)                                                                      \
+  X(mpa_markers)                                                                  \
+  X(mpa_fpdus_sent)                                                               \
+  X(mpa_bytes_sent)                                                               \
+  X(mpa_fpdus_received)                                                           \
+  X(mpa_bytes_received)                                                           \
+  X(mpa_bad_crc)
 
 struct EndpointStats {
 #define IWARPX_STAT_FIELD(name) uint64_t name = 0;
@@ -70,5 +79,7 @@ void AddUd(const rd::UdCounters& c, EndpointStats* s);
 // One RD stream and the QP above it.
 void AddRdStream(const rd::RdStream& stream, EndpointStats* s);
 void AddQp(const qp::QueuePair& qp, EndpointStats* s);
+// A connected (MPA over TCP) QP: the mpa_* counters, besides AddQp's.
+void AddMpaQp(const qp::QueuePair& qp, EndpointStats* s);
 
 }  // namespace iwarpx::progress

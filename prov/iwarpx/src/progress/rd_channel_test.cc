@@ -37,7 +37,7 @@ class Client final : public RdChannelClient {
     made.push_back(key);
     return sink;
   }
-  void PeerFailed(const RdPeerKey& key) override { failed.push_back(key); }
+  void PeerFailed(const RdPeerKey& key, const rd::RdQp& /*qp*/) override { failed.push_back(key); }
 
   RecordingSink sink;
   std::vector<RdPeerKey> made;

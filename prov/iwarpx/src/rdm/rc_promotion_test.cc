@@ -371,6 +371,43 @@ TEST_F(RcPromotionTest, PerPeerRetransmissionsAddUpToTheEndpoints) {
   EXPECT_EQ(retransmitted, total.rd_retransmitted);
 }
 
+TEST_F(RcPromotionTest, AVanishedPeerFailsByTimeoutAndKeepsItsCounts) {
+  RdmConfig c = Config("any:ud_sr,any:ud_zcopy");
+  c.channel.qp.stream.send.dead_after_ns = 300'000'000;
+  Node& a = Add(c);
+  Node& b = Add(c);
+  Flow f = MakeFlow(a, b, 50);
+  ASSERT_TRUE(Run({&f}));
+  f.Check();
+  const transport::SockAddr gone = b.core->local_address();
+  std::vector<uint8_t> m(100, 7);
+  iovec v{m.data(), m.size()};
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    b.core.reset();
+    ASSERT_EQ(a.core->Send(gone, &v, 1, false, 0, false, 0, 999), RdmStatus::kOk);
+    a.core->AfterPost();
+  }
+  ASSERT_TRUE(RunUntil([&] { return a.core->counters().peers_failed >= 1; }, 10));
+  std::lock_guard<std::mutex> lock(engine_->mu());
+  PeerSnapshot s;
+  ASSERT_TRUE(a.core->Snapshot(0, &s));
+  EXPECT_EQ(s.stats.rd_sessions, 1u);
+  EXPECT_EQ(s.stats.rd_failed, 1u);
+  EXPECT_EQ(On(s.stats, Channel::kUdSr).msgs_sent + On(s.stats, Channel::kUdZcopy).msgs_sent, 51u);
+  // The failed session's retransmissions stay with the peer and the endpoint.
+  progress::EndpointStats total;
+  a.core->CollectStats(&total);
+  EXPECT_GT(s.stats.rd_retransmitted, 0u);
+  EXPECT_EQ(s.stats.rd_retransmitted, total.rd_retransmitted);
+  ASSERT_EQ(a.sink.EventCount(PeerEvent::kRdFailed), 1u);
+  for (const auto& [e, err] : a.sink.events) {
+    if (e == PeerEvent::kRdFailed) {
+      EXPECT_EQ(err, ETIMEDOUT);
+    }
+  }
+}
+
 TEST_F(RcPromotionTest, BelowTheThresholdNothingOpens) {
   RdmConfig c = Config();
   c.rc.threshold_msgs = 1000;

@@ -134,20 +134,17 @@ void RdmCore::PeerCreated(const progress::RdPeerKey& key, rd::RdQp& qp) {
   Peer& p = PeerFor(key.addr);
   p.bounces_posted = 0;
   ++p.stats.rd_sessions;
-  p.rd_session_counted = false;
   PostBounces(p, Via::kRd);
 }
 
-void RdmCore::PeerFailed(const progress::RdPeerKey& key) {
+void RdmCore::PeerFailed(const progress::RdPeerKey& key, const rd::RdQp& qp) {
   ++counters_.peers_failed;
   Peer& p = PeerFor(key.addr);
   p.bounces_posted = 0;
-  int err = ECONNRESET;
-  if (const rd::RdQp* q = channel_->Find(key); q != nullptr) {
-    CountRdSession(p, *q);
-    if (q->stream().error() != 0) err = q->stream().error();
-  }
+  CountRdSession(p, qp);
   ++p.stats.rd_failed;
+  // A QP that failed by a Terminate has a healthy stream: a protocol error.
+  const int err = qp.stream().error() != 0 ? qp.stream().error() : EPROTO;
   sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRdFailed, err);
   // Its connection goes with it; both directions start over on datagrams.
   if (p.link) DropLink(p, ECONNRESET);

@@ -285,10 +285,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t bytes_sent = 0;
     uint64_t next_try_msgs = 0;  // promotion: counts at which to (re)try a connect
     uint64_t next_try_bytes = 0;
-    PeerStats stats;
-    // PeerFailed added the failing RD session's counters to `stats` (until
-    // the next session is made, Snapshot must not add them again).
-    bool rd_session_counted = false;
+    PeerStats stats;  // a failed session's RD counters added by PeerFailed
     std::array<uint8_t, wire::kRdmHeaderSize> switch_header{};
     std::array<std::deque<uint32_t>, 2> fin_wait;   // per Via: FINs waiting for room
     std::array<std::deque<uint32_t>, 2> read_wait;  // per Via: rendezvous with Reads to post
@@ -428,7 +425,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // RdChannelClient.
   qp::CompletionSink& PeerSink(const progress::RdPeerKey& key) override;
   void PeerCreated(const progress::RdPeerKey& key, rd::RdQp& qp) override;
-  void PeerFailed(const progress::RdPeerKey& key) override;
+  void PeerFailed(const progress::RdPeerKey& key, const rd::RdQp& qp) override;
   // ListenerSink (rdm_core_rc.cc).
   void OnRequest(progress::MsgChannel& channel) override;
   void OnRequestGone(progress::MsgChannel& /*channel*/) override {}
@@ -465,7 +462,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   void DropFins(Peer& p, Via via);
   void OnError(Peer& p, Via via, uint64_t ctx, qp::WcOp op, const qp::WcError& error);
   void ProtocolError(Peer& p, const char* why);
-  // Adds the RD counters of p's session `q` to p.stats (rdm_core_stats.cc).
+  // Adds the RD counters of p's failed session `q` to p.stats (rdm_core_stats.cc).
   static void CountRdSession(Peer& p, const rd::RdQp& q);
 
   // Connected channels (rdm_core_rc.cc).

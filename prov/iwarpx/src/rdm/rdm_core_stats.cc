@@ -28,11 +28,9 @@ const char* PeerEventName(PeerEvent e) {
 }
 
 void RdmCore::CountRdSession(Peer& p, const rd::RdQp& q) {
-  if (p.rd_session_counted) return;
   const rd::RdStreamStats& c = q.stream().stats();
   p.stats.rd_retransmitted += c.retransmitted;
   p.stats.rd_probes_sent += c.probes_sent;
-  p.rd_session_counted = true;
 }
 
 bool RdmCore::Snapshot(PeerId id, PeerSnapshot* out) {
@@ -45,8 +43,8 @@ bool RdmCore::Snapshot(PeerId id, PeerSnapshot* out) {
   } else {
     out->state = p->link->up ? PeerState::kConnected : PeerState::kConnecting;
   }
-  if (const rd::RdQp* q = channel_->Find({p->addr, kRdmQpn});
-      q != nullptr && !p->rd_session_counted) {
+  // The live session (a failed one is no longer found: PeerFailed counted it).
+  if (const rd::RdQp* q = channel_->Find({p->addr, kRdmQpn}); q != nullptr) {
     const rd::RdStreamStats& c = q->stream().stats();
     out->stats.rd_retransmitted += c.retransmitted;
     out->stats.rd_probes_sent += c.probes_sent;
