@@ -58,6 +58,13 @@ fi
 senders=$(grep -E '^iwarpx stats: an RDM endpoint [0-9.:]+: peer .*: ud_sr_sent=[0-9]+ ' <<<"$out" | grep -vc "endpoint $hub:")
 [ "$senders" -eq 18 ] || fail "$senders senders reported their peer, expected 18"
 
+# DGRAM scalable endpoint: one report for all its contexts; the receiver got 20 datagrams
+# (receive context r: 2 (r + 1) messages, 4 contexts).
+out=$(timeout 60 "$dgram" --gtest_filter='SepTest.EachReceiveContextGetsOnlyItsMessagesWithTheSendersAddress' 2>&1) ||
+  fail "fabtests_dgram SepTest failed: $out"
+grep -E '^iwarpx stats: a DGRAM scalable endpoint 127\.0\.0\.1:[0-9]+: (.* )?rx_datagrams=20( |$)' <<<"$out" ||
+  fail "no scalable DGRAM report with rx_datagrams=20"
+
 # MSG: a connection's MPA counters (CRC on by default, no markers, data both ways).
 out=$(timeout 60 "$msg" --gtest_filter='MsgTest.DeliveryCompleteWriteReportsTargetError' 2>&1) ||
   fail "fabtests_msg failed: $out"

@@ -143,6 +143,7 @@ void RdmEndpoint::ReportPeersAtClose() {
 
 void RdmEndpoint::OnPeerEvent(rdm::PeerId id, const transport::SockAddr& addr, rdm::PeerEvent e,
                               int err) {
+  if (core_ == nullptr) return;  // closing: the core is being destroyed
   const Params& prm = GetParams();
   const std::string peer = addr.ToString();
   const void* self = static_cast<const void*>(this);
