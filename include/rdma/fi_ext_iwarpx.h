@@ -94,9 +94,9 @@ struct fi_iwarpx_ep_stats {
   uint64_t rc_accepted; /* peers' connects accepted */
   uint64_t rc_rejected; /* peers' connects refused: tie-break, cap, bad hello */
   uint64_t rc_failed;   /* connections that never came up or broke */
-  /* v3: MPA connections (FI_EP_MSG: its one connection; FI_EP_RDM: the
-   * on-demand connections it holds now). Payload bytes are the data after
-   * the DDP/RDMAP headers (sends, writes, read responses). */
+  /* v3: MPA connections (FI_EP_MSG: its one connection; FI_EP_RDM: every
+   * on-demand connection it has had). Payload bytes are the data after the
+   * DDP/RDMAP headers (sends, writes, read responses). */
   uint64_t mpa_connections;    /* connections counted below */
   uint64_t mpa_crc;            /* of those, with MPA CRC32c (FI_IWARPX_MPA_CRC) */
   uint64_t mpa_markers;        /* of those, with markers either way (FI_IWARPX_MPA_MARKERS) */

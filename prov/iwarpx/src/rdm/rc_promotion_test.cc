@@ -555,6 +555,11 @@ TEST_F(RcPromotionTest, ABrokenConnectionFailsThePeerLoudlyThenDatagramsCarryOn)
   EXPECT_GE(s.stats.rd_failed, 1u);
   EXPECT_EQ(s.stats.rd_sessions, s.stats.rd_failed + 1);
   EXPECT_EQ(Sum(s.stats).msgs_sent, 800u);
+  // The endpoint's MPA counters keep the dropped connection's (they only grow).
+  progress::EndpointStats st;
+  a.core->CollectStats(&st);
+  EXPECT_EQ(st.mpa_connections, 2u);
+  EXPECT_GT(st.mpa_bytes_sent, 0u);
 }
 
 // Rendezvous in both directions at once: a Read or FIN that finds the send

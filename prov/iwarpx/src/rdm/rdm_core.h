@@ -61,6 +61,7 @@
 
 #include "base/result.h"
 #include "mem/stag_table.h"
+#include "progress/endpoint_stats.h"
 #include "progress/engine.h"
 #include "progress/msg_channel.h"
 #include "progress/msg_listener.h"
@@ -247,8 +248,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // that names no peer.
   [[nodiscard]] size_t peer_count() const { return peer_by_id_.size(); }
   bool Snapshot(PeerId id, PeerSnapshot* out);
-  // The RD channel's counters, the connections' Terminates and the counters
-  // above that EndpointStats has fields for.
+  // The RD channel's counters, the connections' (also those dropped) and the
+  // counters above that EndpointStats has fields for.
   void CollectStats(progress::EndpointStats* out) const;
 
  private:
@@ -522,6 +523,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   int rc_listen_error_ = 0;
   uint32_t links_ = 0;
   std::vector<std::unique_ptr<RcLink>> graveyard_;
+  progress::EndpointStats links_gone_;  // counters of connections dropped (CollectStats)
   Deferred deferred_;
   bool deferred_added_ = false;
   std::vector<std::pair<PeerId, Via>> flush_;  // queues of waiting Reads/FINs to retry

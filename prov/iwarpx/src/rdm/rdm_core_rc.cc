@@ -46,6 +46,7 @@ void RdmCore::DropRcForTest(const transport::SockAddr& to) {
 
 void RdmCore::CollectStats(progress::EndpointStats* out) const {
   channel_->CollectStats(out);
+  progress::Add(links_gone_, out);
   for (const auto& [addr, p] : peers_) {
     if (p->link != nullptr && p->link->ch != nullptr) p->link->ch->CollectStats(out);
   }
@@ -162,6 +163,7 @@ void RdmCore::DropLink(Peer& p, int err) {
   if (p.link == nullptr) return;
   ++p.stats.rc_closed;
   sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRcClosed, err);
+  if (p.link->ch != nullptr) p.link->ch->CollectStats(&links_gone_);  // counts only grow
   p.link->dead = true;
   graveyard_.push_back(std::move(p.link));
   if (deferred_added_) engine_.Update(deferred_);
