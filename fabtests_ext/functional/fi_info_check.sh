@@ -37,6 +37,19 @@ done
 n=$(grep -c '^# FI_IWARPX_' <<<"$params")
 echo "fi_info -e: $n FI_IWARPX_* parameters"
 
+# FI_LOG_LEVEL=info says why hints are refused, naming the endpoint type and the missing
+# capability, and once per process the parameters in effect.
+out=$(FI_LOG_LEVEL=info FI_LOG_PROV=iwarpx FI_IWARPX_MAX_RC=7 timeout 30 "$fi_info" -p iwarpx \
+  -t FI_EP_DGRAM -c 'FI_MSG|FI_ATOMIC' 2>&1) && fail "fi_info accepted FI_ATOMIC on FI_EP_DGRAM"
+grep -qE 'fi_getinfo: hints not met by FI_EP_DGRAM: caps asks for .*FI_ATOMIC.*not offered' \
+  <<<"$out" || fail "no info line naming FI_EP_DGRAM and FI_ATOMIC as the refusal: $out"
+grep -qE 'fi_getinfo: hints not met by FI_EP_MSG: ep_type' <<<"$out" ||
+  fail "no info line for the FI_EP_MSG template's refusal"
+n=$(grep -c 'parameters in effect: FI_IWARPX_MPA_CRC=1 .*FI_IWARPX_MAX_RC=7 ' <<<"$out")
+[ "$n" -eq 1 ] || fail "the parameters line appeared $n times (expected once, with MAX_RC=7)"
+out=$(timeout 30 "$fi_info" -p iwarpx -t FI_EP_DGRAM -c 'FI_MSG|FI_ATOMIC' 2>&1)
+grep -q 'hints not met' <<<"$out" && fail "refusal reasons printed without FI_LOG_LEVEL=info"
+
 syms=$(nm -D --defined-only "$so" | awk '{print $3}')
 [[ $syms == fi_prov_ini ]] || fail "exported symbols are not just fi_prov_ini: $syms"
 ((rc == 0)) && echo "PASS"

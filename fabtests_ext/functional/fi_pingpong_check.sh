@@ -4,7 +4,9 @@
 # endpoint on loopback: the server and the client run with -c (every payload checked) for
 # all of fi_pingpong's default sizes. IWARPX_PP_EP selects the endpoint type (msg, the
 # default, dgram or rdm). The server is started here, its PID recorded, and only that PID is
-# stopped. Both sides are bounded by timeout.
+# stopped. Both sides are bounded by timeout. IWARPX_PP_CHECK, when set, is a command run
+# last with one more argument: a file holding both sides' output (stdout and stderr); its
+# exit status decides the test.
 set -uo pipefail
 pingpong=$1
 export FI_PROVIDER_PATH=$2
@@ -40,4 +42,10 @@ echo "--- server (exit $src)"; cat "$log"
 # Every size line reports as many acknowledged as sent (the "=N" column).
 lines=$(grep -cE '^[0-9]+[kmg]?[[:space:]]+[0-9]+[[:space:]]+=[0-9]+' <<<"$client")
 [ "$lines" -ge 1 ] || { echo "FAIL: no result lines from the client"; exit 1; }
+if [ -n "${IWARPX_PP_CHECK:-}" ]; then
+  { echo "$client"; cat "$log"; } >"$log.all"
+  # shellcheck disable=SC2086 # the command and its arguments, split on purpose
+  $IWARPX_PP_CHECK "$log.all" || { rm -f "$log.all"; exit 1; }
+  rm -f "$log.all"
+fi
 echo "PASS: $lines sizes"

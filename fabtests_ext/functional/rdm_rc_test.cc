@@ -9,12 +9,20 @@
 //           (fi_iwarpx_ep_stats) show datagram messages before the switch and
 //           connection messages after it, one connection opened and accepted.
 //           Also run with FI_IWARPX_FAULT damaging the datagrams.
+//   peers   the switch stream with the hybrid chain (bench_lib.sh's): the
+//           per-peer statistics (fi_iwarpx_stats_ops v3 peer_count /
+//           peer_stats) show the stream on ud_* then rc_* channels, summing
+//           to the messages and bytes sent, the receiver's counts equal the
+//           sender's channel by channel, and v1/v2 callers of the same ops
+//           get exactly their prefix.
 //   cap     FI_IWARPX_MAX_RC=1: A streams to three peers; A opens exactly one
 //           connection, the other two peers stay on datagrams, every message
 //           of the three streams checked as above.
 // Without IWARPX_RC_CASE the test fails: it is not meant to run bare.
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -150,6 +158,103 @@ fi_iwarpx_ep_stats StatsOf(Side* s) {
   return st.value_or(fi_iwarpx_ep_stats{});
 }
 
+fi_iwarpx_stats_ops* OpsOf(Side* s, const char* name) {
+  fi_iwarpx_stats_ops* ops = nullptr;
+  EXPECT_EQ(fi_open_ops(&s->domain->fid, name, 0, reinterpret_cast<void**>(&ops), nullptr), 0)
+      << name;
+  return ops;
+}
+
+// The only peer of `s`, through the v3 ops.
+fi_iwarpx_peer_stats OnlyPeerOf(Side* s) {
+  fi_iwarpx_stats_ops* ops = OpsOf(s, FI_IWARPX_STATS_OPS);
+  fi_iwarpx_peer_stats ps{};
+  if (ops == nullptr) return ps;
+  EXPECT_GE(ops->size, sizeof(fi_iwarpx_stats_ops));
+  size_t n = 99;
+  EXPECT_EQ(ops->peer_count(s->ep, &n), 0);
+  EXPECT_EQ(n, 1u);
+  EXPECT_EQ(ops->peer_stats(s->ep, 0, &ps, sizeof(ps)), 0);
+  fi_iwarpx_peer_stats none{};
+  EXPECT_EQ(ops->peer_stats(s->ep, 1, &none, sizeof(none)), -FI_ENOENT);
+  return ps;
+}
+
+// Every byte of `buf` from `from` on is still `fill`.
+bool Untouched(const void* buf, size_t from, size_t size, uint8_t fill) {
+  const auto* b = static_cast<const uint8_t*>(buf);
+  for (size_t i = from; i < size; ++i) {
+    if (b[i] != fill) return false;
+  }
+  return true;
+}
+
+// The per-peer checks of the "peers" case, after `s` ran from a to b.
+void CheckPeers(Side* a, Side* b, const Stream& s) {
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < s.count; ++i) bytes += SizeOf(i);
+  const fi_iwarpx_peer_stats pa = OnlyPeerOf(a);
+  const fi_iwarpx_peer_stats pb = OnlyPeerOf(b);
+  EXPECT_EQ(pa.fi_addr, a->To(*b));
+  EXPECT_EQ(pb.fi_addr, b->To(*a));
+  ASSERT_EQ(pa.addrlen, sizeof(sockaddr_in));
+  EXPECT_EQ(std::memcmp(pa.addr, &b->name, sizeof(sockaddr_in)), 0) << "not b's address";
+  EXPECT_EQ(pa.state, uint32_t{FI_IWARPX_PEER_CONNECTED});
+  EXPECT_EQ(pb.state, uint32_t{FI_IWARPX_PEER_CONNECTED});
+  const auto& ch = pa.channel;
+  EXPECT_GT(ch[FI_IWARPX_CH_UD_SR].msgs_sent, 0u) << "nothing on datagrams before the switch";
+  EXPECT_GT(ch[FI_IWARPX_CH_RC_SR].msgs_sent, 5000u) << "the stream did not move";
+  EXPECT_GT(ch[FI_IWARPX_CH_RC_RDMA].msgs_sent, 0u);
+  uint64_t msgs = 0;
+  uint64_t sent_bytes = 0;
+  for (size_t i = 0; i < FI_IWARPX_MAX_CHANNELS; ++i) {
+    msgs += ch[i].msgs_sent;
+    sent_bytes += ch[i].bytes_sent;
+    EXPECT_EQ(ch[i].msgs_received, 0u) << i;
+    EXPECT_EQ(pb.channel[i].msgs_received, ch[i].msgs_sent) << "channel " << i;
+    EXPECT_EQ(pb.channel[i].bytes_received, ch[i].bytes_sent) << "channel " << i;
+  }
+  EXPECT_EQ(msgs, s.count);
+  EXPECT_EQ(sent_bytes, bytes);
+  EXPECT_EQ(pa.rc_opened, 1u);
+  EXPECT_EQ(pb.rc_accepted, 1u);
+  EXPECT_EQ(pa.rc_closed + pb.rc_closed, 0u);
+  EXPECT_EQ(pa.rd_sessions, 1u);
+  EXPECT_EQ(pa.rd_failed, 0u);
+  // The endpoint-wide counters tell the same story.
+  const fi_iwarpx_ep_stats sa = StatsOf(a);
+  EXPECT_EQ(sa.rdm_ud_sr_msgs, ch[FI_IWARPX_CH_UD_SR].msgs_sent);
+  EXPECT_EQ(sa.rdm_ud_zcopy_msgs, ch[FI_IWARPX_CH_UD_ZCOPY].msgs_sent);
+  EXPECT_EQ(sa.rdm_rc_sr_msgs, ch[FI_IWARPX_CH_RC_SR].msgs_sent);
+  EXPECT_EQ(sa.rdm_rc_rdma_msgs, ch[FI_IWARPX_CH_RC_RDMA].msgs_sent);
+  EXPECT_EQ(sa.rd_retransmitted, pa.rd_retransmitted);
+
+  // Older callers: v2 and v1 names open, ep_stats fills exactly their prefix.
+  constexpr uint8_t kFill = 0xA5;
+  const size_t v2_len = offsetof(fi_iwarpx_ep_stats, rc_failed) + sizeof(uint64_t);
+  const size_t v1_len = offsetof(fi_iwarpx_ep_stats, terminates_received) + sizeof(uint64_t);
+  for (const auto& [name, len] :
+       {std::pair{FI_IWARPX_STATS_OPS_V2, v2_len}, std::pair{FI_IWARPX_STATS_OPS_V1, v1_len}}) {
+    fi_iwarpx_stats_ops* old = OpsOf(a, name);
+    ASSERT_NE(old, nullptr);
+    fi_iwarpx_ep_stats st{};
+    std::memset(&st, kFill, sizeof(st));
+    ASSERT_EQ(old->ep_stats(a->ep, &st, len), 0) << name;
+    EXPECT_TRUE(Untouched(&st, len, sizeof(st), kFill)) << name << ": wrote past its length";
+    EXPECT_EQ(st.rdm_ud_sr_msgs == sa.rdm_ud_sr_msgs, len > v1_len) << name;
+    EXPECT_EQ(st.rd_peers, sa.rd_peers) << name;
+  }
+  // A short peer_stats caller gets its prefix only.
+  fi_iwarpx_stats_ops* ops = OpsOf(a, FI_IWARPX_STATS_OPS);
+  ASSERT_NE(ops, nullptr);
+  fi_iwarpx_peer_stats part{};
+  std::memset(&part, kFill, sizeof(part));
+  const size_t part_len = offsetof(fi_iwarpx_peer_stats, channel[FI_IWARPX_CH_RC_SR]);
+  ASSERT_EQ(ops->peer_stats(a->ep, 0, &part, part_len), 0);
+  EXPECT_TRUE(Untouched(&part, part_len, sizeof(part), kFill));
+  EXPECT_EQ(part.channel[FI_IWARPX_CH_UD_SR].msgs_sent, ch[FI_IWARPX_CH_UD_SR].msgs_sent);
+}
+
 TEST(RdmRc, CaseFromTheEnvironment) {
   const char* which = std::getenv("IWARPX_RC_CASE");
   ASSERT_TRUE(which != nullptr && std::getenv("FI_IWARPX_SEND_RULES") != nullptr)
@@ -159,7 +264,7 @@ TEST(RdmRc, CaseFromTheEnvironment) {
   ASSERT_TRUE(net.Open()) << net.error;
   Side* a = net.AddSide();
   ASSERT_NE(a, nullptr) << net.error;
-  if (c == "switch") {
+  if (c == "switch" || c == "peers") {
     Side* b = net.AddSide();
     ASSERT_NE(b, nullptr) << net.error;
     ASSERT_TRUE(net.Connect(*a, *b)) << net.error;
@@ -186,6 +291,7 @@ TEST(RdmRc, CaseFromTheEnvironment) {
     if (std::getenv("FI_IWARPX_FAULT") != nullptr) {
       EXPECT_GT(sa.rd_retransmitted + sb.rd_retransmitted, 0u) << "the faults did not happen";
     }
+    if (c == "peers") CheckPeers(a, b, s);
     return;
   }
   ASSERT_EQ(c, "cap") << "unknown IWARPX_RC_CASE";

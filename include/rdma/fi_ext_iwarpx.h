@@ -7,7 +7,8 @@
  * below changes whenever a structure here changes size or meaning.
  *
  * Operations (open them with fi_open_ops on an iwarpx domain):
- *   FI_IWARPX_STATS_OPS  struct fi_iwarpx_stats_ops: an endpoint's counters.
+ *   FI_IWARPX_STATS_OPS  struct fi_iwarpx_stats_ops: an endpoint's counters
+ *                        and (v3) its RDM peers' per-channel counters.
  */
 #ifndef FI_EXT_IWARPX_H
 #define FI_EXT_IWARPX_H
@@ -45,9 +46,12 @@ extern "C" {
  * FI_IWARPX_STATS=1 every endpoint prints the non-zero counters to stderr
  * when it closes.
  */
-#define FI_IWARPX_STATS_OPS "iwarpx_stats_v2"
-/* v1 ended at terminates_received; the provider still opens it (a v1 caller's
- * len stops the copy there). */
+#define FI_IWARPX_STATS_OPS "iwarpx_stats_v3"
+/* Older names still open the same table: a v1/v2 caller reads only the
+ * members its structure has (size, ep_stats), and its len stops each copy at
+ * the end of its shorter structure (v1's ended at terminates_received, v2's
+ * at rc_failed; v3 appended the mpa_* counters). */
+#define FI_IWARPX_STATS_OPS_V2 "iwarpx_stats_v2"
 #define FI_IWARPX_STATS_OPS_V1 "iwarpx_stats_v1"
 
 struct fi_iwarpx_ep_stats {
@@ -98,11 +102,97 @@ struct fi_iwarpx_ep_stats {
   uint64_t fault_duplicated; /* extra copies sent */
   uint64_t fault_reordered;  /* held back and sent late */
   uint64_t fault_corrupted;  /* one byte damaged (the receiver's CRC drops it) */
+  /* v3: MPA connections (FI_EP_MSG: its one connection; FI_EP_RDM: every
+   * on-demand connection it has had). Payload bytes are the data after the
+   * DDP/RDMAP headers (sends, writes, read responses). */
+  uint64_t mpa_connections;    /* connections counted below */
+  uint64_t mpa_crc;            /* of those, with MPA CRC32c (FI_IWARPX_MPA_CRC) */
+  uint64_t mpa_markers;        /* of those, with markers either way (FI_IWARPX_MPA_MARKERS) */
+  uint64_t mpa_fpdus_sent;     /* FPDUs framed */
+  uint64_t mpa_bytes_sent;     /* payload bytes in them */
+  uint64_t mpa_fpdus_received; /* FPDUs received whole (CRC verified when on) */
+  uint64_t mpa_bytes_received; /* payload bytes placed */
+  uint64_t mpa_bad_crc;        /* FPDUs with a bad CRC: each ends its connection
+                                  with a Terminate (terminates_sent) */
+};
+
+/*
+ * Per-peer, per-channel statistics of an RDM endpoint (v3).
+ *
+ *   size_t n;
+ *   ops->peer_count(ep, &n);
+ *   for (size_t i = 0; i < n; i++) {
+ *     struct fi_iwarpx_peer_stats ps;
+ *     ops->peer_stats(ep, i, &ps, sizeof(ps));
+ *     ... ps.channel[FI_IWARPX_CH_RC_SR].msgs_sent ...
+ *   }
+ *
+ * Check ops->size >= offsetof(struct fi_iwarpx_stats_ops, peer_stats) +
+ * sizeof(ops->peer_stats) before calling them (a v2 provider lacks them).
+ *
+ * peer_count sets *count to the number of peers the endpoint has known: every
+ * address it sent to or heard from, in the order it first did, including
+ * peers whose session failed (they stay listed while the endpoint is open, so
+ * an index keeps naming the same peer). Endpoints other than FI_EP_RDM have
+ * no peers here: 0. peer_stats fills at most `len` bytes of *stats for peer
+ * `index` (0..count-1): -FI_ENOENT when there is no such peer, -FI_EINVAL
+ * (logged) for a NULL argument or an endpoint that is not iwarpx's. Like
+ * ep_stats, a caller built against a shorter structure gets its prefix, and
+ * fields are only appended. Both take the endpoint's lock; safe from any
+ * thread.
+ *
+ * Channels are counted in channel[] at these indices (entries past the last
+ * channel stay 0). A message counts once, on the channel that carried it; the
+ * sender counts it when posted, the receiver when it arrives in order (an
+ * eager message as the eager channel, a rendezvous as the rendezvous one of
+ * the datagram stream or connection it came on). Bytes are message sizes.
+ */
+enum fi_iwarpx_channel {
+  FI_IWARPX_CH_UD_SR = 0,    /* eager over reliable datagrams */
+  FI_IWARPX_CH_UD_ZCOPY = 1, /* rendezvous (RDMA Read) over reliable datagrams */
+  FI_IWARPX_CH_RC_SR = 2,    /* eager over an on-demand connection */
+  FI_IWARPX_CH_RC_FP = 3,    /* RDMA-write fast path over a connection */
+  FI_IWARPX_CH_RC_RDMA = 4,  /* rendezvous over a connection */
+};
+#define FI_IWARPX_MAX_CHANNELS 8
+
+struct fi_iwarpx_channel_stats {
+  uint64_t msgs_sent;
+  uint64_t bytes_sent;
+  uint64_t msgs_received;
+  uint64_t bytes_received;
+};
+
+enum fi_iwarpx_peer_state {
+  FI_IWARPX_PEER_DATAGRAM = 0,   /* no connection: datagram channels only */
+  FI_IWARPX_PEER_CONNECTING = 1, /* a connection is being set up */
+  FI_IWARPX_PEER_CONNECTED = 2,  /* the connection is established */
+};
+
+struct fi_iwarpx_peer_stats {
+  fi_addr_t fi_addr; /* the peer in the endpoint's AV, or FI_ADDR_NOTAVAIL */
+  uint8_t addr[32];  /* its address: a struct sockaddr_in or sockaddr_in6 */
+  uint32_t addrlen;  /* bytes of addr used */
+  uint32_t state;    /* enum fi_iwarpx_peer_state */
+  /* On-demand connections (FI_IWARPX_MAX_RC, FI_IWARPX_RC_THRESHOLD_*). */
+  uint64_t rc_opened;   /* connects this endpoint started to the peer */
+  uint64_t rc_accepted; /* the peer's connects accepted */
+  uint64_t rc_closed;   /* connections that ended, failed or lost a tie-break */
+  /* Reliable-datagram sessions with the peer (FI_IWARPX_RD_TIMEOUT). */
+  uint64_t rd_sessions;      /* sessions (RD queue pairs) made */
+  uint64_t rd_failed;        /* of those, failed: timeout, RESET, protocol error */
+  uint64_t rd_retransmitted; /* data datagrams sent again, every session */
+  uint64_t rd_probes_sent;   /* zero-window and liveness probes (window stalls) */
+  struct fi_iwarpx_channel_stats channel[FI_IWARPX_MAX_CHANNELS];
 };
 
 struct fi_iwarpx_stats_ops {
-  size_t size; /* sizeof(struct fi_iwarpx_stats_ops) */
+  size_t size; /* sizeof(struct fi_iwarpx_stats_ops) of the provider */
   int (*ep_stats)(struct fid_ep* ep, struct fi_iwarpx_ep_stats* stats, size_t len);
+  /* v3 */
+  int (*peer_count)(struct fid_ep* ep, size_t* count);
+  int (*peer_stats)(struct fid_ep* ep, size_t index, struct fi_iwarpx_peer_stats* stats,
+                    size_t len);
 };
 
 #ifdef __cplusplus

@@ -96,14 +96,16 @@ if pc --exists iwarpx; then
 #include <stdio.h>
 int main(void) {
   struct fi_iwarpx_ep_stats st = {0};
-  printf("%s %s %d %zu\n", FI_IWARPX_PROV_NAME, FI_IWARPX_STATS_OPS, FI_IWARPX_EXT_VERSION,
-         sizeof(st));
+  struct fi_iwarpx_peer_stats ps = {0};
+  ps.channel[FI_IWARPX_CH_RC_RDMA].msgs_sent = 1;
+  printf("%s %s %d %zu %zu\n", FI_IWARPX_PROV_NAME, FI_IWARPX_STATS_OPS, FI_IWARPX_EXT_VERSION,
+         sizeof(st), sizeof(ps) + ps.channel[FI_IWARPX_CH_RC_RDMA].msgs_sent - 1);
   return 0;
 }
 EOF
   # shellcheck disable=SC2046 # pkg-config prints a word list
   if cc -Wall -Werror $(pc --cflags iwarpx) -o "$tmp/use_ext" "$tmp/use_ext.c" 2>"$tmp/cc.log"; then
-    grep -q "^iwarpx iwarpx_stats_v2 " <<<"$("$tmp/use_ext")" || bad "program built against the installed header misbehaves"
+    grep -q "^iwarpx iwarpx_stats_v3 " <<<"$("$tmp/use_ext")" || bad "program built against the installed header misbehaves"
     # The -I must point into the install, not at the source tree.
     grep -q -- "-I$root/usr/include" <<<"$(pc --cflags iwarpx)" || bad "Cflags: $(pc --cflags iwarpx)"
     echo "ok: iwarpx.pc: $(pc --cflags iwarpx), providerdir=$(pc_var providerdir)"

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <new>
 #include <string>
@@ -468,8 +469,10 @@ void Endpoint::OnConnectFailed(const cm::CepError& error, ByteSpan reject_data) 
   e.prov_errno = error.kind == cm::CepErrorKind::kProtocol
                      ? qp::ProvErrno(wire::TerminateCauseFor(error.wire_error))
                      : 0;
-  IWX_INFO(ep_ctrl, "ep %p: connection setup failed: %s\n", static_cast<void*>(this),
-           fi_strerror(e.err));
+  IWX_INFO(ep_ctrl, "ep %p: connection setup with %s failed: %s%s%s\n", static_cast<void*>(this),
+           channel_ != nullptr ? channel_->peer_address().ToString().c_str() : "?",
+           fi_strerror(e.err), error.kind == cm::CepErrorKind::kProtocol ? ": " : "",
+           error.kind == cm::CepErrorKind::kProtocol ? wire::ToString(error.wire_error) : "");
   if (!eq_->PostError(e, reject_data.data(), reject_data.size())) {
     IWX_WARN(eq, "ep %p: the EQ is full; connection error lost\n", static_cast<void*>(this));
   }
@@ -478,8 +481,12 @@ void Endpoint::OnConnectFailed(const cm::CepError& error, ByteSpan reject_data) 
 void Endpoint::OnTerminated(wire::TermCause cause, qp::TermOrigin origin) {
   const bool was_connected = cm_state_ == CmState::kConnected;
   if (cm_state_ != CmState::kShutdown) cm_state_ = CmState::kShutdown;
-  IWX_INFO(ep_ctrl, "ep %p: connection ended (origin %d, cause %#x)\n", static_cast<void*>(this),
-           static_cast<int>(origin), qp::ProvErrno(cause));
+  static constexpr const char* kOrigin[] = {"we sent a Terminate", "the peer sent a Terminate",
+                                            "the TCP connection was lost", "closed here"};
+  const auto o = static_cast<size_t>(origin);
+  IWX_INFO(ep_ctrl, "ep %p: connection to %s ended: %s (cause %#x: %s)\n", static_cast<void*>(this),
+           channel_ != nullptr ? channel_->peer_address().ToString().c_str() : "?",
+           o < std::size(kOrigin) ? kOrigin[o] : "?", qp::ProvErrno(cause), wire::ToString(cause));
   if (eq_ == nullptr) return;
   if (!was_connected) {
     // Ended before FI_CONNECTED (e.g. the responder's QP failed on the

@@ -1,5 +1,6 @@
 #include "ofi/ext_stats.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "ofi/ep.h"
 #include "ofi/log.h"
 #include "ofi/prov.h"
+#include "ofi/rdm_ep.h"
 
 namespace iwarpx::ofi {
 namespace {
@@ -47,15 +49,57 @@ int EpStats(struct fid_ep* ep, struct fi_iwarpx_ep_stats* stats, size_t len) {
   return 0;
 }
 
+// Peers exist on RDM endpoints only; any other iwarpx endpoint has none.
+// -FI_EINVAL (logged) when `ep` is not an iwarpx endpoint.
+int PeerCount(struct fid_ep* ep, size_t* count) {
+  if (ep == nullptr || count == nullptr) {
+    IWX_WARN(ep_ctrl, "fi_iwarpx_stats_ops.peer_count: ep and count must not be NULL\n");
+    return -FI_EINVAL;
+  }
+  if (ClEndpoint* cl = ClEndpoint::From(&ep->fid); cl != nullptr) {
+    auto* rdm = dynamic_cast<RdmEndpoint*>(cl);
+    *count = rdm != nullptr ? rdm->PeerCount() : 0;
+    return 0;
+  }
+  if (Endpoint::From(&ep->fid) != nullptr || DgramSep::From(&ep->fid) != nullptr) {
+    *count = 0;
+    return 0;
+  }
+  IWX_WARN(ep_ctrl, "fi_iwarpx_stats_ops.peer_count: %p is not an iwarpx endpoint\n",
+           static_cast<void*>(ep));
+  return -FI_EINVAL;
+}
+
+int PeerStats(struct fid_ep* ep, size_t index, struct fi_iwarpx_peer_stats* stats, size_t len) {
+  if (ep == nullptr || stats == nullptr) {
+    IWX_WARN(ep_ctrl, "fi_iwarpx_stats_ops.peer_stats: ep and stats must not be NULL\n");
+    return -FI_EINVAL;
+  }
+  ClEndpoint* cl = ClEndpoint::From(&ep->fid);
+  if (cl == nullptr && Endpoint::From(&ep->fid) == nullptr && DgramSep::From(&ep->fid) == nullptr) {
+    IWX_WARN(ep_ctrl, "fi_iwarpx_stats_ops.peer_stats: %p is not an iwarpx endpoint\n",
+             static_cast<void*>(ep));
+    return -FI_EINVAL;
+  }
+  auto* rdm = dynamic_cast<RdmEndpoint*>(cl);
+  fi_iwarpx_peer_stats s{};
+  if (rdm == nullptr || !rdm->PeerStats(index, &s)) return -FI_ENOENT;
+  std::memcpy(stats, &s, std::min(len, sizeof(s)));
+  return 0;
+}
+
 struct fi_iwarpx_stats_ops g_stats_ops = {
     .size = sizeof(struct fi_iwarpx_stats_ops),
     .ep_stats = EpStats,
+    .peer_count = PeerCount,
+    .peer_stats = PeerStats,
 };
 
 }  // namespace
 
 int OpenStatsOps(const char* name, uint64_t flags, void** ops) {
   if (name == nullptr || (std::strcmp(name, FI_IWARPX_STATS_OPS) != 0 &&
+                          std::strcmp(name, FI_IWARPX_STATS_OPS_V2) != 0 &&
                           std::strcmp(name, FI_IWARPX_STATS_OPS_V1) != 0)) {
     IWX_WARN(domain, "fi_open_ops: unknown operations \"%s\" (iwarpx offers \"%s\")\n",
              name != nullptr ? name : "(null)", FI_IWARPX_STATS_OPS);

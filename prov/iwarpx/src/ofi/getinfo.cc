@@ -91,8 +91,24 @@ constexpr EpTemplate kRdmEp = {FI_EP_RDM,
                                1};
 constexpr const EpTemplate* kTemplates[] = {&kMsgEp, &kDgramEp, &kRdmEp};
 
+// The endpoint type whose template the hints are being checked against (for
+// the reason lines; null outside that loop).
+thread_local const char* tl_checking = nullptr;
+
 int NoMatch(const char* why) {
-  IWX_INFO(core, "fi_getinfo: hints not met: %s\n", why);
+  IWX_INFO(core, "fi_getinfo: hints not met%s%s: %s\n", tl_checking != nullptr ? " by " : "",
+           tl_checking != nullptr ? tl_checking : "", why);
+  return -FI_ENODATA;
+}
+
+// Capability bits asked for that `offered` lacks, named.
+int NoMatchCaps(const char* what, uint64_t asked, uint64_t offered) {
+  const uint64_t missing = asked & ~offered;
+  char names[512];
+  if (fi_tostr_r(names, sizeof(names), &missing, FI_TYPE_CAPS) == nullptr) names[0] = '\0';
+  IWX_INFO(core, "fi_getinfo: hints not met%s%s: %s asks for %s (%#lx), not offered\n",
+           tl_checking != nullptr ? " by " : "", tl_checking != nullptr ? tl_checking : "", what,
+           names, static_cast<unsigned long>(missing));
   return -FI_ENODATA;
 }
 
@@ -147,12 +163,14 @@ int CheckDomainAttr(const struct fi_domain_attr& a, const EpTemplate& t) {
         "endpoints up to max_ep_tx_ctx/max_ep_rx_ctx; no shared contexts)");
   }
   if (a.auth_key_size != 0) return NoMatch("auth keys are not supported");
-  if ((a.caps & ~t.all_caps()) != 0) return NoMatch("domain caps");
+  if ((a.caps & ~t.all_caps()) != 0) return NoMatchCaps("domain_attr caps", a.caps, t.all_caps());
   return 0;
 }
 
 int CheckTxAttr(const struct fi_tx_attr& a, const EpTemplate& t) {
-  if ((a.caps & ~(t.tx_caps | kExtraCaps)) != 0) return NoMatch("tx_attr caps");
+  if ((a.caps & ~(t.tx_caps | kExtraCaps)) != 0) {
+    return NoMatchCaps("tx_attr caps", a.caps, t.tx_caps | kExtraCaps);
+  }
   if ((a.msg_order & ~t.msg_order) != 0) return NoMatch("tx_attr msg_order");
   if (a.comp_order != FI_ORDER_NONE) return NoMatch("tx_attr comp_order");
   if (a.inject_size > kInjectSize) return NoMatch("tx_attr inject_size");
@@ -163,7 +181,9 @@ int CheckTxAttr(const struct fi_tx_attr& a, const EpTemplate& t) {
 }
 
 int CheckRxAttr(const struct fi_rx_attr& a, const EpTemplate& t) {
-  if ((a.caps & ~(t.rx_caps | kExtraCaps)) != 0) return NoMatch("rx_attr caps");
+  if ((a.caps & ~(t.rx_caps | kExtraCaps)) != 0) {
+    return NoMatchCaps("rx_attr caps", a.caps, t.rx_caps | kExtraCaps);
+  }
   if ((a.msg_order & ~t.msg_order) != 0) return NoMatch("rx_attr msg_order");
   if (a.comp_order != FI_ORDER_NONE) return NoMatch("rx_attr comp_order");
   if (a.size > kRxSize) return NoMatch("rx_attr size");
@@ -172,7 +192,7 @@ int CheckRxAttr(const struct fi_rx_attr& a, const EpTemplate& t) {
 }
 
 int CheckHints(const struct fi_info& h, const EpTemplate& t) {
-  if ((h.caps & ~t.all_caps()) != 0) return NoMatch("caps");
+  if ((h.caps & ~t.all_caps()) != 0) return NoMatchCaps("caps", h.caps, t.all_caps());
   const uint64_t mode = h.mode | (h.rx_attr != nullptr ? h.rx_attr->mode : 0);
   if (t.rx_cq_data_mode && h.domain_attr != nullptr && h.domain_attr->cq_data_size != 0 &&
       (mode & FI_RX_CQ_DATA) == 0) {
@@ -521,7 +541,9 @@ int Getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
   const EpTemplate* types[std::size(kTemplates)] = {};
   size_t ntypes = 0;
   for (const EpTemplate* t : kTemplates) {
+    tl_checking = t->name;
     if (hints == nullptr || CheckHints(*hints, *t) == 0) types[ntypes++] = t;
+    tl_checking = nullptr;
   }
   if (ntypes == 0) return -FI_ENODATA;
   const int allowed = AllowedFamilies(hints);

@@ -179,6 +179,26 @@ void ReadParams() {
   g_params.rd_segment = seg;
 }
 
+// Once per process (fi_prov_ini): every parameter's value in effect, so a log
+// shows what a run used without reading its environment.
+void LogParams() {
+  const Params& p = g_params;
+  IWX_INFO(core,
+           "parameters in effect: FI_IWARPX_MPA_CRC=%d FI_IWARPX_MPA_REV=%d "
+           "FI_IWARPX_MPA_MARKERS=%d FI_IWARPX_IRD=%d FI_IWARPX_ORD=%d FI_IWARPX_MULPDU=%d "
+           "FI_IWARPX_PROGRESS_THREAD=%d FI_IWARPX_BUSY_POLL=%d FI_IWARPX_MAX_MR=%zu "
+           "FI_IWARPX_DGRAM_CRC=%d FI_IWARPX_FAULT=%s FI_IWARPX_RD_TIMEOUT=%d "
+           "FI_IWARPX_RD_LEND=%d FI_IWARPX_RD_SEGMENT=%d FI_IWARPX_RDM_EAGER=%d "
+           "FI_IWARPX_SEND_RULES=%s FI_IWARPX_RC_THRESHOLD_MSGS=%d "
+           "FI_IWARPX_RC_THRESHOLD_BYTES=%d FI_IWARPX_MAX_RC=%d FI_IWARPX_STATS=%d\n",
+           p.mpa_crc, p.mpa_rev, p.mpa_markers, p.ird, p.ord, p.mulpdu, p.progress_thread,
+           p.busy_poll, p.max_mr, p.dgram_crc,
+           p.fault_invalid ? "(invalid)" : (p.fault.any() ? "(set)" : "none"), p.rd_timeout_ms,
+           p.rd_lend, p.rd_segment, p.rdm_eager,
+           p.send_rules.empty() ? "(default)" : p.send_rules.c_str(), p.rc_threshold_msgs,
+           p.rc_threshold_bytes, p.max_rc, p.stats);
+}
+
 void Cleanup() {}
 
 }  // namespace
@@ -215,5 +235,6 @@ wire::MpaPolicy MpaPolicyFromParams() {
 extern "C" FI_EXT_INI {
   iwarpx::ofi::DefineParams();
   iwarpx::ofi::ReadParams();
+  iwarpx::ofi::LogParams();
   return &iwarpx::ofi::g_provider;
 }

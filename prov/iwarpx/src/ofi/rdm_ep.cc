@@ -115,6 +115,7 @@ int RdmEndpoint::Close() {
   {
     std::lock_guard<std::mutex> lock(fabric_->engine().mu());
     ReportStatsAtClose();
+    ReportPeersAtClose();
     core_.reset();  // closes every peer QP and the socket; nothing reports after this
   }
   IWX_INFO(ep_ctrl, "rdm ep %p closed\n", static_cast<void*>(this));

@@ -44,6 +44,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_endpoint.h>
+#include <rdma/fi_ext_iwarpx.h>
 
 #include "ofi/cl_ep.h"
 #include "rdm/rdm_core.h"
@@ -90,6 +91,15 @@ class RdmEndpoint final : public ClEndpoint, public rdm::RdmSink {
   void RmaDone(uint64_t context) override;
   void RmaFailed(uint64_t context, const qp::WcError& error) override;
   void RemoteWriteData(uint64_t data, rdm::PeerId src) override;
+  // Connection and session changes of a peer: one FI_LOG info line each
+  // (rdm_ep_stats.cc).
+  void OnPeerEvent(rdm::PeerId id, const transport::SockAddr& addr, rdm::PeerEvent e,
+                   int err) override;
+
+  // FI_IWARPX_STATS_OPS v3 peer_count / peer_stats (rdm_ep_stats.cc; they
+  // take the engine lock). PeerStats: false when `index` names no peer.
+  size_t PeerCount();
+  bool PeerStats(size_t index, struct fi_iwarpx_peer_stats* out);
 
  private:
   RdmEndpoint(const OpenArgs& args, uint64_t caps)
@@ -104,6 +114,11 @@ class RdmEndpoint final : public ClEndpoint, public rdm::RdmSink {
   std::optional<transport::SockAddr> PeerAddress(fi_addr_t addr, const char* call);
   fi_addr_t SourceOf(rdm::PeerId id);
   ssize_t StatusToFi(rdm::RdmStatus s, const char* call);
+  // Engine lock held: peer `index` in the public form.
+  bool PeerStatsLocked(size_t index, struct fi_iwarpx_peer_stats* out);
+  // FI_IWARPX_STATS=1: the busiest peers, one line each (engine lock held,
+  // before the core closes).
+  void ReportPeersAtClose();
 
   static constexpr size_t kDefaultMinMultiRecv = 64;
 

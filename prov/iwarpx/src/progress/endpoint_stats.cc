@@ -48,4 +48,16 @@ void AddFaults(const transport::FaultCounters& c, EndpointStats* s) {
   s->fault_corrupted += c.corrupted;
 }
 
+void AddMpaQp(const qp::QueuePair& qp, EndpointStats* s) {
+  AddQp(qp, s);
+  ++s->mpa_connections;
+  s->mpa_crc += qp.mpa().crc ? uint64_t{1} : uint64_t{0};
+  s->mpa_markers += qp.mpa().markers_tx || qp.mpa().markers_rx ? uint64_t{1} : uint64_t{0};
+  s->mpa_fpdus_sent += qp.tx_stats().fpdus;
+  s->mpa_bytes_sent += qp.tx_stats().payload_bytes;
+  s->mpa_fpdus_received += qp.rx_stats().fpdus;
+  s->mpa_bytes_received += qp.rx_stats().direct_bytes + qp.rx_stats().staged_copies;
+  s->mpa_bad_crc += qp.rx_stats().bad_crc;
+}
+
 }  // namespace iwarpx::progress

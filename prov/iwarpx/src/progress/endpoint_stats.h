@@ -61,7 +61,16 @@ namespace iwarpx::progress {
   X(fault_dropped)                                                                \
   X(fault_duplicated)                                                             \
   X(fault_reordered)                                                              \
-  X(fault_corrupted)
+  X(fault_corrupted)                                                              \
+  /* MPA connections (FI_EP_MSG; an RDM endpoint's on-demand connections). */     \
+  X(mpa_connections)                                                              \
+  X(mpa_crc)                                                                      \
+  X(mpa_markers)                                                                  \
+  X(mpa_fpdus_sent)                                                               \
+  X(mpa_bytes_sent)                                                               \
+  X(mpa_fpdus_received)                                                           \
+  X(mpa_bytes_received)                                                           \
+  X(mpa_bad_crc)
 
 struct EndpointStats {
 #define IWARPX_STAT_FIELD(name) uint64_t name = 0;
@@ -78,5 +87,7 @@ void AddRdStream(const rd::RdStream& stream, EndpointStats* s);
 void AddQp(const qp::QueuePair& qp, EndpointStats* s);
 // What a FaultInjector did to the datagrams it was handed.
 void AddFaults(const transport::FaultCounters& c, EndpointStats* s);
+// A connected (MPA over TCP) QP: the mpa_* counters, besides AddQp's.
+void AddMpaQp(const qp::QueuePair& qp, EndpointStats* s);
 
 }  // namespace iwarpx::progress

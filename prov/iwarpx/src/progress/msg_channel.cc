@@ -241,7 +241,7 @@ void MsgChannel::Finish() {
 }
 
 void MsgChannel::CollectStats(EndpointStats* out) const {
-  if (qp_ != nullptr) AddQp(*qp_, out);
+  if (qp_ != nullptr) AddMpaQp(*qp_, out);
 }
 
 }  // namespace iwarpx::progress

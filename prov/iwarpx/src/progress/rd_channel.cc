@@ -99,7 +99,7 @@ void RdChannel::Retire(const RdPeerKey& key) {
   q.SetWatcher(nullptr);
   retired_.push_back(std::move(it->second.qp));
   peers_.erase(it);
-  client_.PeerFailed(key);
+  client_.PeerFailed(key, *retired_.back());
 }
 
 void RdChannel::Reap(bool destroy) {

@@ -81,8 +81,10 @@ class RdChannelClient {
   // The QP to `key` was made (before any datagram reaches it): post its
   // receives here.
   virtual void PeerCreated(const RdPeerKey& /*key*/, rd::RdQp& /*qp*/) {}
-  // The QP to `key` failed and flushed; it is destroyed after this returns.
-  virtual void PeerFailed(const RdPeerKey& key) = 0;
+  // The QP to `key` failed and flushed; it is destroyed after this returns
+  // (`qp`: no longer found by Find; its stream's error() and stats() are
+  // final).
+  virtual void PeerFailed(const RdPeerKey& key, const rd::RdQp& qp) = 0;
 };
 
 struct RdChannelConfig {

@@ -38,7 +38,7 @@ class Client final : public RdChannelClient {
     made.push_back(key);
     return sink;
   }
-  void PeerFailed(const RdPeerKey& key) override { failed.push_back(key); }
+  void PeerFailed(const RdPeerKey& key, const rd::RdQp& /*qp*/) override { failed.push_back(key); }
   // With receive_on_create, every new QP gets one 64-byte receive at once.
   void PeerCreated(const RdPeerKey& /*key*/, rd::RdQp& qp) override {
     if (!receive_on_create) return;

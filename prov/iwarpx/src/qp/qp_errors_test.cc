@@ -38,6 +38,7 @@ struct Armed : RawPeer {
 
 TEST(QpBadInputTest, CrcErrorSendsLlpTerminateAndFlushes) {
   Armed peer(true);
+  const uint64_t fpdus_before = peer.side.qp->rx_stats().fpdus;  // the setup's
   Bytes fpdu = RawPeer::Fpdu(SendSegment(1, 0, true, 20), true);
   fpdu[25] ^= 0x01;  // corrupt one payload byte
   peer.WriteBytes(fpdu);
@@ -59,16 +60,25 @@ TEST(QpBadInputTest, CrcErrorSendsLlpTerminateAndFlushes) {
   EXPECT_EQ(peer.side.qp->state(), QpState::kError);
   EXPECT_EQ(peer.raw->RecvV({}).status, transport::IoStatus::kOk);
   EXPECT_FALSE(peer.side.qp->wants_read());
+  // Counted (fi_iwarpx_ep_stats mpa_bad_crc): one bad FPDU, none completed.
+  EXPECT_EQ(peer.side.qp->rx_stats().bad_crc, 1u);
+  EXPECT_EQ(peer.side.qp->rx_stats().fpdus, fpdus_before);
 }
 
 TEST(QpBadInputTest, CrcIgnoredWhenNotNegotiated) {
   Armed peer(false);
+  const qp::RxStats before = peer.side.qp->rx_stats();  // the setup's
   Bytes fpdu = RawPeer::Fpdu(SendSegment(1, 0, true, 20), false);
   fpdu[fpdu.size() - 1] ^= 0xFF;  // CRC field: ignored
   peer.WriteBytes(fpdu);
   peer.Drive();
   EXPECT_EQ(peer.side.sink.terminated, 0);
   ASSERT_EQ(peer.side.sink.Count(Kind::kRecv), 1u);
+  EXPECT_EQ(peer.side.qp->rx_stats().bad_crc, 0u);
+  const qp::RxStats& after = peer.side.qp->rx_stats();
+  EXPECT_EQ(after.fpdus, before.fpdus + 1);
+  EXPECT_EQ(after.direct_bytes + after.staged_copies,
+            before.direct_bytes + before.staged_copies + 20);
 }
 
 struct BadCase {

@@ -102,6 +102,7 @@ bool QueuePair::HandleIo(const transport::IoResult& r) {
 bool QueuePair::AdvanceRx(ByteSpan bytes) {
   auto step = rx_.Advance(bytes);
   if (!step.ok()) {
+    if (step.error() == wire::WireError::kBadCrc) ++rx_stats_.bad_crc;
     RxFail(wire::TerminateCauseFor(step.error()));
     return false;
   }

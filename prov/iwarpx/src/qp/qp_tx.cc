@@ -312,6 +312,8 @@ bool QueuePair::Frame() {
                                  config_.max_fpdu_payload);
   if (!framing.ok()) return false;  // cannot happen: segments are cut to fit
   tx_->framing = *framing;
+  ++tx_stats_.fpdus;
+  for (size_t i = 1; i < count; ++i) tx_stats_.payload_bytes += parts[i].size();
   const ByteSpan prefix = tx_->framing.prefix();
   const ByteSpan trailer = tx_->framing.trailer();
   tx_->iov[0] = iovec{const_cast<uint8_t*>(prefix.data()), prefix.size()};  // NOLINT

@@ -148,6 +148,14 @@ struct RxStats {
   uint64_t fpdus = 0;          // FPDUs completed with a verified CRC
   uint64_t direct_bytes = 0;   // payload bytes received straight into their destination
   uint64_t staged_copies = 0;  // payload bytes copied from staging to their destination
+  uint64_t bad_crc = 0;        // FPDUs whose MPA CRC did not match (the QP Terminates)
+};
+
+// Transmit-path counters: FPDUs framed and the payload they carry (data
+// after the DDP/RDMAP header, as RxStats counts it), once per FPDU.
+struct TxStats {
+  uint64_t fpdus = 0;
+  uint64_t payload_bytes = 0;
 };
 
 // Terminates this QP sent (a protocol or protection error it detected) and
@@ -195,6 +203,9 @@ class QueuePair {
   // QP is blocked for lack of a receive, or after it failed).
   [[nodiscard]] size_t rx_staged_bytes() const { return rx_stage_tail_ - rx_stage_head_; }
   [[nodiscard]] const RxStats& rx_stats() const { return rx_stats_; }
+  [[nodiscard]] const TxStats& tx_stats() const { return tx_stats_; }
+  // The negotiated MPA outcome (CRC, markers) this QP runs with.
+  [[nodiscard]] const wire::MpaOutcome& mpa() const { return mpa_; }
   [[nodiscard]] const TermStats& term_stats() const { return term_stats_; }
   // Send queue entries a Post* could still take.
   [[nodiscard]] size_t sq_free() const { return sq_capacity_ - (sq_tail_ - sq_head_); }
@@ -469,6 +480,7 @@ class QueuePair {
   size_t rx_pass_fpdus_ = 0;      // this pass: FPDUs completed
   size_t rx_pass_bytes_ = 0;      // this pass: bytes received
   RxStats rx_stats_;
+  TxStats tx_stats_;
   TermStats term_stats_;
 };
 

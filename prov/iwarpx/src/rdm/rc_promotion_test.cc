@@ -4,7 +4,10 @@
 // (also through datagram faults); thresholds, the cap, simultaneous connects
 // (the lower address's connection wins on both sides), a connect that
 // fails, and an established connection that breaks (the peer's RD session
-// fails loudly; traffic goes on over datagrams).
+// fails loudly; traffic goes on over datagrams). Per-peer statistics
+// (rdm/peer_stats.h) follow every move: sender and receiver count each
+// message once, on the channel that carried it.
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -33,6 +36,16 @@ struct Sink final : RdmSink {
   void RmaDone(uint64_t /*c*/) override {}
   void RmaFailed(uint64_t /*c*/, const qp::WcError& /*e*/) override {}
   void RemoteWriteData(uint64_t /*data*/, PeerId /*src*/) override {}
+  std::vector<std::pair<PeerEvent, int>> events;
+  void OnPeerEvent(PeerId /*id*/, const transport::SockAddr& /*addr*/, PeerEvent e,
+                   int err) override {
+    events.emplace_back(e, err);
+  }
+  [[nodiscard]] size_t EventCount(PeerEvent e) const {
+    size_t n = 0;
+    for (const auto& [ev, err] : events) n += ev == e ? 1 : 0;
+    return n;
+  }
 };
 
 struct Node {
@@ -260,6 +273,141 @@ TEST_F(RcPromotionTest, MovesToTheConnectionMidStreamInOrder) {
   EXPECT_EQ(b.core->rc_links(), 1u);
 }
 
+// Sum over the channels of one peer's counts.
+ChannelCounts Sum(const PeerStats& s) {
+  ChannelCounts t;
+  for (const ChannelCounts& c : s.channel) {
+    t.msgs_sent += c.msgs_sent;
+    t.bytes_sent += c.bytes_sent;
+    t.msgs_received += c.msgs_received;
+    t.bytes_received += c.bytes_received;
+  }
+  return t;
+}
+
+const ChannelCounts& On(const PeerStats& s, Channel c) {
+  return s.channel[static_cast<size_t>(c)];
+}
+
+TEST_F(RcPromotionTest, PerPeerCountsFollowTheMoveToTheConnection) {
+  Node& a = Add(Config());
+  Node& b = Add(Config());
+  Flow f = MakeFlow(a, b, 3000);
+  ASSERT_TRUE(Run({&f}, 120));
+  f.Check();
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < f.count; ++i) bytes += MixedSize(i);
+  std::lock_guard<std::mutex> lock(engine_->mu());
+  ASSERT_EQ(a.core->peer_count(), 1u);
+  ASSERT_EQ(b.core->peer_count(), 1u);
+  PeerSnapshot sa;
+  PeerSnapshot sb;
+  ASSERT_TRUE(a.core->Snapshot(0, &sa));
+  ASSERT_TRUE(b.core->Snapshot(0, &sb));
+  EXPECT_FALSE(a.core->Snapshot(1, &sa));
+  EXPECT_EQ(sa.addr, b.core->local_address());
+  EXPECT_EQ(sb.addr, a.core->local_address());
+  EXPECT_EQ(sa.state, PeerState::kConnected);
+  EXPECT_EQ(sb.state, PeerState::kConnected);
+  // The sender: first on datagrams (eager and rendezvous), then on the
+  // connection; the endpoint-wide counters agree channel by channel.
+  const RdmCore::Counters& c = a.core->counters();
+  EXPECT_EQ(On(sa.stats, Channel::kUdSr).msgs_sent, c.ud_sr_msgs);
+  EXPECT_EQ(On(sa.stats, Channel::kUdZcopy).msgs_sent, c.ud_zcopy_msgs);
+  EXPECT_EQ(On(sa.stats, Channel::kRcSr).msgs_sent, c.rc_sr_msgs);
+  EXPECT_EQ(On(sa.stats, Channel::kRcRdma).msgs_sent, c.rc_rdma_msgs);
+  EXPECT_GE(On(sa.stats, Channel::kUdSr).msgs_sent, 90u);
+  EXPECT_GT(On(sa.stats, Channel::kRcSr).msgs_sent, 2000u);
+  EXPECT_EQ(On(sa.stats, Channel::kRcFp).msgs_sent, 0u);
+  EXPECT_EQ(Sum(sa.stats).msgs_sent, 3000u);
+  EXPECT_EQ(Sum(sa.stats).bytes_sent, bytes);
+  EXPECT_EQ(Sum(sa.stats).msgs_received, 0u);
+  // The receiver saw each message on the channel it was sent on.
+  for (size_t ch = 0; ch < kChannelCount; ++ch) {
+    EXPECT_EQ(sb.stats.channel[ch].msgs_received, sa.stats.channel[ch].msgs_sent) << ch;
+    EXPECT_EQ(sb.stats.channel[ch].bytes_received, sa.stats.channel[ch].bytes_sent) << ch;
+  }
+  EXPECT_EQ(Sum(sb.stats).msgs_sent, 0u);
+  EXPECT_EQ(sa.stats.rc_opened, 1u);
+  EXPECT_EQ(sa.stats.rc_accepted, 0u);
+  EXPECT_EQ(sb.stats.rc_accepted, 1u);
+  EXPECT_EQ(sa.stats.rc_closed + sb.stats.rc_closed, 0u);
+  EXPECT_EQ(sa.stats.rd_sessions, 1u);
+  EXPECT_EQ(sa.stats.rd_failed, 0u);
+  EXPECT_EQ(a.sink.EventCount(PeerEvent::kRcConnecting), 1u);
+  EXPECT_EQ(a.sink.EventCount(PeerEvent::kRcUp), 1u);
+  EXPECT_EQ(b.sink.EventCount(PeerEvent::kRcAccepted), 1u);
+  EXPECT_EQ(b.sink.EventCount(PeerEvent::kRcUp), 1u);
+  EXPECT_EQ(a.sink.EventCount(PeerEvent::kRcClosed) + a.sink.EventCount(PeerEvent::kRdFailed), 0u);
+}
+
+TEST_F(RcPromotionTest, PerPeerRetransmissionsAddUpToTheEndpoints) {
+  auto faults = transport::FaultSpec::Parse("drop=50,seed=5");
+  ASSERT_TRUE(faults.ok());
+  const RdmConfig c = Config("any:ud_sr,any:ud_zcopy");
+  Node& a = Add(c, *faults);
+  Node& b = Add(c, *faults);
+  Node& d = Add(c, *faults);
+  Flow ab = MakeFlow(a, b, 500);
+  Flow ad = MakeFlow(a, d, 500);
+  ASSERT_TRUE(Run({&ab, &ad}, 120));
+  ab.Check();
+  ad.Check();
+  std::lock_guard<std::mutex> lock(engine_->mu());
+  progress::EndpointStats total;
+  a.core->CollectStats(&total);
+  ASSERT_EQ(a.core->peer_count(), 2u);
+  uint64_t retransmitted = 0;
+  for (PeerId id = 0; id < 2; ++id) {
+    PeerSnapshot s;
+    ASSERT_TRUE(a.core->Snapshot(id, &s));
+    EXPECT_EQ(s.state, PeerState::kDatagram);
+    EXPECT_EQ(Sum(s.stats).msgs_sent, 500u);
+    EXPECT_EQ(Sum(s.stats).msgs_sent,
+              On(s.stats, Channel::kUdSr).msgs_sent + On(s.stats, Channel::kUdZcopy).msgs_sent);
+    retransmitted += s.stats.rd_retransmitted;
+  }
+  EXPECT_GT(total.rd_retransmitted, 0u) << "drop=50 lost nothing";
+  EXPECT_EQ(retransmitted, total.rd_retransmitted);
+}
+
+TEST_F(RcPromotionTest, AVanishedPeerFailsByTimeoutAndKeepsItsCounts) {
+  RdmConfig c = Config("any:ud_sr,any:ud_zcopy");
+  c.channel.qp.stream.send.dead_after_ns = 300'000'000;
+  Node& a = Add(c);
+  Node& b = Add(c);
+  Flow f = MakeFlow(a, b, 50);
+  ASSERT_TRUE(Run({&f}));
+  f.Check();
+  const transport::SockAddr gone = b.core->local_address();
+  std::vector<uint8_t> m(100, 7);
+  iovec v{m.data(), m.size()};
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    b.core.reset();
+    ASSERT_EQ(a.core->Send(gone, &v, 1, false, 0, false, 0, 999), RdmStatus::kOk);
+    a.core->AfterPost();
+  }
+  ASSERT_TRUE(RunUntil([&] { return a.core->counters().peers_failed >= 1; }, 10));
+  std::lock_guard<std::mutex> lock(engine_->mu());
+  PeerSnapshot s;
+  ASSERT_TRUE(a.core->Snapshot(0, &s));
+  EXPECT_EQ(s.stats.rd_sessions, 1u);
+  EXPECT_EQ(s.stats.rd_failed, 1u);
+  EXPECT_EQ(On(s.stats, Channel::kUdSr).msgs_sent + On(s.stats, Channel::kUdZcopy).msgs_sent, 51u);
+  // The failed session's retransmissions stay with the peer and the endpoint.
+  progress::EndpointStats total;
+  a.core->CollectStats(&total);
+  EXPECT_GT(s.stats.rd_retransmitted, 0u);
+  EXPECT_EQ(s.stats.rd_retransmitted, total.rd_retransmitted);
+  ASSERT_EQ(a.sink.EventCount(PeerEvent::kRdFailed), 1u);
+  for (const auto& [e, err] : a.sink.events) {
+    if (e == PeerEvent::kRdFailed) {
+      EXPECT_EQ(err, ETIMEDOUT);
+    }
+  }
+}
+
 TEST_F(RcPromotionTest, BelowTheThresholdNothingOpens) {
   RdmConfig c = Config();
   c.rc.threshold_msgs = 1000;
@@ -383,6 +531,13 @@ TEST_F(RcPromotionTest, ABrokenConnectionFailsThePeerLoudlyThenDatagramsCarryOn)
     return a.core->counters().peers_failed >= 1 && b.core->counters().peers_failed >= 1 &&
            b.core->rc_links() == 0;
   }));
+  EXPECT_GE(a.sink.EventCount(PeerEvent::kRcClosed), 1u);
+  EXPECT_GE(a.sink.EventCount(PeerEvent::kRdFailed), 1u);
+  for (const auto& [e, err] : a.sink.events) {
+    if (e == PeerEvent::kRdFailed) {
+      EXPECT_EQ(err, ECONNRESET);
+    }
+  }
   // A fresh start on both sides: new RD session, promoted again later.
   a.sink = Sink{};
   b.sink = Sink{};
@@ -390,6 +545,21 @@ TEST_F(RcPromotionTest, ABrokenConnectionFailsThePeerLoudlyThenDatagramsCarryOn)
   ASSERT_TRUE(Run({&second}));
   second.Check();
   EXPECT_EQ(a.core->counters().rc_opened, 2u);
+  // Per peer: the dropped connection closed, the RD session failed (reset)
+  // and a second one was made; the connection opened again.
+  std::lock_guard<std::mutex> lock(engine_->mu());
+  PeerSnapshot s;
+  ASSERT_TRUE(a.core->Snapshot(0, &s));
+  EXPECT_EQ(s.stats.rc_opened, 2u);
+  EXPECT_GE(s.stats.rc_closed, 1u);
+  EXPECT_GE(s.stats.rd_failed, 1u);
+  EXPECT_EQ(s.stats.rd_sessions, s.stats.rd_failed + 1);
+  EXPECT_EQ(Sum(s.stats).msgs_sent, 800u);
+  // The endpoint's MPA counters keep the dropped connection's (they only grow).
+  progress::EndpointStats st;
+  a.core->CollectStats(&st);
+  EXPECT_EQ(st.mpa_connections, 2u);
+  EXPECT_GT(st.mpa_bytes_sent, 0u);
 }
 
 // Rendezvous in both directions at once: a Read or FIN that finds the send

@@ -137,13 +137,19 @@ void RdmCore::PeerCreated(const progress::RdPeerKey& key, rd::RdQp& qp) {
   (void)qp;
   Peer& p = PeerFor(key.addr);
   p.bounces_posted = 0;
+  ++p.stats.rd_sessions;
   PostBounces(p, Via::kRd);
 }
 
-void RdmCore::PeerFailed(const progress::RdPeerKey& key) {
+void RdmCore::PeerFailed(const progress::RdPeerKey& key, const rd::RdQp& qp) {
   ++counters_.peers_failed;
   Peer& p = PeerFor(key.addr);
   p.bounces_posted = 0;
+  CountRdSession(p, qp);
+  ++p.stats.rd_failed;
+  // A QP that failed by a Terminate has a healthy stream: a protocol error.
+  const int err = qp.stream().error() != 0 ? qp.stream().error() : EPROTO;
+  sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRdFailed, err);
   // Its connection goes with it; both directions start over on datagrams.
   if (p.link) DropLink(p, ECONNRESET);
   DropReads(p, Via::kRd);
@@ -317,6 +323,7 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
   } else {
     ++(eager ? counters_.ud_sr_msgs : counters_.ud_zcopy_msgs);
   }
+  p.stats.CountSent(CarriedOn(op.via, op.kind == Kind::kEager), h.size);
   CountAndPromote(p, h.size);
   return RdmStatus::kOk;
 }
@@ -416,6 +423,7 @@ void RdmCore::OnRecvComplete(Peer& p, Via via, uint64_t ctx, size_t bytes,
 
 void RdmCore::Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage& m) {
   const wire::RdmHeader& h = m.header;
+  p.stats.CountReceived(CarriedOn(via, h.op == wire::RdmOp::kEager), h.size);
   TagMatcher& matcher = MatcherFor(h.tagged);
   if (!h.tagged && !multi_.empty()) {
     PlaceInMulti(p.id, via, h, m.payload);

@@ -61,12 +61,14 @@
 
 #include "base/result.h"
 #include "mem/stag_table.h"
+#include "progress/endpoint_stats.h"
 #include "progress/engine.h"
 #include "progress/msg_channel.h"
 #include "progress/msg_listener.h"
 #include "progress/rd_channel.h"
 #include "qp/completion_sink.h"
 #include "rdm/bounce_pool.h"
+#include "rdm/peer_stats.h"
 #include "rdm/send_rules.h"
 #include "rdm/tag_matcher.h"
 #include "transport/fault.h"
@@ -136,6 +138,9 @@ class RdmSink {
   virtual void RmaFailed(uint64_t context, const qp::WcError& error) = 0;
   // fi_writedata at this target: the peer's RDMA Write with Immediate Data.
   virtual void RemoteWriteData(uint64_t data, PeerId src) = 0;
+  // A peer's connection or RD session changed (rdm/peer_stats.h; rare, may log).
+  virtual void OnPeerEvent(PeerId /*id*/, const transport::SockAddr& /*addr*/, PeerEvent /*e*/,
+                           int /*err*/) {}
 };
 
 enum class RdmStatus : uint8_t {
@@ -238,8 +243,14 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t rc_switches = 0;  // SWITCHes sent
   };
   [[nodiscard]] const Counters& counters() const { return counters_; }
-  // The RD channel's counters, the connections' Terminates and the counters
-  // above that EndpointStats has fields for.
+  // Per-peer statistics (rdm/peer_stats.h, rdm_core_stats.cc): peers are
+  // numbered by PeerId, 0..peer_count()-1, in the order they were first
+  // named; a peer stays listed for the life of the core. False for an id
+  // that names no peer.
+  [[nodiscard]] size_t peer_count() const { return peer_by_id_.size(); }
+  bool Snapshot(PeerId id, PeerSnapshot* out);
+  // The RD channel's counters, the connections' (also those dropped) and the
+  // counters above that EndpointStats has fields for.
   void CollectStats(progress::EndpointStats* out) const;
 
  private:
@@ -251,6 +262,11 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     return (uint64_t{static_cast<uint8_t>(k)} << 56) | index;
   }
   static Kind KindOf(uint64_t ctx) { return static_cast<Kind>(ctx >> 56); }
+  // The channel a message of `via` used: eager or rendezvous on that QP.
+  static Channel CarriedOn(Via via, bool eager) {
+    if (via == Via::kRc) return eager ? Channel::kRcSr : Channel::kRcRdma;
+    return eager ? Channel::kUdSr : Channel::kUdZcopy;
+  }
   static uint64_t IndexOf(uint64_t ctx) { return ctx & ((uint64_t{1} << 56) - 1); }
 
   // Per peer key, for the life of the core (the sink of each of its QPs).
@@ -271,6 +287,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t bytes_sent = 0;
     uint64_t next_try_msgs = 0;  // promotion: counts at which to (re)try a connect
     uint64_t next_try_bytes = 0;
+    PeerStats stats;  // a failed session's RD counters added by PeerFailed
     std::array<uint8_t, wire::kRdmHeaderSize> switch_header{};
     std::array<std::deque<uint32_t>, 2> fin_wait;   // per Via: FINs waiting for room
     std::array<std::deque<uint32_t>, 2> read_wait;  // per Via: rendezvous with Reads to post
@@ -407,7 +424,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // RdChannelClient.
   qp::CompletionSink& PeerSink(const progress::RdPeerKey& key) override;
   void PeerCreated(const progress::RdPeerKey& key, rd::RdQp& qp) override;
-  void PeerFailed(const progress::RdPeerKey& key) override;
+  void PeerFailed(const progress::RdPeerKey& key, const rd::RdQp& qp) override;
   // ListenerSink (rdm_core_rc.cc).
   void OnRequest(progress::MsgChannel& channel) override;
   void OnRequestGone(progress::MsgChannel& /*channel*/) override {}
@@ -444,6 +461,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   void DropFins(Peer& p, Via via);
   void OnError(Peer& p, Via via, uint64_t ctx, qp::WcOp op, const qp::WcError& error);
   void ProtocolError(Peer& p, const char* why);
+  // Adds the RD counters of p's failed session `q` to p.stats (rdm_core_stats.cc).
+  static void CountRdSession(Peer& p, const rd::RdQp& q);
 
   // Connected channels (rdm_core_rc.cc).
   void OpenListener();
@@ -502,6 +521,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   int rc_listen_error_ = 0;
   uint32_t links_ = 0;
   std::vector<std::unique_ptr<RcLink>> graveyard_;
+  progress::EndpointStats links_gone_;  // counters of connections dropped (CollectStats)
   Deferred deferred_;
   bool deferred_added_ = false;
   std::vector<std::pair<PeerId, Via>> flush_;  // queues of waiting Reads/FINs to retry

@@ -46,6 +46,7 @@ void RdmCore::DropRcForTest(const transport::SockAddr& to) {
 
 void RdmCore::CollectStats(progress::EndpointStats* out) const {
   channel_->CollectStats(out);
+  progress::Add(links_gone_, out);
   for (const auto& [addr, p] : peers_) {
     if (p->link != nullptr && p->link->ch != nullptr) p->link->ch->CollectStats(out);
   }
@@ -84,8 +85,12 @@ void RdmCore::CountAndPromote(Peer& p, uint64_t bytes) {
   auto ch = progress::MsgChannel::Connect(engine_, stags_, cc, config_.rc.qp, p.addr, from,
                                           ByteSpan(hello.data(), hello.size()), *link);
   ++counters_.rc_opened;
+  ++p.stats.rc_opened;
+  sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRcConnecting, 0);
   if (!ch.ok()) {
     ++counters_.rc_failed;
+    ++p.stats.rc_closed;
+    sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRcClosed, ch.error());
     return;
   }
   link->ch = std::move(ch).value();
@@ -120,6 +125,8 @@ void RdmCore::OnRequest(progress::MsgChannel& channel) {
   p.link = std::move(link);
   ++links_;
   ++counters_.rc_accepted;
+  ++p.stats.rc_accepted;
+  sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRcAccepted, 0);
   RcLink& l = *p.link;
   if (l.ch->Accept({}, stags_, config_.channel.pd, config_.rc.qp, l) != 0 && !l.dead) {
     RcDown(l);
@@ -134,6 +141,7 @@ void RdmCore::RcQpReady(RcLink& link, qp::QueuePair& q) {
 
 void RdmCore::RcUp(RcLink& link) {
   link.up = true;
+  sink_.OnPeerEvent(link.peer->id, link.peer->addr, PeerEvent::kRcUp, 0);
 }
 
 void RdmCore::RcDown(RcLink& link) {
@@ -153,6 +161,9 @@ void RdmCore::RcDown(RcLink& link) {
 
 void RdmCore::DropLink(Peer& p, int err) {
   if (p.link == nullptr) return;
+  ++p.stats.rc_closed;
+  sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRcClosed, err);
+  if (p.link->ch != nullptr) p.link->ch->CollectStats(&links_gone_);  // counts only grow
   p.link->dead = true;
   graveyard_.push_back(std::move(p.link));
   if (deferred_added_) engine_.Update(deferred_);
