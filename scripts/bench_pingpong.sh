@@ -5,10 +5,11 @@
 # size over the repeats, each anchor's, and the ratio iwarpx/anchor, plus the
 # bandwidth fi_pingpong reports (MB/s) for the largest sizes.
 #
-#   --ep TYPE       dgram (default) or rdm
+#   --ep TYPE       dgram (default), rdm or msg
 #   --anchors LIST  comma-separated providers to compare with (default: udp for
-#                   dgram; "tcp;ofi_rxm,udp;ofi_rxd" for rdm); iwarpx+MODE is iwarpx under a
-#                   send-rule mode of bench_lib.sh (ud, hybrid, rc)
+#                   dgram; "tcp;ofi_rxm,udp;ofi_rxd" for rdm; iwarpx+sctp for msg, so the
+#                   iwarpx column is iWARP/TCP against iWARP/SCTP); iwarpx+MODE is iwarpx under
+#                   a mode of bench_lib.sh (send rules ud, hybrid, rc; LLP tcp, sctp)
 #   --build DIR     build tree holding libiwarpx-fi.so (default build; built with
 #                   `cmake --build DIR --target iwarpx-fi` first)
 #   --sizes LIST    comma-separated sizes for fi_pingpong -S (default 8,64,1024,8192,32768)
@@ -44,7 +45,8 @@ done
 case $ep in
   dgram) anchors=${anchors:-udp} ;;
   rdm) anchors=${anchors:-tcp;ofi_rxm,udp;ofi_rxd} ;;
-  *) echo "bench_pingpong.sh: --ep $ep (dgram or rdm)" >&2; exit 2 ;;
+  msg) anchors=${anchors:-iwarpx+sctp} ;;
+  *) echo "bench_pingpong.sh: --ep $ep (dgram, rdm or msg)" >&2; exit 2 ;;
 esac
 pingpong=$(command -v fi_pingpong) || { echo "bench_pingpong.sh: fi_pingpong not found (libfabric-bin)" >&2; exit 1; }
 cmake --build "$build" --target iwarpx-fi >/dev/null || exit 1
@@ -75,7 +77,7 @@ run() {
     prov=iwarpx
   fi
   local env_args=(env -u FI_IWARPX_SEND_RULES -u FI_IWARPX_RC_THRESHOLD_MSGS -u FI_IWARPX_MAX_RC
-                  "${mode_env[@]}")
+                  -u FI_IWARPX_LLP "${mode_env[@]}")
   ((${#mode_env[@]})) || env_args=(env)
   port=$(free_port)
   "${env_args[@]}" timeout 120 "$pingpong" -p "$prov" -e "$ep" -I "$iters" -S "$size" -B "$port" >/dev/null 2>&1 &
