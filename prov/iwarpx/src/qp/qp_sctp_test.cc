@@ -2,6 +2,8 @@
 // qp/sctp_framing.h puts one DDP segment in each message (PPID 16, stream 0,
 // no MPA bytes), the one engine does the rest; refused inbound messages end
 // in a Terminate as on TCP. Runs over testing::FakeSctpConnection.
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -253,6 +255,40 @@ TEST(QpSctpTest, CreateRefusesMpaFramingOnSctp) {
   o.markers_rx = false;
   s.CreateWith(o, {});
   EXPECT_NE(s.qp, nullptr);
+}
+
+// The adapter's send contract: whole images or nothing, a short count at an
+// image boundary, and an incomplete first image is a caller bug.
+TEST(SctpFramingTest, SendTakesWholeImagesOnly) {
+  auto conns = MakeFakeSctpPair();
+  SctpFraming f(*conns.first);
+  auto image = [](size_t ulpdu, uint8_t fill) {
+    Bytes b(wire::FpduWireLength(ulpdu), 0);
+    b[0] = static_cast<uint8_t>(ulpdu >> 8);
+    b[1] = static_cast<uint8_t>(ulpdu & 0xFF);
+    std::fill_n(b.begin() + 2, ulpdu, fill);
+    return b;
+  };
+  const Bytes one = image(30, 0x11);
+  const Bytes two = image(45, 0x22);
+  Bytes both(one);
+  both.insert(both.end(), two.begin(), two.end());
+  conns.first->set_send_capacity(1);  // room for one message
+  const iovec v{both.data(), both.size()};
+  transport::IoResult r = f.SendV(std::span<const iovec>(&v, 1));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.bytes, one.size());  // the first image only, at its boundary
+  r = f.SendV(std::span<const iovec>(&v, 1));
+  EXPECT_EQ(r.status, transport::IoStatus::kWouldBlock);
+  ASSERT_EQ(conns.second->pending(), 1u);
+  EXPECT_EQ(conns.second->front().bytes, Bytes(30, 0x11));  // just the ULPDU
+  EXPECT_EQ(conns.second->front().info.ppid, kSctpPpidDdpSegment);
+  const iovec cut{both.data(), one.size() - 1};  // the first image, less its last byte
+  conns.first->set_send_capacity(0);
+  r = f.SendV(std::span<const iovec>(&cut, 1));
+  EXPECT_EQ(r.status, transport::IoStatus::kError);
+  EXPECT_EQ(r.err, EMSGSIZE);
+  EXPECT_EQ(f.messages_sent(), 1u);
 }
 
 TEST(QpSctpBadInputTest, WrongPpidTerminates) {
