@@ -21,6 +21,20 @@ grep -q 'type: FI_EP_RDM' <<<"$out" || fail "no FI_EP_RDM entry"
 grep -q 'protocol: FI_PROTO_IWARP' <<<"$out" || fail "no FI_PROTO_IWARP entry"
 grep -q 'ofi_rxm' <<<"$out" && fail "ofi_rxm layered over iwarpx (declined on purpose)"
 echo "$out" | grep -E 'provider:|type:|protocol:' | sort | uniq -c
+# FI_IWARPX_LLP=sctp makes FI_EP_MSG iWARP over SCTP (FI_PROTO_IWARPX_SCTP, which fi_info
+# prints as "Provider specific").
+sctp=$(FI_IWARPX_LLP=sctp FI_IWARPX_SCTP_BACKEND=usrsctp timeout 30 "$fi_info" -p iwarpx -t FI_EP_MSG 2>&1)
+grep -q 'type: FI_EP_MSG' <<<"$sctp" || fail "FI_IWARPX_LLP=sctp: no FI_EP_MSG entry (usrsctp)"
+grep -q 'protocol: Provider specific' <<<"$sctp" ||
+  fail "FI_IWARPX_LLP=sctp: FI_EP_MSG is not FI_PROTO_IWARPX_SCTP: $(grep protocol: <<<"$sctp")"
+# The kernel backend forced on a kernel without SCTP: no SCTP entry at all.
+if python3 -c "import socket; socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132)" 2>/dev/null; then
+  echo "skip: this kernel has SCTP, so FI_IWARPX_SCTP_BACKEND=kernel is offered (not checked)"
+else
+  kern=$(FI_IWARPX_LLP=sctp FI_IWARPX_SCTP_BACKEND=kernel timeout 30 "$fi_info" -p iwarpx -t FI_EP_MSG 2>&1)
+  grep -q 'type: FI_EP_MSG' <<<"$kern" &&
+    fail "FI_IWARPX_SCTP_BACKEND=kernel offered SCTP on a kernel without SCTP"
+fi
 
 # FI_EP_DGRAM scalable endpoints: up to 16 tx and 16 rx contexts; the others have one.
 dgram=$(timeout 30 "$fi_info" -p iwarpx -t FI_EP_DGRAM -v 2>&1)
@@ -30,7 +44,7 @@ msg=$(timeout 30 "$fi_info" -p iwarpx -t FI_EP_MSG -v 2>&1)
 grep -q 'max_ep_rx_ctx: 1$' <<<"$msg" || fail "FI_EP_MSG: max_ep_rx_ctx is not 1"
 
 params=$(timeout 30 "$fi_info" -e 2>&1 | tr -d '\0')
-for p in MPA_CRC MPA_REV MPA_MARKERS IRD ORD PROGRESS_THREAD MAX_MR MULPDU DGRAM_CRC FAULT BUSY_POLL RD_TIMEOUT RDM_EAGER RD_SEGMENT SEND_RULES STATS; do
+for p in MPA_CRC MPA_REV MPA_MARKERS IRD ORD PROGRESS_THREAD MAX_MR MULPDU DGRAM_CRC FAULT BUSY_POLL RD_TIMEOUT RDM_EAGER RD_SEGMENT SEND_RULES STATS LLP SCTP_BACKEND; do
   grep -A1 "^# FI_IWARPX_$p:" <<<"$params" | grep -q '^# iwarpx: ..........' ||
     fail "fi_info -e: FI_IWARPX_$p missing or without help text"
 done

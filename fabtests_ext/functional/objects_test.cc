@@ -21,6 +21,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_ext_iwarpx.h>
 #include <rdma/fi_tagged.h>
 
 namespace {
@@ -63,6 +64,35 @@ class ObjectsTest : public ::testing::Test {
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
 };
+
+// iWARP over SCTP is a provider-specific protocol of FI_EP_MSG only
+// (FI_PROTO_IWARPX_SCTP); hints naming it get it, other types do not match.
+TEST(GetInfo, SctpProtocolIsOfferedOnMsgOnly) {
+  fi_info* hints = fi_allocinfo();
+  ASSERT_NE(hints, nullptr);
+  hints->ep_attr->type = FI_EP_MSG;
+  hints->ep_attr->protocol = FI_PROTO_IWARPX_SCTP;
+  fi_info* info = nullptr;
+  ASSERT_EQ(fi_getinfo(kVersion, nullptr, nullptr, 0, hints, &info), 0);
+  int n = 0;
+  for (fi_info* i = info; i != nullptr; i = i->next, ++n) {
+    EXPECT_EQ(i->ep_attr->type, FI_EP_MSG);
+    EXPECT_EQ(i->ep_attr->protocol, static_cast<uint32_t>(FI_PROTO_IWARPX_SCTP));
+  }
+  EXPECT_GE(n, 1);
+  fi_freeinfo(info);
+  info = nullptr;
+  hints->ep_attr->protocol = FI_PROTO_IWARP;
+  ASSERT_EQ(fi_getinfo(kVersion, nullptr, nullptr, 0, hints, &info), 0);
+  EXPECT_EQ(info->ep_attr->protocol, static_cast<uint32_t>(FI_PROTO_IWARP));
+  fi_freeinfo(info);
+  info = nullptr;
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->ep_attr->protocol = FI_PROTO_IWARPX_SCTP;
+  EXPECT_EQ(fi_getinfo(kVersion, nullptr, nullptr, 0, hints, &info), -FI_ENODATA);
+  EXPECT_EQ(info, nullptr);
+  fi_freeinfo(hints);
+}
 
 TEST(GetInfo, NoHintsListsMsgThenDgramThenRdm) {
   fi_info* info = nullptr;

@@ -30,6 +30,17 @@ extern "C" {
 #define FI_IWARPX_EXT_VERSION ((0 << 16) | 3)
 
 /*
+ * Provider-specific protocol (fi_ep_attr.protocol, FI_PROV_SPECIFIC range of
+ * fabric.h): an FI_EP_MSG endpoint whose connections run iWARP over SCTP
+ * (RFC 5043: one DDP segment per SCTP message, session setup with private
+ * data and RFC 6581 IRD/ORD instead of MPA). Ask for it in
+ * hints->ep_attr->protocol, or make it the default of FI_EP_MSG with
+ * FI_IWARPX_LLP=sctp; FI_PROTO_IWARP keeps TCP. Addresses are the same
+ * sockaddr_in/sockaddr_in6 as over TCP (the SCTP port is the listener's).
+ */
+#define FI_PROTO_IWARPX_SCTP (FI_PROV_SPECIFIC | 1U)
+
+/*
  * Endpoint statistics.
  *
  *   struct fi_iwarpx_stats_ops *ops;

@@ -144,7 +144,38 @@ struct CepTimeouts {
   uint64_t reply_ns = 10 * kNsPerSecond;    // siw MPAREP_TIMEOUT
 };
 
-class Cep {
+// What the progress engine drives while a connected-mode connection is set
+// up, whatever the LLP: Cep (MPA over a byte stream) and SctpCep (RFC 5043
+// session setup over SCTP, sctp_cep.h) implement it with the same states,
+// errors and driving rules (the file comment above; sctp_cep.h for the
+// message differences).
+class SetupEndpoint {
+ public:
+  virtual ~SetupEndpoint() = default;
+  SetupEndpoint() = default;
+  SetupEndpoint(const SetupEndpoint&) = delete;
+  SetupEndpoint& operator=(const SetupEndpoint&) = delete;
+
+  virtual void OnWritable() = 0;
+  virtual void OnReadable() = 0;
+  virtual void OnTimer() = 0;
+  // The responder's decision (Cep::Accept / Reject). `offer_send_imm` is the
+  // MPA Send with Immediate Data offer; SCTP session setup has no such
+  // extension and ignores it.
+  virtual Result<CepState, wire::WireError> AcceptRequest(ByteSpan private_data,
+                                                          bool offer_send_imm) = 0;
+  virtual Result<CepState, wire::WireError> Reject(ByteSpan private_data) = 0;
+
+  [[nodiscard]] virtual CepState state() const = 0;
+  [[nodiscard]] virtual const std::optional<wire::MpaOutcome>& outcome() const = 0;
+  [[nodiscard]] virtual ByteSpan peer_private_data() const = 0;
+  [[nodiscard]] virtual const CepError& error() const = 0;
+  [[nodiscard]] virtual bool wants_read() const = 0;
+  [[nodiscard]] virtual bool wants_write() const = 0;
+  [[nodiscard]] virtual std::optional<uint64_t> deadline() const = 0;
+};
+
+class Cep final : public SetupEndpoint {
  public:
   // Errors (nothing is created): kInvalidArgument for a policy that
   // IsValidMpaPolicy() refuses or a zero timeout; kMpaPrivateDataTooLong if
@@ -157,14 +188,14 @@ class Cep {
       transport::Connection& conn, const Clock& clock, const wire::MpaPolicy& policy,
       const CepTimeouts& timeouts = {});
 
-  ~Cep() = default;
+  ~Cep() override = default;
   Cep(const Cep&) = delete;
   Cep& operator=(const Cep&) = delete;
 
   // Readiness and time inputs; no-ops in states that do not use them.
-  void OnWritable();
-  void OnReadable();
-  void OnTimer();
+  void OnWritable() override;
+  void OnReadable() override;
+  void OnTimer() override;
 
   // Responder, kRequestReceived only. Encodes and starts sending the accepting
   // Reply (returns the state after that first write: kSendingReply,
@@ -176,22 +207,26 @@ class Cep {
   // Immediate Data extension (mpa_negotiate.h) even if the policy given at
   // creation does not (the accepting endpoint is known only now).
   Result<CepState, wire::WireError> Accept(ByteSpan private_data, bool offer_send_imm = false);
-  Result<CepState, wire::WireError> Reject(ByteSpan private_data);
+  Result<CepState, wire::WireError> AcceptRequest(ByteSpan private_data,
+                                                  bool offer_send_imm) override {
+    return Accept(private_data, offer_send_imm);
+  }
+  Result<CepState, wire::WireError> Reject(ByteSpan private_data) override;
 
   [[nodiscard]] wire::MpaRole role() const { return role_; }
-  [[nodiscard]] CepState state() const { return state_; }
+  [[nodiscard]] CepState state() const override { return state_; }
   // The negotiated parameters: set in kEstablished and, for the responder, from
   // kRequestReceived on (what an Accept would give). Its peer_private_data
   // views this Cep.
-  [[nodiscard]] const std::optional<wire::MpaOutcome>& outcome() const { return outcome_; }
+  [[nodiscard]] const std::optional<wire::MpaOutcome>& outcome() const override { return outcome_; }
   // The peer's ULP private data (IRD/ORD block excluded), a view into this
   // Cep valid for its lifetime: responder from kRequestReceived on, initiator
   // in kEstablished and kRejected; empty otherwise.
-  [[nodiscard]] ByteSpan peer_private_data() const { return peer_private_data_; }
-  [[nodiscard]] const CepError& error() const { return error_; }
-  [[nodiscard]] bool wants_read() const;
-  [[nodiscard]] bool wants_write() const;
-  [[nodiscard]] std::optional<uint64_t> deadline() const { return deadline_; }
+  [[nodiscard]] ByteSpan peer_private_data() const override { return peer_private_data_; }
+  [[nodiscard]] const CepError& error() const override { return error_; }
+  [[nodiscard]] bool wants_read() const override;
+  [[nodiscard]] bool wants_write() const override;
+  [[nodiscard]] std::optional<uint64_t> deadline() const override { return deadline_; }
 
  private:
   enum class Event : uint8_t { kWritable, kReadable };

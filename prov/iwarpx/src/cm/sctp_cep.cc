@@ -95,7 +95,8 @@ Result<CepState, WireError> SctpCep::Reject(ByteSpan private_data) {
 }
 
 bool SctpCep::wants_read() const {
-  return state_ == CepState::kAwaitingReply || state_ == CepState::kAwaitingRequest;
+  return state_ == CepState::kAwaitingReply || state_ == CepState::kAwaitingRequest ||
+         state_ == CepState::kRequestReceived;
 }
 
 bool SctpCep::wants_write() const {
@@ -194,7 +195,21 @@ void SctpCep::Step() {
         Enter(CepState::kClosedAfterReject);
       }
       return;
-    case CepState::kRequestReceived:
+    case CepState::kRequestReceived: {
+      // The initiator sends nothing before our answer: a message now is a
+      // protocol error, and an end or abort means it left (as Cep's probe).
+      std::array<uint8_t, 1> probe{};
+      const iovec v{probe.data(), probe.size()};
+      MessageInfo info;
+      const IoResult r = conn_.RecvMsg({&v, 1}, info);
+      if (r.status == IoStatus::kWouldBlock) return;
+      if (r.ok()) {
+        FailProtocol(WireError::kMpaTrailingBytes);
+      } else {
+        FailIo(r);
+      }
+      return;
+    }
     case CepState::kEstablished:
     case CepState::kRejected:
     case CepState::kClosedAfterReject:

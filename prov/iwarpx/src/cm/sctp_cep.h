@@ -26,6 +26,11 @@
 //   Accept to a responder, a Terminate, ...: kSctpSessionBadFunction). A
 //   refused Initiate gets no answer (as Cep treats a peer that does not speak
 //   MPA).
+// * Responder in kRequestReceived: wants_read() stays true and a read probes
+//   the association: any message fails the setup (kMpaTrailingBytes: the
+//   initiator must wait for the answer), its end or abort fails it as
+//   kPeerClosed / kTransport, so a departed initiator is noticed before the
+//   application decides (as Cep).
 // * Once kEstablished, the association belongs to the QP; the SctpCep reads
 //   nothing more. Unlike MPA there is no "initiator sends first" rule.
 //
@@ -49,7 +54,7 @@
 
 namespace iwarpx::cm {
 
-class SctpCep {
+class SctpCep final : public SetupEndpoint {
  public:
   // kInvalidArgument for a zero timeout or an invalid policy;
   // kSctpSessionPrivateDataTooLong if `private_data` does not fit.
@@ -60,26 +65,30 @@ class SctpCep {
       transport::SctpConnection& conn, const Clock& clock, const wire::SctpSessionPolicy& policy,
       const CepTimeouts& timeouts = {});
 
-  ~SctpCep() = default;
+  ~SctpCep() override = default;
   SctpCep(const SctpCep&) = delete;
   SctpCep& operator=(const SctpCep&) = delete;
 
-  void OnWritable();
-  void OnReadable();
-  void OnTimer();
+  void OnWritable() override;
+  void OnReadable() override;
+  void OnTimer() override;
 
   // Responder, kRequestReceived only; as Cep::Accept / Cep::Reject.
   Result<CepState, wire::WireError> Accept(ByteSpan private_data);
-  Result<CepState, wire::WireError> Reject(ByteSpan private_data);
+  Result<CepState, wire::WireError> AcceptRequest(ByteSpan private_data,
+                                                  bool /*offer_send_imm*/) override {
+    return Accept(private_data);
+  }
+  Result<CepState, wire::WireError> Reject(ByteSpan private_data) override;
 
   [[nodiscard]] wire::MpaRole role() const { return role_; }
-  [[nodiscard]] CepState state() const { return state_; }
-  [[nodiscard]] const std::optional<wire::MpaOutcome>& outcome() const { return outcome_; }
-  [[nodiscard]] ByteSpan peer_private_data() const { return peer_private_data_; }
-  [[nodiscard]] const CepError& error() const { return error_; }
-  [[nodiscard]] bool wants_read() const;
-  [[nodiscard]] bool wants_write() const;
-  [[nodiscard]] std::optional<uint64_t> deadline() const { return deadline_; }
+  [[nodiscard]] CepState state() const override { return state_; }
+  [[nodiscard]] const std::optional<wire::MpaOutcome>& outcome() const override { return outcome_; }
+  [[nodiscard]] ByteSpan peer_private_data() const override { return peer_private_data_; }
+  [[nodiscard]] const CepError& error() const override { return error_; }
+  [[nodiscard]] bool wants_read() const override;
+  [[nodiscard]] bool wants_write() const override;
+  [[nodiscard]] std::optional<uint64_t> deadline() const override { return deadline_; }
 
  private:
   SctpCep(transport::SctpConnection& conn, const Clock& clock,

@@ -55,7 +55,7 @@ template <class Done>
 bool Drive(Assoc& a, SctpCep* client, SctpCep* server, Done done) {
   auto poller = Poller::Create();
   if (!poller.ok()) return false;
-  (void)(*poller)->Add(a.client->fd(), Poller::kReadable, uint64_t{1});
+  if (a.client) (void)(*poller)->Add(a.client->fd(), Poller::kReadable, uint64_t{1});
   (void)(*poller)->Add(a.listener->fd(), Poller::kReadable, uint64_t{2});
   bool server_added = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTimeoutMs);
@@ -247,6 +247,48 @@ TEST(SctpCepTest, AcceptAndRejectOnlyInRequestReceived) {
   const std::vector<uint8_t> big(wire::kSctpSessionMaxPrivateData);
   EXPECT_EQ(SctpCep::CreateInitiator(*a.client, clock, {}, big).error(),
             WireError::kSctpSessionPrivateDataTooLong);
+}
+
+// While the application decides, the responder still watches the
+// association: a message from the initiator (it must wait for the answer) or
+// its departure fails the setup.
+TEST(SctpCepTest, ResponderNoticesTrailingMessageOrDepartureBeforeDeciding) {
+  for (const bool depart : {false, true}) {
+    Assoc a = MakeAssoc();
+    ASSERT_TRUE(a.client);
+    FakeClock clock;
+    auto created = SctpCep::CreateInitiator(*a.client, clock, {}, {});
+    ASSERT_TRUE(created.ok());
+    std::unique_ptr<SctpCep> init = std::move(created).value();
+    std::unique_ptr<SctpCep> resp;
+    ASSERT_TRUE(Drive(a, init.get(), nullptr, [&] {
+      if (a.server && !resp)
+        resp = std::move(SctpCep::CreateResponder(*a.server, clock, {})).value();
+      if (resp) resp->OnReadable();
+      return resp && resp->state() == CepState::kRequestReceived &&
+             init->state() == CepState::kAwaitingReply;
+    }));
+    EXPECT_TRUE(resp->wants_read());
+    if (depart) {
+      init.reset();
+      a.client.reset();  // usrsctp_close: the association ends
+    } else {
+      MessageInfo info;
+      info.ppid = 16;
+      uint8_t byte = 1;
+      const iovec v{&byte, 1};
+      ASSERT_TRUE(a.client->SendMsg({&v, 1}, info).ok());
+    }
+    ASSERT_TRUE(Drive(a, nullptr, resp.get(), [&] { return resp->state() == CepState::kFailed; }))
+        << ToString(resp->state());
+    if (depart) {
+      EXPECT_TRUE(resp->error().kind == CepErrorKind::kPeerClosed ||
+                  resp->error().kind == CepErrorKind::kTransport);
+    } else {
+      EXPECT_EQ(resp->error().kind, CepErrorKind::kProtocol);
+      EXPECT_EQ(resp->error().wire_error, WireError::kMpaTrailingBytes);
+    }
+  }
 }
 
 }  // namespace

@@ -255,8 +255,7 @@ int Endpoint::Control(int command, void* arg) {
 }
 
 progress::ChannelConfig Endpoint::MakeChannelConfig() const {
-  progress::ChannelConfig c;
-  c.policy = MpaPolicyFromParams();
+  progress::ChannelConfig c = ChannelConfigFor(info_);
   c.policy.offer_send_imm = WantsCqData();
   c.pd = domain_->pd();
   return c;
@@ -348,7 +347,8 @@ int Endpoint::Connect(const void* addr, const void* param, size_t paramlen) {
   }
   channel_ = std::move(ch).value();
   cm_state_ = CmState::kConnecting;
-  IWX_INFO(ep_ctrl, "ep %p connecting to %s\n", static_cast<void*>(this), peer->ToString().c_str());
+  IWX_INFO(ep_ctrl, "ep %p connecting to %s over %s\n", static_cast<void*>(this),
+           peer->ToString().c_str(), progress::ToString(LlpOf(info_)));
   return 0;
 }
 

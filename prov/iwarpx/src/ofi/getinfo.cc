@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include <rdma/fi_errno.h>
+#include <rdma/fi_ext_iwarpx.h>
 
 #include "ofi/fabric.h"
 #include "ofi/log.h"
@@ -130,7 +131,10 @@ socklen_t SockaddrLen(int family) {
 int CheckEpAttr(const struct fi_ep_attr& a, const EpTemplate& t) {
   if (a.type != FI_EP_UNSPEC && a.type != t.type) return NoMatch("ep_type");
   if (a.protocol != FI_PROTO_UNSPEC && a.protocol != FI_PROTO_IWARP) {
-    return NoMatch("protocol (only FI_PROTO_IWARP)");
+    if (a.protocol != FI_PROTO_IWARPX_SCTP) {
+      return NoMatch("protocol (FI_PROTO_IWARP, or FI_PROTO_IWARPX_SCTP for FI_EP_MSG)");
+    }
+    if (t.type != FI_EP_MSG) return NoMatch("protocol (FI_PROTO_IWARPX_SCTP is FI_EP_MSG only)");
   }
   if (a.max_msg_size > t.max_msg_size) return NoMatch("ep_attr max_msg_size");
   if (a.max_order_raw_size > t.max_order_size || a.max_order_waw_size > t.max_order_size ||
@@ -189,6 +193,28 @@ int CheckRxAttr(const struct fi_rx_attr& a, const EpTemplate& t) {
   if (a.size > kRxSize) return NoMatch("rx_attr size");
   if (a.iov_limit > kIovLimit) return NoMatch("rx_attr iov_limit");
   return 0;
+}
+
+// The protocol an endpoint of template t gets: on FI_EP_MSG the hints' choice,
+// else FI_IWARPX_LLP's; FI_PROTO_IWARP on every other type.
+uint32_t ProtocolFor(const struct fi_info* hints, const EpTemplate& t) {
+  if (t.type != FI_EP_MSG) return FI_PROTO_IWARP;
+  constexpr uint32_t kUnspec = FI_PROTO_UNSPEC;
+  constexpr uint32_t kIwarp = FI_PROTO_IWARP;
+  const uint32_t asked =
+      hints != nullptr && hints->ep_attr != nullptr ? hints->ep_attr->protocol : kUnspec;
+  if (asked != kUnspec) return asked;
+  return GetParams().msg_llp == progress::Llp::kSctp ? FI_PROTO_IWARPX_SCTP : kIwarp;
+}
+
+// SCTP is offered only where FI_IWARPX_SCTP_BACKEND can run.
+int CheckProtocolAvailable(const struct fi_info* hints, const EpTemplate& t) {
+  if (ProtocolFor(hints, t) != FI_PROTO_IWARPX_SCTP) return 0;
+  auto b = transport::ResolveSctpBackend(GetParams().sctp_backend);
+  if (b.ok()) return 0;
+  IWX_INFO(core, "fi_getinfo: FI_PROTO_IWARPX_SCTP needs SCTP backend %s, which cannot run: %s\n",
+           transport::ToString(GetParams().sctp_backend), strerror(b.error().err));
+  return -FI_ENODATA;
 }
 
 int CheckHints(const struct fi_info& h, const EpTemplate& t) {
@@ -437,8 +463,9 @@ struct fi_info* Build(const Candidate& c, const struct fi_info* hints, uint32_t 
 
   struct fi_ep_attr& ep = *i->ep_attr;
   ep.type = t.type;
-  ep.protocol = FI_PROTO_IWARP;  // RDMAP/DDP over MPA/TCP, or over datagrams (wire.md)
-  ep.protocol_version = 1;       // RDMAP version 1 (RFC 5040)
+  // RDMAP/DDP over MPA/TCP or over datagrams (wire.md), or over SCTP on MSG.
+  ep.protocol = ProtocolFor(hints, t);
+  ep.protocol_version = 1;  // RDMAP version 1 (RFC 5040)
   ep.max_msg_size = t.max_msg_size;
   // MSG: RAW and WAW hold for whole messages (one in-order stream); WAR does not.
   ep.max_order_raw_size = t.max_order_size;
@@ -542,7 +569,10 @@ int Getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
   size_t ntypes = 0;
   for (const EpTemplate* t : kTemplates) {
     tl_checking = t->name;
-    if (hints == nullptr || CheckHints(*hints, *t) == 0) types[ntypes++] = t;
+    if ((hints == nullptr || CheckHints(*hints, *t) == 0) &&
+        CheckProtocolAvailable(hints, *t) == 0) {
+      types[ntypes++] = t;
+    }
     tl_checking = nullptr;
   }
   if (ntypes == 0) return -FI_ENODATA;

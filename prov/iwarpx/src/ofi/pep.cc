@@ -236,6 +236,12 @@ int PassiveEndpoint::SetName(const void* addr, size_t addrlen) {
     IWX_WARN(ep_ctrl, "fi_setname: the passive endpoint's address was taken by an endpoint\n");
     return -FI_EOPBADSTATE;
   }
+  if (LlpOf(info_) == progress::Llp::kSctp) {
+    // Nothing to reserve on SCTP (no TCP socket): the address is used by
+    // fi_listen, where port 0 becomes the port fi_getname reports.
+    name_ = *a;
+    return 0;
+  }
   // Bound now, so that port 0 turns into the port fi_getname reports and the
   // address stays reserved until fi_listen or an active endpoint uses it.
   auto b = transport::TcpBoundSocket::Bind(*a);
@@ -273,6 +279,14 @@ int PassiveEndpoint::LendAddress(transport::TcpBoundSocket* out) {
     IWX_WARN(ep_ctrl, "fi_endpoint: pep %p already lent its address to another endpoint\n",
              static_cast<void*>(this));
     return -FI_EINVAL;
+  }
+  if (LlpOf(info_) == progress::Llp::kSctp) {
+    IWX_WARN(ep_ctrl,
+             "fi_endpoint: pep %p runs iWARP over SCTP (FI_PROTO_IWARPX_SCTP), whose "
+             "associations cannot connect from a passive endpoint's address; open the "
+             "endpoint without info->handle\n",
+             static_cast<void*>(this));
+    return -FI_EOPNOTSUPP;
   }
   if (!bound_.valid() && name_.valid()) {
     auto b = transport::TcpBoundSocket::Bind(name_);
@@ -315,8 +329,7 @@ int PassiveEndpoint::Listen() {
              static_cast<void*>(this));
     return -FI_EOPBADSTATE;
   }
-  progress::ChannelConfig config;
-  config.policy = MpaPolicyFromParams();
+  const progress::ChannelConfig config = ChannelConfigFor(info_);
   const transport::SockAddr addr = name_.valid() ? name_ : transport::SockAddr::Any4();
   constexpr int kBacklog = transport::TcpListener::kDefaultBacklog;
   auto l = bound_.valid()
@@ -328,8 +341,8 @@ int PassiveEndpoint::Listen() {
     return l.error() == EADDRINUSE ? -FI_EADDRINUSE : -l.error();
   }
   listener_ = std::move(l).value();
-  IWX_INFO(ep_ctrl, "pep %p listening on %s\n", static_cast<void*>(this),
-           listener_->local_address().ToString().c_str());
+  IWX_INFO(ep_ctrl, "pep %p listening on %s over %s\n", static_cast<void*>(this),
+           listener_->local_address().ToString().c_str(), progress::ToString(config.llp));
   return 0;
 }
 

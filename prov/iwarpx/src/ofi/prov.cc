@@ -5,8 +5,10 @@
 #include "ofi/prov.h"
 
 #include <cstdint>
+#include <cstring>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_ext_iwarpx.h>
 #include <rdma/providers/fi_prov.h>
 
 #include "ofi/fabric.h"
@@ -114,6 +116,18 @@ void DefineParams() {
                   "Print every endpoint's non-zero counters (datagrams dropped and why, "
                   "retransmissions, RESETs, Terminates; struct fi_iwarpx_ep_stats in "
                   "rdma/fi_ext_iwarpx.h) to stderr when it closes. (default: false)");
+  fi_param_define(&g_provider, "llp", FI_PARAM_STRING,
+                  "Lower-layer protocol of FI_EP_MSG endpoints whose hints leave "
+                  "ep_attr->protocol unspecified: tcp (iWARP over MPA/TCP, FI_PROTO_IWARP) or "
+                  "sctp (iWARP over SCTP, RFC 5043, FI_PROTO_IWARPX_SCTP of "
+                  "rdma/fi_ext_iwarpx.h). Hints naming either protocol get it whatever this "
+                  "says. (default: tcp)");
+  fi_param_define(&g_provider, "sctp_backend", FI_PARAM_STRING,
+                  "SCTP implementation of FI_PROTO_IWARPX_SCTP endpoints: kernel (the "
+                  "kernel's SCTP sockets), usrsctp (SCTP in user space over UDP "
+                  "encapsulation, RFC 6951; a listener's UDP port is its SCTP port when it "
+                  "is the process's first) or auto (kernel when it has SCTP, else usrsctp). "
+                  "SCTP is not offered when the chosen backend cannot run. (default: auto)");
   fi_param_define(&g_provider, "max_mr", FI_PARAM_INT,
                   "Maximum number of live memory registrations per domain (domain_attr "
                   "mr_cnt), 1..16777216. (default: 65536)");
@@ -134,7 +148,34 @@ void ReadInt(const char* name, int lo, int hi, int* out) {
   *out = v;
 }
 
+void ReadLlpParams() {
+  char* llp = nullptr;
+  if (fi_param_get_str(&g_provider, "llp", &llp) == FI_SUCCESS && llp != nullptr) {
+    if (std::strcmp(llp, "tcp") == 0) {
+      g_params.msg_llp = progress::Llp::kTcp;
+    } else if (std::strcmp(llp, "sctp") == 0) {
+      g_params.msg_llp = progress::Llp::kSctp;
+    } else {
+      IWX_WARN(core, "FI_IWARPX_LLP=%s is neither tcp nor sctp; using tcp\n", llp);
+    }
+  }
+  char* backend = nullptr;
+  if (fi_param_get_str(&g_provider, "sctp_backend", &backend) == FI_SUCCESS && backend != nullptr) {
+    if (std::strcmp(backend, "auto") == 0) {
+      g_params.sctp_backend = transport::SctpBackend::kAuto;
+    } else if (std::strcmp(backend, "kernel") == 0) {
+      g_params.sctp_backend = transport::SctpBackend::kKernel;
+    } else if (std::strcmp(backend, "usrsctp") == 0) {
+      g_params.sctp_backend = transport::SctpBackend::kUsrsctp;
+    } else {
+      IWX_WARN(core, "FI_IWARPX_SCTP_BACKEND=%s is not auto, kernel or usrsctp; using auto\n",
+               backend);
+    }
+  }
+}
+
 void ReadParams() {
+  ReadLlpParams();
   ReadBool("mpa_crc", &g_params.mpa_crc);
   ReadBool("mpa_markers", &g_params.mpa_markers);
   ReadBool("progress_thread", &g_params.progress_thread);
@@ -228,6 +269,21 @@ wire::MpaPolicy MpaPolicyFromParams() {
   policy.max_ird = static_cast<uint16_t>(g_params.ird);
   policy.ord = static_cast<uint16_t>(g_params.ord);
   return policy;
+}
+
+progress::Llp LlpOf(const struct fi_info* info) {
+  return info != nullptr && info->ep_attr != nullptr &&
+                 info->ep_attr->protocol == FI_PROTO_IWARPX_SCTP
+             ? progress::Llp::kSctp
+             : progress::Llp::kTcp;
+}
+
+progress::ChannelConfig ChannelConfigFor(const struct fi_info* info) {
+  progress::ChannelConfig c;
+  c.policy = MpaPolicyFromParams();
+  c.llp = LlpOf(info);
+  c.sctp_backend = g_params.sctp_backend;
+  return c;
 }
 
 }  // namespace iwarpx::ofi

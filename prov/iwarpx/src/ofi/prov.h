@@ -6,7 +6,11 @@
 #include <cstddef>
 #include <string>
 
+#include <rdma/fabric.h>
+
+#include "progress/msg_channel.h"
 #include "transport/fault.h"
+#include "transport/sctp.h"
 #include "wire/mpa_negotiate.h"
 
 namespace iwarpx::ofi {
@@ -33,6 +37,11 @@ struct Params {
   int rc_threshold_msgs = 64;        // FI_IWARPX_RC_THRESHOLD_MSGS
   int rc_threshold_bytes = 1 << 20;  // FI_IWARPX_RC_THRESHOLD_BYTES
   int max_rc = 16;                   // FI_IWARPX_MAX_RC
+  // FI_IWARPX_LLP: the protocol FI_EP_MSG endpoints get when the hints do not
+  // name one (tcp -> FI_PROTO_IWARP, sctp -> FI_PROTO_IWARPX_SCTP).
+  progress::Llp msg_llp = progress::Llp::kTcp;
+  // FI_IWARPX_SCTP_BACKEND (auto, kernel, usrsctp).
+  transport::SctpBackend sctp_backend = transport::SctpBackend::kAuto;
 };
 
 // The values in effect (defaults until fi_prov_ini has run).
@@ -41,5 +50,12 @@ const Params& GetParams();
 // The MPA negotiation policy the parameters describe (revision, CRC, markers
 // asked for; a peer that asks for markers always gets them; IRD/ORD).
 wire::MpaPolicy MpaPolicyFromParams();
+
+// The LLP of an FI_EP_MSG endpoint or passive endpoint opened from `info`:
+// SCTP when info->ep_attr->protocol is FI_PROTO_IWARPX_SCTP, else TCP.
+progress::Llp LlpOf(const struct fi_info* info);
+// The channel configuration of connections made from `info` (policy from the
+// parameters, LLP and SCTP backend); the caller adds what is per endpoint.
+progress::ChannelConfig ChannelConfigFor(const struct fi_info* info);
 
 }  // namespace iwarpx::ofi

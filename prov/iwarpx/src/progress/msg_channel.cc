@@ -3,16 +3,62 @@
 #include <cerrno>
 #include <utility>
 
+#include "cm/sctp_cep.h"
 #include "transport/poller.h"
 #include "transport/tcp.h"
+#include "wire/sctp_session_negotiate.h"
 
 namespace iwarpx::progress {
 
 using transport::Poller;
 
+const char* ToString(Llp llp) {
+  switch (llp) {
+    case Llp::kTcp: return "tcp";
+    case Llp::kSctp: return "sctp";
+  }
+  return "?";
+}
+
+namespace {
+
+transport::SctpConnection* AsSctp(transport::Connection& conn) {
+  return conn.preserves_message_boundaries() ? dynamic_cast<transport::SctpConnection*>(&conn)
+                                             : nullptr;
+}
+
+// The setup endpoint for `conn`'s LLP: the initiator's with `private_data`
+// when `initiator`, else the responder's. EINVAL when the setup refuses the
+// policy or the private data.
+Result<std::unique_ptr<cm::SetupEndpoint>, int> MakeSetup(transport::Connection& conn,
+                                                          const Clock& clock,
+                                                          const ChannelConfig& config,
+                                                          bool initiator, ByteSpan private_data) {
+  if (conn.preserves_message_boundaries()) {
+    transport::SctpConnection* sctp = AsSctp(conn);
+    if (sctp == nullptr) return Err{EPROTONOSUPPORT};
+    const wire::SctpSessionPolicy policy = wire::FromMpaPolicy(config.policy);
+    auto c = initiator
+                 ? cm::SctpCep::CreateInitiator(*sctp, clock, policy, private_data, config.timeouts)
+                 : cm::SctpCep::CreateResponder(*sctp, clock, policy, config.timeouts);
+    if (!c.ok()) return Err{EINVAL};
+    return std::unique_ptr<cm::SetupEndpoint>(std::move(c).value());
+  }
+  auto c = initiator
+               ? cm::Cep::CreateInitiator(conn, clock, config.policy, private_data, config.timeouts)
+               : cm::Cep::CreateResponder(conn, clock, config.policy, config.timeouts);
+  if (!c.ok()) return Err{EINVAL};
+  return std::unique_ptr<cm::SetupEndpoint>(std::move(c).value());
+}
+
+}  // namespace
+
 MsgChannel::MsgChannel(Engine& engine, mem::StagTable* stags, const ChannelConfig& config,
                        std::unique_ptr<transport::Connection> conn)
-    : engine_(engine), stags_(stags), config_(config), conn_(std::move(conn)) {}
+    : engine_(engine), stags_(stags), config_(config), conn_(std::move(conn)) {
+  const transport::SctpConnection* sctp = AsSctp(*conn_);
+  doorbell_ = sctp != nullptr && sctp->doorbell();
+}
 
 MsgChannel::~MsgChannel() {
   engine_.Remove(*this);
@@ -22,6 +68,13 @@ Result<std::unique_ptr<MsgChannel>, int> MsgChannel::Connect(
     Engine& engine, mem::StagTable& stags, const ChannelConfig& config,
     const qp::QpConfig& qp_config, const transport::SockAddr& peer,
     const transport::SockAddr& local, ByteSpan private_data, ChannelSink& sink) {
+  if (config.llp == Llp::kSctp) {
+    auto conn = transport::SctpConnect(config.sctp_backend, peer, config.sctp);
+    if (!conn.ok()) return Err{conn.error().err != 0 ? conn.error().err : EIO};
+    return StartInitiator(engine, stags, config, qp_config,
+                          std::unique_ptr<transport::Connection>(std::move(conn).value()),
+                          private_data, sink);
+  }
   auto conn = transport::TcpConnection::Connect(peer, local);
   if (!conn.ok()) return Err{conn.error().err != 0 ? conn.error().err : EIO};
   return StartInitiator(engine, stags, config, qp_config, std::move(conn).value(), private_data,
@@ -32,6 +85,7 @@ Result<std::unique_ptr<MsgChannel>, int> MsgChannel::ConnectFrom(
     Engine& engine, mem::StagTable& stags, const ChannelConfig& config,
     const qp::QpConfig& qp_config, transport::TcpBoundSocket source,
     const transport::SockAddr& peer, ByteSpan private_data, ChannelSink& sink) {
+  if (config.llp != Llp::kTcp) return Err{EPROTONOSUPPORT};
   auto conn = transport::TcpConnection::ConnectFrom(std::move(source), peer);
   if (!conn.ok()) return Err{conn.error().err != 0 ? conn.error().err : EIO};
   return StartInitiator(engine, stags, config, qp_config, std::move(conn).value(), private_data,
@@ -43,9 +97,8 @@ Result<std::unique_ptr<MsgChannel>, int> MsgChannel::StartInitiator(
     const qp::QpConfig& qp_config, std::unique_ptr<transport::Connection> conn,
     ByteSpan private_data, ChannelSink& sink) {
   std::unique_ptr<MsgChannel> ch(new MsgChannel(engine, &stags, config, std::move(conn)));
-  auto cep = cm::Cep::CreateInitiator(*ch->conn_, engine.clock(), config.policy, private_data,
-                                      config.timeouts);
-  if (!cep.ok()) return Err{EINVAL};
+  auto cep = MakeSetup(*ch->conn_, engine.clock(), config, true, private_data);
+  if (!cep.ok()) return Err{cep.error()};
   ch->cep_ = std::move(cep).value();
   ch->qp_config_ = qp_config;
   ch->qp_config_.role = wire::MpaRole::kInitiator;
@@ -58,8 +111,8 @@ Result<std::unique_ptr<MsgChannel>, int> MsgChannel::Respond(
     Engine& engine, const ChannelConfig& config, std::unique_ptr<transport::Connection> conn,
     RequestObserver& observer) {
   std::unique_ptr<MsgChannel> ch(new MsgChannel(engine, nullptr, config, std::move(conn)));
-  auto cep = cm::Cep::CreateResponder(*ch->conn_, engine.clock(), config.policy, config.timeouts);
-  if (!cep.ok()) return Err{EINVAL};
+  auto cep = MakeSetup(*ch->conn_, engine.clock(), config, false, {});
+  if (!cep.ok()) return Err{cep.error()};
   ch->cep_ = std::move(cep).value();
   ch->observer_ = &observer;
   if (const transport::Status s = engine.Add(*ch); !s.ok()) return Err{s.err};
@@ -69,7 +122,7 @@ Result<std::unique_ptr<MsgChannel>, int> MsgChannel::Respond(
 int MsgChannel::Accept(ByteSpan private_data, mem::StagTable& stags, uint32_t pd,
                        const qp::QpConfig& qp_config, ChannelSink& sink, bool offer_send_imm) {
   if (phase_ != Phase::kAwaitingDecision) return EINVAL;
-  auto r = cep_->Accept(private_data, offer_send_imm);
+  auto r = cep_->AcceptRequest(private_data, offer_send_imm);
   if (!r.ok()) return EINVAL;
   stags_ = &stags;
   config_.pd = pd;
@@ -121,17 +174,22 @@ const std::optional<wire::MpaOutcome>& MsgChannel::outcome() const {
 }
 
 uint32_t MsgChannel::interest() const {
+  uint32_t want = 0;
   switch (phase_) {
     case Phase::kHandshake:
     case Phase::kAwaitingDecision:
-      return (cep_->wants_read() ? Poller::kReadable : 0U) |
+      want = (cep_->wants_read() ? Poller::kReadable : 0U) |
              (cep_->wants_write() ? Poller::kWritable : 0U);
+      break;
     case Phase::kRunning:
-      return (qp_->wants_read() ? Poller::kReadable : 0U) |
+      want = (qp_->wants_read() ? Poller::kReadable : 0U) |
              (qp_->wants_write() ? Poller::kWritable : 0U);
+      break;
     case Phase::kDone: return 0;
   }
-  return 0;
+  // A doorbell is always writable: wait for it to ring instead.
+  if (doorbell_ && want != 0) return Poller::kReadable;
+  return want;
 }
 
 std::optional<uint64_t> MsgChannel::deadline() const {
@@ -157,8 +215,9 @@ void MsgChannel::OnTimer() {
 
 void MsgChannel::OnReady(uint32_t events) {
   const bool failed = (events & (Poller::kError | Poller::kHangup)) != 0;
-  const bool writable = failed || (events & Poller::kWritable) != 0;
   const bool readable = failed || (events & Poller::kReadable) != 0;
+  // A rung doorbell may mean send space too: retry the blocked send.
+  const bool writable = failed || (events & Poller::kWritable) != 0 || (doorbell_ && readable);
   switch (phase_) {
     case Phase::kHandshake:
     case Phase::kAwaitingDecision:

@@ -1,7 +1,17 @@
 // MsgChannel: one connected-mode iWARP connection as the engine drives it —
-// a stream Connection, the MPA connection endpoint (cm::Cep) while the
-// connection is set up, then the QueuePair. Knows nothing of libfabric: it
-// reports through a ChannelSink (the ofi endpoint implements it).
+// a Connection, its setup endpoint while the connection is set up, then the
+// QueuePair. Knows nothing of libfabric: it reports through a ChannelSink
+// (the ofi endpoint implements it).
+//
+// LLPs (ChannelConfig::llp for Connect and MsgListener::Listen; an accepted
+// connection brings its own): TCP runs MPA (cm::Cep) and the QP frames FPDUs;
+// SCTP (RFC 5043) runs the DDP session setup (cm::SctpCep, the policy mapped
+// by wire::FromMpaPolicy) and the QP puts one segment per message
+// (qp/sctp_framing.h). The choice follows the connection:
+// preserves_message_boundaries() means SCTP. A usrsctp association signals
+// through a doorbell (transport/sctp.h "Readiness"): the channel then asks
+// the poller for kReadable only, whatever it waits for, and treats a
+// readable doorbell as writable too.
 //
 // Lifecycle (phase()):
 //   kHandshake         the Cep runs MPA (initiator: connect, Request, Reply;
@@ -49,6 +59,7 @@
 #include "progress/engine.h"
 #include "qp/completion_sink.h"
 #include "qp/queue_pair.h"
+#include "transport/sctp.h"
 #include "transport/sock_addr.h"
 #include "transport/tcp.h"
 #include "transport/transport.h"
@@ -76,27 +87,37 @@ class RequestObserver {
   virtual void OnUnacceptedDone(MsgChannel& channel) = 0;
 };
 
+// Lower-layer protocol of a connected-mode channel.
+enum class Llp : uint8_t { kTcp, kSctp };
+
+const char* ToString(Llp llp);
+
 struct ChannelConfig {
   wire::MpaPolicy policy;
   cm::CepTimeouts timeouts;
   uint32_t pd = 0;
+  Llp llp = Llp::kTcp;  // of new connections (Connect, MsgListener::Listen)
+  transport::SctpBackend sctp_backend = transport::SctpBackend::kAuto;
+  transport::SctpOptions sctp;
 };
 
 class MsgChannel final : public Pollable {
  public:
   enum class Phase : uint8_t { kHandshake, kAwaitingDecision, kRunning, kDone };
 
-  // Starts a non-blocking connect to `peer` (from `local` when valid) and the
-  // MPA Request with `private_data`. Errors: errno (connect failed at once,
-  // EINVAL for private data or a policy the Cep refuses).
+  // Starts a non-blocking connect to `peer` (from `local` when valid; TCP
+  // only, an SCTP association picks its own source) and the MPA Request
+  // (SCTP: the session Initiate) with `private_data`. Errors: errno (connect
+  // failed at once, EINVAL for private data or a policy the setup refuses).
   static Result<std::unique_ptr<MsgChannel>, int> Connect(Engine& engine, mem::StagTable& stags,
                                                           const ChannelConfig& config,
                                                           const qp::QpConfig& qp_config,
                                                           const transport::SockAddr& peer,
                                                           const transport::SockAddr& local,
                                                           ByteSpan private_data, ChannelSink& sink);
-  // The same from a reserved address (consumed; closed on failure).
-  // EAFNOSUPPORT when `source` is not of the peer's family.
+  // The same from a reserved TCP address (consumed; closed on failure).
+  // EAFNOSUPPORT when `source` is not of the peer's family; EPROTONOSUPPORT
+  // when config.llp is SCTP.
   static Result<std::unique_ptr<MsgChannel>, int> ConnectFrom(
       Engine& engine, mem::StagTable& stags, const ChannelConfig& config,
       const qp::QpConfig& qp_config, transport::TcpBoundSocket source,
@@ -168,7 +189,8 @@ class MsgChannel final : public Pollable {
   mem::StagTable* stags_;  // set by Connect or Accept
   ChannelConfig config_;
   std::unique_ptr<transport::Connection> conn_;
-  std::unique_ptr<cm::Cep> cep_;
+  bool doorbell_ = false;  // conn_ signals everything as readable (usrsctp)
+  std::unique_ptr<cm::SetupEndpoint> cep_;
   std::unique_ptr<qp::QueuePair> qp_;
   qp::QpConfig qp_config_;
   ChannelSink* sink_ = nullptr;

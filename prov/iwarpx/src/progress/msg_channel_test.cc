@@ -1,6 +1,7 @@
-// The engine, a listener and two channels over real loopback TCP: MPA setup
-// with private data, accept/reject, data in both directions, orderly and
-// abrupt ends. Every loop is bounded (5 s of engine passes).
+// The engine, a listener and two channels over real loopback TCP (MPA) and
+// SCTP (RFC 5043 session setup; usrsctp here, the kernel where it has SCTP):
+// setup with private data, accept/reject, data in both directions, orderly
+// and abrupt ends. Every loop is bounded (5 s of engine passes).
 #include "progress/msg_channel.h"
 
 #include <sys/socket.h>
@@ -16,12 +17,17 @@
 
 #include "base/clock.h"
 #include "base/random.h"
+#include "cm/sctp_cep.h"
 #include "mem/stag_table.h"
 #include "progress/engine.h"
 #include "progress/msg_listener.h"
 #include "progress/progress_thread.h"
 #include "testing/qp_harness.h"
+#include "transport/sctp.h"
 #include "transport/tcp.h"
+#include "wire/rdmap.h"
+#include "wire/sctp_session_negotiate.h"
+#include "wire/terminate.h"
 
 namespace iwarpx::progress {
 namespace {
@@ -71,9 +77,14 @@ class Requests final : public ListenerSink {
   void OnRequestGone(MsgChannel& /*ch*/) override { ++gone; }
 };
 
-class MsgChannelTest : public ::testing::Test {
+class MsgChannelTest : public ::testing::TestWithParam<Llp> {
  protected:
   void SetUp() override {
+    config_.llp = GetParam();
+    // usrsctp: a connect to a port no stack answers gives up after one
+    // 200 ms INIT instead of the 7 s default.
+    config_.sctp.max_init_attempts = 1;
+    config_.sctp.max_init_timeout_ms = 200;
     auto e = Engine::Create(clock_);
     ASSERT_TRUE(e.ok());
     engine_ = std::move(e).value();
@@ -111,7 +122,12 @@ class MsgChannelTest : public ::testing::Test {
   std::unique_ptr<MsgListener> listener_;
 };
 
-TEST_F(MsgChannelTest, ConnectAcceptExchangeAndDisconnect) {
+// Raw TCP peers and socket options: TCP only.
+class MsgChannelTcpTest : public MsgChannelTest {};
+// Raw SCTP peers: SCTP only.
+class MsgChannelSctpTest : public MsgChannelTest {};
+
+TEST_P(MsgChannelTest, ConnectAcceptExchangeAndDisconnect) {
   Sink client_sink;
   Sink server_sink;
   std::vector<uint8_t> server_buf(64);
@@ -165,7 +181,7 @@ TEST_F(MsgChannelTest, ConnectAcceptExchangeAndDisconnect) {
   ASSERT_TRUE(RunUntil([&] { return client->phase() == MsgChannel::Phase::kDone; }));
 }
 
-TEST_F(MsgChannelTest, RejectCarriesPrivateDataToTheInitiator) {
+TEST_P(MsgChannelTest, RejectCarriesPrivateDataToTheInitiator) {
   Sink client_sink;
   auto client = Connect("may I", client_sink);
   ASSERT_NE(client, nullptr);
@@ -182,7 +198,7 @@ TEST_F(MsgChannelTest, RejectCarriesPrivateDataToTheInitiator) {
   EXPECT_EQ(requests_.gone, 1);
 }
 
-TEST_F(MsgChannelTest, ConnectToAClosedPortFails) {
+TEST_P(MsgChannelTest, ConnectToAClosedPortFails) {
   Sink sink;
   transport::SockAddr dead = listener_->local_address();
   listener_.reset();  // nobody listens there any more
@@ -199,10 +215,15 @@ TEST_F(MsgChannelTest, ConnectToAClosedPortFails) {
   }
   ASSERT_TRUE(RunUntil([&] { return sink.connect_failed == 1; }));
   EXPECT_EQ(sink.failure.kind, cm::CepErrorKind::kTransport);
+  if (GetParam() == Llp::kSctp && sink.failure.sys_errno == ETIMEDOUT) {
+    // usrsctp: the listener was the stack's last user, so no stack answers
+    // at that UDP port any more (no ABORT): the INIT limit ends it.
+    return;
+  }
   EXPECT_EQ(sink.failure.sys_errno, ECONNREFUSED);
 }
 
-TEST_F(MsgChannelTest, InitiatorLeavingBeforeTheDecisionIsReported) {
+TEST_P(MsgChannelTest, InitiatorLeavingBeforeTheDecisionIsReported) {
   Sink client_sink;
   auto client = Connect("bye soon", client_sink);
   ASSERT_TRUE(RunUntil([&] { return !requests_.requests.empty(); }));
@@ -210,10 +231,11 @@ TEST_F(MsgChannelTest, InitiatorLeavingBeforeTheDecisionIsReported) {
     std::lock_guard<std::mutex> lock(engine_->mu());
     client.reset();
   }
-  ASSERT_TRUE(RunUntil([&] { return requests_.gone == 1 && listener_->channels() == 0; }));
+  ASSERT_TRUE(RunUntil([&] { return requests_.gone == 1 && listener_->channels() == 0; }))
+      << requests_.gone << " " << listener_->channels();
 }
 
-TEST_F(MsgChannelTest, MpaTimeoutFailsASilentPeer) {
+TEST_P(MsgChannelTcpTest, MpaTimeoutFailsASilentPeer) {
   // A raw TCP client that never sends a Request: the responder's timer fires.
   config_.timeouts.request_ns = 100 * kNsPerMs;
   {
@@ -231,7 +253,7 @@ TEST_F(MsgChannelTest, MpaTimeoutFailsASilentPeer) {
   EXPECT_TRUE(requests_.requests.empty());  // never reported: no Request arrived
 }
 
-TEST_F(MsgChannelTest, HangUpWhileWaitingForAReceiveParksInsteadOfSpinning) {
+TEST_P(MsgChannelTcpTest, HangUpWhileWaitingForAReceiveParksInsteadOfSpinning) {
   Sink client_sink;
   Sink server_sink;  // posts no receive: the Send blocks the server's QP
   auto client = Connect("", client_sink);
@@ -280,7 +302,7 @@ TEST_F(MsgChannelTest, HangUpWhileWaitingForAReceiveParksInsteadOfSpinning) {
 
 // fi_connect then fi_shutdown at once: the responder still sees the
 // connection established (the RTR came first), then ended.
-TEST_F(MsgChannelTest, InitiatorClosingRightAfterEstablishedIsSeenInOrder) {
+TEST_P(MsgChannelTest, InitiatorClosingRightAfterEstablishedIsSeenInOrder) {
   Sink client_sink;
   Sink server_sink;
   auto client = Connect("", client_sink);
@@ -300,7 +322,7 @@ TEST_F(MsgChannelTest, InitiatorClosingRightAfterEstablishedIsSeenInOrder) {
   EXPECT_EQ(server_sink.rec.established, 1);
 }
 
-TEST_F(MsgChannelTest, ProgressThreadDrivesTheHandshakeAlone) {
+TEST_P(MsgChannelTest, ProgressThreadDrivesTheHandshakeAlone) {
   // With a progress thread nobody else runs engine passes: the connection
   // still comes up and data still flows (FI_PROGRESS_AUTO).
   auto thread = ProgressThread::Start(*engine_, /*bind=*/true);
@@ -332,6 +354,100 @@ TEST_F(MsgChannelTest, ProgressThreadDrivesTheHandshakeAlone) {
   EXPECT_GT(thread->passes(), 0U);
   thread.reset();  // stops before the channels go away
 }
+
+// A raw SCTP initiator sets the session up by hand (cm::SctpCep), then sends
+// what no iwarpx peer sends: the server's QP answers each with a Terminate
+// (PPID 16, stream 0) carrying the cause and ends the connection; nothing
+// crashes and nothing is delivered.
+TEST_P(MsgChannelSctpTest, BadMessagesAfterSetupEndInTerminate) {
+  struct Case {
+    const char* name;
+    uint32_t ppid;
+    size_t size;
+    wire::TermCause cause;
+  };
+  const Case cases[] = {
+      {"session control PPID after setup", 17, 8, wire::term::kLlpInvalidReqRep},
+      {"unknown PPID", 99, 40, wire::term::kLlpInvalidReqRep},
+      {"shorter than a DDP header", 16, 10, wire::term::kLlpMarkerMismatch},
+      {"longer than any ULPDU", 16, 70000, wire::term::kLlpMarkerMismatch},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const size_t before = requests_.requests.size();
+    auto raw =
+        transport::SctpConnect(config_.sctp_backend, listener_->local_address(), config_.sctp);
+    ASSERT_TRUE(raw.ok());
+    std::unique_ptr<transport::SctpConnection> conn = std::move(raw).value();
+    auto created = cm::SctpCep::CreateInitiator(*conn, clock_, wire::FromMpaPolicy(config_.policy),
+                                                {}, config_.timeouts);
+    ASSERT_TRUE(created.ok());
+    std::unique_ptr<cm::SctpCep> cep = std::move(created).value();
+    auto drive = [&] {
+      cep->OnWritable();
+      cep->OnReadable();
+    };
+    ASSERT_TRUE(RunUntil([&] {
+      drive();
+      return requests_.requests.size() > before;
+    }));
+    Sink server_sink;
+    std::vector<uint8_t> buf(64);
+    qp::RecvWr early;
+    ASSERT_TRUE(early.sgl.Add(buf.data(), buf.size()));
+    server_sink.early_recvs.push_back(early);
+    std::unique_ptr<MsgChannel> server;
+    {
+      std::lock_guard<std::mutex> lock(engine_->mu());
+      server = listener_->Take(requests_.requests.back());
+      ASSERT_NE(server, nullptr);
+      ASSERT_EQ(server->Accept({}, stags_, 0, qp::QpConfig{}, server_sink), 0);
+    }
+    ASSERT_TRUE(RunUntil([&] {
+      drive();
+      return cep->state() == cm::CepState::kEstablished;
+    })) << cm::ToString(cep->state());
+    std::vector<uint8_t> bad(c.size, 0x42);
+    transport::MessageInfo info;
+    info.ppid = c.ppid;
+    const iovec v{bad.data(), bad.size()};
+    ASSERT_TRUE(conn->SendMsg({&v, 1}, info).ok());
+    ASSERT_TRUE(RunUntil([&] { return server_sink.rec.terminated == 1; }));
+    EXPECT_EQ(server_sink.rec.term_origin, qp::TermOrigin::kSent);
+    EXPECT_EQ(server_sink.rec.term_cause, c.cause);
+    EXPECT_EQ(server_sink.rec.Count(qp::test::Completion::Kind::kRecv), 0U);
+    // The raw peer receives the Terminate as one PPID-16 message on stream 0.
+    std::vector<uint8_t> got(256);
+    transport::MessageInfo got_info;
+    transport::IoResult r = transport::IoResult::WouldBlock();
+    ASSERT_TRUE(RunUntil([&] {
+      const iovec g{got.data(), got.size()};
+      r = conn->RecvMsg({&g, 1}, got_info);
+      return r.status != transport::IoStatus::kWouldBlock;
+    }));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(got_info.ppid, 16U);
+    EXPECT_EQ(got_info.stream, 0U);
+    auto seg = wire::ParseSegment(ByteSpan(got.data(), r.bytes));
+    ASSERT_TRUE(seg.ok());
+    ASSERT_EQ(seg->opcode, wire::RdmapOpcode::kTerminate);
+    auto th = wire::DecodeTerminate(std::get<wire::TerminateBodyView>(seg->body).bytes);
+    ASSERT_TRUE(th.ok());
+    EXPECT_EQ(th->cause, c.cause);
+    {
+      std::lock_guard<std::mutex> lock(engine_->mu());
+      server.reset();
+    }
+  }
+}
+
+std::string LlpName(const ::testing::TestParamInfo<Llp>& info) {
+  return ToString(info.param);
+}
+
+INSTANTIATE_TEST_SUITE_P(Llps, MsgChannelTest, ::testing::Values(Llp::kTcp, Llp::kSctp), LlpName);
+INSTANTIATE_TEST_SUITE_P(Tcp, MsgChannelTcpTest, ::testing::Values(Llp::kTcp), LlpName);
+INSTANTIATE_TEST_SUITE_P(Sctp, MsgChannelSctpTest, ::testing::Values(Llp::kSctp), LlpName);
 
 }  // namespace
 }  // namespace iwarpx::progress

@@ -21,6 +21,16 @@ Result<std::unique_ptr<MsgListener>, int> MsgListener::Listen(Engine& engine,
                                                               const transport::SockAddr& addr,
                                                               const ChannelConfig& config,
                                                               int backlog, ListenerSink& sink) {
+  if (config.llp == Llp::kSctp) {
+    transport::SctpOptions options = config.sctp;
+    options.backlog = backlog;
+    auto l = transport::SctpListen(config.sctp_backend, addr, options);
+    if (!l.ok()) return Err{l.error().err != 0 ? l.error().err : EIO};
+    std::unique_ptr<MsgListener> ml(new MsgListener(
+        engine, std::unique_ptr<transport::Listener>(std::move(l).value()), config, sink));
+    if (const transport::Status s = engine.Add(*ml); !s.ok()) return Err{s.err};
+    return ml;
+  }
   auto bound = transport::TcpBoundSocket::Bind(addr);
   if (!bound.ok()) return Err{bound.error().err != 0 ? bound.error().err : EIO};
   return ListenOn(engine, std::move(bound).value(), config, backlog, sink);
@@ -30,6 +40,7 @@ Result<std::unique_ptr<MsgListener>, int> MsgListener::ListenOn(Engine& engine,
                                                                 transport::TcpBoundSocket source,
                                                                 const ChannelConfig& config,
                                                                 int backlog, ListenerSink& sink) {
+  if (config.llp != Llp::kTcp) return Err{EPROTONOSUPPORT};
   auto l = transport::TcpListener::ListenOn(std::move(source), backlog);
   if (!l.ok()) return Err{l.error().err != 0 ? l.error().err : EIO};
   std::unique_ptr<MsgListener> ml(new MsgListener(engine, std::move(l).value(), config, sink));

@@ -1,6 +1,8 @@
-// MsgListener: a passive endpoint. Accepts TCP connections, runs the
-// responder side of MPA on each (MsgChannel), and reports every complete
-// Request to its owner, which accepts or rejects it.
+// MsgListener: a passive endpoint. Accepts TCP connections or SCTP
+// associations (ChannelConfig::llp), runs the responder side of the setup on
+// each (MsgChannel: MPA, or the RFC 5043 session Initiate), and reports every
+// complete Request to its owner, which accepts or rejects it. Under usrsctp
+// the SCTP port follows transport/sctp.h "Addresses under usrsctp".
 //
 // Contract
 // - Channels belong to the listener until Take() hands one to the endpoint
@@ -36,12 +38,13 @@ class ListenerSink {
 
 class MsgListener final : public Pollable, private RequestObserver {
  public:
-  // Listens on `addr` (port 0: ephemeral). errno on failure.
+  // Listens on `addr` (port 0: ephemeral) with config.llp. errno on failure.
   static Result<std::unique_ptr<MsgListener>, int> Listen(Engine& engine,
                                                           const transport::SockAddr& addr,
                                                           const ChannelConfig& config, int backlog,
                                                           ListenerSink& sink);
-  // Listens on a reserved address (consumed; closed on failure).
+  // Listens on a reserved TCP address (consumed; closed on failure);
+  // EPROTONOSUPPORT when config.llp is SCTP.
   static Result<std::unique_ptr<MsgListener>, int> ListenOn(Engine& engine,
                                                             transport::TcpBoundSocket source,
                                                             const ChannelConfig& config,

@@ -90,8 +90,15 @@ bool QueuePair::HandleIo(const transport::IoResult& r) {
   switch (r.status) {
     case transport::IoStatus::kOk: return r.bytes > 0;
     case transport::IoStatus::kWouldBlock: return false;
-    case transport::IoStatus::kClosed:
     case transport::IoStatus::kError:
+      if (framing_ && framing_->refusal()) {
+        // The framing refused a message; the association is still up, so
+        // the peer gets our Terminate (sctp_framing.h).
+        RxFail(*framing_->refusal());
+        return false;
+      }
+      [[fallthrough]];
+    case transport::IoStatus::kClosed:
       rx_closed_ = true;
       Fire(Event::kLinkDown, wire::term::kLlpStreamLost, {}, 0);
       return false;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <new>
+#include <utility>
 
 #include "wire/terminate.h"
 
@@ -51,14 +52,27 @@ Result<std::unique_ptr<QueuePair>, QpStatus> QueuePair::Create(transport::Connec
     return Err{QpStatus::kInvalid};
   }
   if (mpa.send_rtr && mpa.rtr != wire::MpaRtr::kWrite) return Err{QpStatus::kInvalid};
-  std::unique_ptr<QueuePair> qp(new (std::nothrow) QueuePair(conn, stags, pd, mpa, config, sink));
+  std::unique_ptr<SctpFraming> framing;
+  if (conn.preserves_message_boundaries()) {
+    // RFC 5043: no MPA on SCTP, so nothing of MPA's framing may be negotiated.
+    auto* sctp = dynamic_cast<transport::SctpConnection*>(&conn);
+    if (sctp == nullptr || mpa.crc || mpa.markers_tx || mpa.markers_rx) {
+      return Err{QpStatus::kInvalid};
+    }
+    framing.reset(new (std::nothrow) SctpFraming(*sctp));
+    if (!framing) return Err{QpStatus::kInvalid};
+  }
+  std::unique_ptr<QueuePair> qp(
+      new (std::nothrow) QueuePair(std::move(framing), conn, stags, pd, mpa, config, sink));
   if (!qp) return Err{QpStatus::kInvalid};
   return qp;
 }
 
-QueuePair::QueuePair(transport::Connection& conn, mem::StagTable& stags, uint32_t pd,
-                     const wire::MpaOutcome& mpa, const QpConfig& config, CompletionSink& sink)
-    : conn_(conn),
+QueuePair::QueuePair(std::unique_ptr<SctpFraming> framing, transport::Connection& conn,
+                     mem::StagTable& stags, uint32_t pd, const wire::MpaOutcome& mpa,
+                     const QpConfig& config, CompletionSink& sink)
+    : framing_(std::move(framing)),
+      conn_(framing_ ? static_cast<transport::Connection&>(*framing_) : conn),
       stags_(stags),
       pd_(pd),
       mpa_(mpa),

@@ -74,6 +74,13 @@
 //
 // Markers towards the peer (markers_tx, RFC 5044 §4) are inserted by copying
 // each FPDU (the slow path: mainstream peers negotiate markers off).
+// LLP framing: on a byte stream (TCP, the RD stream) the QP writes and
+// parses MPA FPDUs. On a connection that preserves_message_boundaries() (SCTP,
+// RFC 5043) Create() puts an SctpFraming between the QP and the connection:
+// one DDP segment per SCTP message (PPID 16), no MPA framing on the wire; the
+// outcome must then have CRC and markers off (else kInvalid). A message the
+// framing refuses (wrong PPID, longer than a ULPDU) ends in a Terminate with
+// its cause, like a malformed FPDU on TCP (sctp_framing.h).
 // Not supported yet (Create returns kInvalid): the zero-length Send and Read
 // RTRs. RFC 7306: Immediate Data
 // (WriteWr::with_imm; SendWr::with_imm on a connection that negotiated the
@@ -94,6 +101,7 @@
 #include "base/result.h"
 #include "mem/stag_table.h"
 #include "qp/completion_sink.h"
+#include "qp/sctp_framing.h"
 #include "qp/work_request.h"
 #include "transport/transport.h"
 #include "wire/ddp.h"
@@ -304,8 +312,9 @@ class QueuePair {
     kTermSent,      // our Terminate (or close) is written
   };
 
-  QueuePair(transport::Connection& conn, mem::StagTable& stags, uint32_t pd,
-            const wire::MpaOutcome& mpa, const QpConfig& config, CompletionSink& sink);
+  QueuePair(std::unique_ptr<SctpFraming> framing, transport::Connection& conn,
+            mem::StagTable& stags, uint32_t pd, const wire::MpaOutcome& mpa, const QpConfig& config,
+            CompletionSink& sink);
 
   // --- queue_pair.cc
   QpStatus PostSq(const SqEntry& entry);
@@ -369,6 +378,8 @@ class QueuePair {
   void ResetRxFpdu();
   bool HandleIo(const transport::IoResult& r);
 
+  // Message-preserving LLP (SCTP): the framing adapter conn_ refers to.
+  std::unique_ptr<SctpFraming> framing_;
   transport::Connection& conn_;
   mem::StagTable& stags_;
   uint32_t pd_;

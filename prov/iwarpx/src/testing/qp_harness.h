@@ -87,22 +87,28 @@ inline wire::MpaOutcome MakeOutcome(wire::MpaRole role, bool crc, uint16_t ird, 
 
 inline constexpr uint32_t kPd = 7;
 
-struct Side {
-  std::unique_ptr<FakeConnection> conn;
+// One QP over one end of a fake connection pair (FakeConnection, or
+// FakeSctpConnection for the message-preserving path).
+template <class Conn>
+struct BasicSide {
+  std::unique_ptr<Conn> conn;
   mem::StagTable stags;
   RecordingSink sink;
   std::unique_ptr<QueuePair> qp;
 
-  Side(std::unique_ptr<FakeConnection> c, uint64_t seed)
-      : conn(std::move(c)), stags(Random(seed), 64) {}
+  BasicSide(std::unique_ptr<Conn> c, uint64_t seed) : conn(std::move(c)), stags(Random(seed), 64) {}
 
   void Create(wire::MpaRole role, bool crc, QpConfig cfg, uint16_t ird, uint16_t ord,
               bool markers = false, bool send_imm = false) {
     created = {role, crc, cfg, ird, ord, markers};
-    cfg.role = role;
     wire::MpaOutcome o = MakeOutcome(role, crc, ird, ord);
     o.markers_tx = o.markers_rx = markers;  // both sides asked for markers
     o.send_imm = send_imm;                  // iwarpx Send with Immediate Data agreed
+    CreateWith(o, cfg);
+  }
+  // The QP for an explicit negotiated outcome (qp stays null if refused).
+  void CreateWith(const wire::MpaOutcome& o, QpConfig cfg) {
+    cfg.role = o.role;
     qp.reset();
     auto r = QueuePair::Create(*conn, stags, kPd, o, cfg, sink);
     if (r.ok()) qp = std::move(r).value();
@@ -139,22 +145,16 @@ struct Side {
   }
 };
 
+using Side = BasicSide<FakeConnection>;
+
 // Initiator `a` and responder `b` over one fake connection pair.
-struct QpPair {
-  Side a;
-  Side b;
+template <class Conn>
+struct BasicQpPair {
+  BasicSide<Conn> a;
+  BasicSide<Conn> b;
 
-  QpPair(size_t max_per_call, bool crc, QpConfig cfg = {}, uint16_t ird = 4, uint16_t ord = 4,
-         bool markers = false)
-      : QpPair(::iwarpx::testing::MakeFakeConnectionPair(max_per_call), crc, cfg, ird, ord,
-               markers) {}
-
-  QpPair(std::pair<std::unique_ptr<FakeConnection>, std::unique_ptr<FakeConnection>> conns,
-         bool crc, QpConfig cfg, uint16_t ird, uint16_t ord, bool markers = false)
-      : a(std::move(conns.first), 11), b(std::move(conns.second), 22) {
-    a.Create(wire::MpaRole::kInitiator, crc, cfg, ird, ord, markers);
-    b.Create(wire::MpaRole::kResponder, crc, cfg, ird, ord, markers);
-  }
+  explicit BasicQpPair(std::pair<std::unique_ptr<Conn>, std::unique_ptr<Conn>> conns)
+      : a(std::move(conns.first), 11), b(std::move(conns.second), 22) {}
 
   void Start() {
     a.qp->Start();
@@ -166,7 +166,7 @@ struct QpPair {
     int rounds = 0;
     for (; rounds < max_rounds; ++rounds) {
       bool any = false;
-      for (Side* s : {&a, &b}) {
+      for (BasicSide<Conn>* s : {&a, &b}) {
         if (s->qp->wants_write()) {
           s->qp->OnWritable();
           any = true;
@@ -187,11 +187,25 @@ struct QpPair {
     // Let each side observe an end of stream (twice: one side's close may
     // follow from the other's).
     for (int i = 0; i < 2; ++i) {
-      for (Side* s : {&a, &b}) {
+      for (BasicSide<Conn>* s : {&a, &b}) {
         if (s->qp->wants_read()) s->qp->OnReadable();
       }
     }
     return rounds;
+  }
+};
+
+struct QpPair : BasicQpPair<FakeConnection> {
+  QpPair(size_t max_per_call, bool crc, QpConfig cfg = {}, uint16_t ird = 4, uint16_t ord = 4,
+         bool markers = false)
+      : QpPair(::iwarpx::testing::MakeFakeConnectionPair(max_per_call), crc, cfg, ird, ord,
+               markers) {}
+
+  QpPair(std::pair<std::unique_ptr<FakeConnection>, std::unique_ptr<FakeConnection>> conns,
+         bool crc, QpConfig cfg, uint16_t ird, uint16_t ord, bool markers = false)
+      : BasicQpPair(std::move(conns)) {
+    a.Create(wire::MpaRole::kInitiator, crc, cfg, ird, ord, markers);
+    b.Create(wire::MpaRole::kResponder, crc, cfg, ird, ord, markers);
   }
 };
 

@@ -44,8 +44,11 @@
 // Addresses under usrsctp: every process has one UDP encapsulation port
 // (usrsctp_stack.h). A listener asked for port 0 takes the SCTP port equal to
 // that UDP port when it is free, so "ip:port" of that listener names both;
-// SctpOptions::peer_encaps_port = 0 means "the peer's UDP port equals the
-// SCTP port connected to". Other listeners need the explicit UDP port.
+// A listener asked for a fixed port P that is the process's first usrsctp
+// user starts the stack on UDP port P when it is free, so "ip:P" names both
+// too (fi_pingpong's server on a given port). SctpOptions::peer_encaps_port
+// = 0 means "the peer's UDP port equals the SCTP port connected to". Other
+// listeners need the explicit UDP port.
 //
 // Thread-safety as in transport.h.
 #pragma once

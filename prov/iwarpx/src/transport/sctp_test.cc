@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 
 #include "transport/poller.h"
 #include "transport/sctp_kernel.h"
+#include "transport/socket_util.h"
 #include "transport/test_util.h"
 #include "transport/usrsctp_stack.h"
 #include "wire/sctp_session.h"
@@ -374,6 +376,38 @@ TEST(UsrsctpAddressTest, FirstListenerTakesTheEncapsulationPort) {
   EXPECT_NE((*l2)->local_address().port(), (*l)->local_address().port());
   auto c = SctpConnect(SctpBackend::kUsrsctp, (*l2)->local_address(),
                        WithEncapsPort(UsrsctpStack::encaps_port()));
+  ASSERT_TRUE(c.ok());
+  IoResult r = (*c)->FinishConnect();
+  while (r.status == IoStatus::kWouldBlock) {
+    ASSERT_TRUE(WaitFor((*c)->fd(), Poller::kReadable));
+    r = (*c)->FinishConnect();
+  }
+  EXPECT_TRUE(r.ok()) << r.err;
+}
+
+// A listener on a fixed port that is the process's first usrsctp user starts
+// the stack on that UDP port, so a peer assuming "UDP port = SCTP port"
+// reaches it (fi_pingpong's server). ctest runs each test in its own process,
+// where this holds; a whole-binary run may have started the stack already.
+TEST(UsrsctpAddressTest, FixedPortListenerFirstInItsProcessTakesThatUdpPort) {
+  if (UsrsctpStack::encaps_port() != 0) {
+    GTEST_SKIP() << "the usrsctp stack already runs in this process (port "
+                 << UsrsctpStack::encaps_port() << "); run this test alone, as ctest does";
+  }
+  // A port free for UDP right now (the kernel's pick for a throw-away bind).
+  const int s = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(s, 0);
+  const SockAddr any = SockAddr::Any4(0);
+  ASSERT_EQ(::bind(s, any.sa(), any.length()), 0);
+  const uint16_t port = LocalAddressOf(s).port();
+  ::close(s);
+  ASSERT_NE(port, 0);
+  auto l = SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4(port));
+  ASSERT_TRUE(l.ok()) << l.error().err;
+  EXPECT_EQ((*l)->local_address().port(), port);
+  EXPECT_EQ(UsrsctpStack::encaps_port(), port);
+  // No peer_encaps_port: the peer's UDP port is taken to be `port`.
+  auto c = SctpConnect(SctpBackend::kUsrsctp, SockAddr::Loopback4(port));
   ASSERT_TRUE(c.ok());
   IoResult r = (*c)->FinishConnect();
   while (r.status == IoStatus::kWouldBlock) {

@@ -26,8 +26,8 @@ class StackRef {
   }
   StackRef(const StackRef&) = delete;
   StackRef& operator=(const StackRef&) = delete;
-  Result<uint16_t, IoError> Acquire() {
-    auto port = UsrsctpStack::Acquire();
+  Result<uint16_t, IoError> Acquire(uint16_t preferred_port = 0) {
+    auto port = UsrsctpStack::Acquire(preferred_port);
     held_ = port.ok();
     return port;
   }
@@ -118,6 +118,33 @@ SockAddr FirstAddress(struct socket* so, bool peer) {
   return out;
 }
 
+// The association's local address the peer most likely sees: of the bound
+// addresses (every interface's, for a wildcard bind) the first of the
+// peer's family and scope (loopback for a loopback peer, not loopback
+// otherwise); else the first one.
+SockAddr LocalAddressFacing(struct socket* so, const SockAddr& peer) {
+  struct sockaddr* addrs = nullptr;
+  const int n = usrsctp_getladdrs(so, 0, &addrs);
+  SockAddr first;
+  SockAddr best;
+  const auto* p = reinterpret_cast<const uint8_t*>(addrs);
+  for (int i = 0; i < n && p != nullptr; ++i) {
+    const auto* sa = reinterpret_cast<const sockaddr*>(p);
+    if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) break;  // packed by family size
+    const socklen_t len = sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+    if (auto a = SockAddr::FromRaw(sa, len)) {
+      if (!first.valid()) first = *a;
+      if (peer.valid() && a->family() == peer.family() && a->is_loopback() == peer.is_loopback()) {
+        best = *a;
+        break;
+      }
+    }
+    p += len;
+  }
+  if (addrs != nullptr) usrsctp_freeladdrs(addrs);
+  return best.valid() ? best : first;
+}
+
 // Association state and outbound stream count, or errno.
 Result<sctp_status, IoError> AssocStatus(struct socket* so) {
   sctp_status st{};
@@ -153,9 +180,9 @@ UsrsctpConnection::~UsrsctpConnection() {
 }
 
 void UsrsctpConnection::LearnAssociation() {
-  local_ = FirstAddress(so_, false);
   const SockAddr peer = FirstAddress(so_, true);
   if (peer.valid()) peer_ = peer;
+  local_ = LocalAddressFacing(so_, peer_);
   if (auto st = AssocStatus(so_); st.ok()) outbound_streams_ = st->sstat_outstrms;
 }
 
@@ -322,7 +349,9 @@ Result<std::unique_ptr<UsrsctpListener>, IoError> UsrsctpListener::Listen(
     const SockAddr& addr, const SctpOptions& options) {
   if (!addr.valid()) return Err{IoError{IoStatus::kError, EAFNOSUPPORT}};
   StackRef stack;
-  auto encaps_port = stack.Acquire();
+  // A fixed SCTP port asks for the same UDP port (taken only by the
+  // process's first usrsctp user; see sctp.h "Addresses under usrsctp").
+  auto encaps_port = stack.Acquire(addr.port());
   if (!encaps_port.ok()) return Err{encaps_port.error()};
   auto opened = OpenConfigured(addr.family(), options);
   if (!opened.ok()) return Err{opened.error()};

@@ -42,10 +42,17 @@ Registry& Doorbells() {
   return *r;
 }
 
-// A UDP port free on the wildcard address right now.
-Result<uint16_t, IoError> ProbeUdpPort() {
+// A UDP port free on the wildcard address right now: `wanted` if it is,
+// else (wanted 0 or taken) one the kernel picks.
+Result<uint16_t, IoError> ProbeUdpPort(uint16_t wanted) {
   auto sock = OpenSocket(AF_INET, SOCK_DGRAM);
   if (!sock.ok()) return Err{sock.error()};
+  if (wanted != 0) {
+    const SockAddr at = SockAddr::Any4(wanted);
+    if (::bind(sock->get(), at.sa(), at.length()) == 0) return wanted;
+    sock = OpenSocket(AF_INET, SOCK_DGRAM);
+    if (!sock.ok()) return Err{sock.error()};
+  }
   const SockAddr any = SockAddr::Any4(0);
   if (::bind(sock->get(), any.sa(), any.length()) != 0) {
     return Err{IoError{IoStatus::kError, errno}};
@@ -64,11 +71,11 @@ void Upcall(struct socket* so, void* /*arg*/, int /*flags*/) {
 
 }  // namespace
 
-Result<uint16_t, IoError> UsrsctpStack::Acquire() {
+Result<uint16_t, IoError> UsrsctpStack::Acquire(uint16_t preferred_port) {
   StackState& s = State();
   std::lock_guard lock(s.mu);
   if (!s.initialised) {
-    auto port = ProbeUdpPort();
+    auto port = ProbeUdpPort(preferred_port);
     if (!port.ok()) return Err{port.error()};
     usrsctp_init(*port, nullptr, nullptr);
     s.initialised = true;

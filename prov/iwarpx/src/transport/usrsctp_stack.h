@@ -8,9 +8,9 @@
 //   stack stays initialised and the next Acquire reuses it). Every socket
 //   object holds one reference for its lifetime. Thread-safe.
 // - UDP encapsulation (RFC 6951): usrsctp_init() gets a UDP port that was
-//   free on the wildcard address when the stack started (probed with a
-//   bind to port 0; a process that races for the same port in between makes
-//   usrsctp fail to bind and its associations time out). encaps_port() tells
+//   free on the wildcard address when the stack started (the first user's
+//   preferred port if free, else probed with a bind to port 0; a process that races for the same
+//   port in between makes usrsctp fail to bind and its associations time out). encaps_port() tells
 //   it. Raw-IP SCTP is not used: every association sets its remote UDP port.
 // - Doorbells: an eventfd per usrsctp socket, registered under the socket's
 //   pointer. The upcall (usrsctp's threads) writes to the eventfd of the
@@ -32,8 +32,11 @@ namespace iwarpx::transport {
 class UsrsctpStack {
  public:
   // Initialises usrsctp if needed; errno (e.g. EADDRINUSE from the probe) on
-  // failure.
-  static Result<uint16_t, IoError> Acquire();
+  // failure. `preferred_port`: the UDP port to initialise with when it is
+  // free (a listener on a fixed SCTP port asks for the same UDP port, so a
+  // peer that assumes "UDP port = SCTP port" reaches it); ignored when the
+  // stack already runs. Returns the port in use.
+  static Result<uint16_t, IoError> Acquire(uint16_t preferred_port = 0);
   static void Release();
   // The UDP encapsulation port (0 when not initialised).
   static uint16_t encaps_port();

@@ -1,5 +1,7 @@
 #include "wire/sctp_session_negotiate.h"
 
+#include <algorithm>
+
 namespace iwarpx::wire {
 namespace {
 
@@ -64,6 +66,17 @@ MpaPolicy ToMpaPolicy(const SctpSessionPolicy& policy) {
   p.rtr_types = 0;
   p.max_private_data = policy.max_private_data;
   p.offer_send_imm = false;
+  return p;
+}
+
+SctpSessionPolicy FromMpaPolicy(const MpaPolicy& policy) {
+  SctpSessionPolicy p;
+  p.enhanced = policy.max_revision >= kMpaRevision2;
+  p.ird = policy.ird;
+  p.max_ird = policy.max_ird;
+  p.ord = policy.ord;
+  p.min_ord = policy.min_ord;
+  p.max_private_data = std::min<uint16_t>(policy.max_private_data, kSctpSessionMaxPrivateData);
   return p;
 }
 

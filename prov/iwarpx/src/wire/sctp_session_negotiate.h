@@ -57,6 +57,11 @@ struct SctpSessionResponse {
 
 // The MPA policy the SCTP negotiation runs (CRC, markers, P2P off).
 MpaPolicy ToMpaPolicy(const SctpSessionPolicy& policy);
+// The session policy an endpoint configured with an MPA policy uses over
+// SCTP: its IRD/ORD limits, enhanced (IRD/ORD block) iff it allows MPA
+// revision 2, its private-data limit capped at the session's; CRC, markers,
+// RTR and Send with Immediate Data have no SCTP counterpart and are dropped.
+SctpSessionPolicy FromMpaPolicy(const MpaPolicy& policy);
 
 Result<SctpSessionMessage, WireError> MakeSctpInitiate(const SctpSessionPolicy& policy,
                                                        ByteSpan ulp_private_data);

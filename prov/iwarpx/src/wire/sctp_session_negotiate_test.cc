@@ -171,5 +171,27 @@ TEST(SctpNegotiateTest, PrivateDataLimits) {
   EXPECT_EQ(SctpSessionMessageSize(*fits), kSctpSessionMaxMessageSize);
 }
 
+TEST(SctpNegotiateTest, PolicyFromMpaPolicy) {
+  MpaPolicy m;
+  m.max_revision = kMpaRevision2;
+  m.ird = 3;
+  m.max_ird = 9;
+  m.ord = 5;
+  m.min_ord = 2;
+  m.max_private_data = 1024;  // MPA allows more than a session message carries
+  const SctpSessionPolicy p = FromMpaPolicy(m);
+  EXPECT_TRUE(p.enhanced);
+  EXPECT_EQ(p.ird, 3);
+  EXPECT_EQ(p.max_ird, 9);
+  EXPECT_EQ(p.ord, 5);
+  EXPECT_EQ(p.min_ord, 2);
+  EXPECT_EQ(p.max_private_data, kSctpSessionMaxPrivateData);
+  m.max_revision = kMpaRevision1;
+  m.max_private_data = 100;
+  const SctpSessionPolicy q = FromMpaPolicy(m);
+  EXPECT_FALSE(q.enhanced);
+  EXPECT_EQ(q.max_private_data, 100);
+}
+
 }  // namespace
 }  // namespace iwarpx::wire

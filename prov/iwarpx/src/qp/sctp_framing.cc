@@ -1,0 +1,186 @@
+// SctpFraming: FPDU images <-> one SCTP message per DDP segment (see the
+// header for the contract).
+#include "qp/sctp_framing.h"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "qp/work_request.h"
+#include "wire/fpdu.h"
+
+namespace iwarpx::qp {
+
+namespace {
+
+// A read position in a gather list.
+class IovCursor {
+ public:
+  explicit IovCursor(std::span<const iovec> iov) : iov_(iov) {}
+
+  // Copies the next n bytes to dst (the caller checked they exist).
+  void Copy(size_t n, uint8_t* dst) {
+    while (n > 0) {
+      const iovec& v = iov_[i_];
+      const size_t k = std::min(n, v.iov_len - off_);
+      std::memcpy(dst, static_cast<const uint8_t*>(v.iov_base) + off_, k);
+      dst += k;
+      n -= k;
+      Skip(k);
+    }
+  }
+  // Describes the next n bytes as iovecs in `out`; false if they need more
+  // pieces than `out` holds.
+  bool Slice(size_t n, std::span<iovec> out, size_t* count) {
+    *count = 0;
+    while (n > 0) {
+      if (*count == out.size()) return false;
+      const iovec& v = iov_[i_];
+      const size_t k = std::min(n, v.iov_len - off_);
+      out[(*count)++] = iovec{static_cast<uint8_t*>(v.iov_base) + off_, k};
+      n -= k;
+      Skip(k);
+    }
+    return true;
+  }
+  void Skip(size_t n) {
+    off_ += n;
+    while (i_ < iov_.size() && off_ >= iov_[i_].iov_len) {
+      off_ -= iov_[i_].iov_len;
+      ++i_;
+    }
+  }
+
+ private:
+  std::span<const iovec> iov_;
+  size_t i_ = 0;
+  size_t off_ = 0;
+};
+
+// Fills `iov` from position *at on with `src`; returns the bytes written.
+size_t CopyToIov(std::span<const iovec> iov, size_t* at, const uint8_t* src, size_t n) {
+  size_t done = 0;
+  size_t pos = 0;
+  for (const iovec& v : iov) {
+    if (done == n) break;
+    if (*at >= pos + v.iov_len) {
+      pos += v.iov_len;
+      continue;
+    }
+    const size_t into = *at - pos;
+    const size_t k = std::min(v.iov_len - into, n - done);
+    std::memcpy(static_cast<uint8_t*>(v.iov_base) + into, src + done, k);
+    done += k;
+    *at += k;
+    pos += v.iov_len;
+  }
+  return done;
+}
+
+}  // namespace
+
+SctpFraming::SctpFraming(transport::SctpConnection& sctp)
+    : sctp_(sctp), rx_buf_(std::make_unique_for_overwrite<uint8_t[]>(wire::kMaxUlpduLength)) {}
+
+transport::IoResult SctpFraming::SendV(std::span<const iovec> iov) {
+  const size_t total = transport::TotalLength(iov);
+  IovCursor cur(iov);
+  size_t pos = 0;
+  transport::MessageInfo info;
+  info.ppid = kSctpPpidDdpSegment;
+  info.stream = 0;  // every segment: see "Streams" in the header
+  info.unordered = false;
+  bool blocked = false;
+  while (total - pos >= wire::kFpduLengthSize) {
+    std::array<uint8_t, wire::kFpduLengthSize> len_bytes{};
+    IovCursor peek = cur;
+    peek.Copy(len_bytes.size(), len_bytes.data());
+    const size_t len = (size_t{len_bytes[0]} << 8) | len_bytes[1];
+    const size_t image = wire::FpduWireLength(len);
+    if (total - pos < image) break;
+    // A ULPDU is the DDP header plus at most kMaxSge payload pieces, or one
+    // stashed piece: kMaxSge + 2 always suffices.
+    std::array<iovec, kMaxSge + 2> parts{};
+    size_t count = 0;
+    if (!peek.Slice(len, parts, &count)) break;
+    const transport::IoResult r = sctp_.SendMsg(std::span<const iovec>(parts.data(), count), info);
+    if (r.status == transport::IoStatus::kWouldBlock) {
+      blocked = true;
+      break;
+    }
+    if (r.status != transport::IoStatus::kOk) return pos > 0 ? transport::IoResult::Ok(pos) : r;
+    ++messages_sent_;
+    cur.Skip(image);
+    pos += image;
+  }
+  if (pos > 0 || total == 0) return transport::IoResult::Ok(pos);
+  // Nothing taken: blocked, or the first image is incomplete (a caller bug).
+  return blocked ? transport::IoResult::WouldBlock() : transport::IoResult::Error(EMSGSIZE);
+}
+
+transport::IoResult SctpFraming::ReceiveMessage() {
+  while (true) {
+    const iovec v{rx_buf_.get() + rx_fill_, wire::kMaxUlpduLength - rx_fill_};
+    transport::MessageInfo info;
+    const transport::IoResult r = sctp_.RecvMsg(std::span<const iovec>(&v, 1), info);
+    if (r.status != transport::IoStatus::kOk) return r;
+    if (rx_fill_ == 0) rx_ppid_ = info.ppid;
+    if (info.ppid != kSctpPpidDdpSegment || info.ppid != rx_ppid_) {
+      Refuse(wire::term::kLlpInvalidReqRep);
+      return transport::IoResult::Error(EPROTO);
+    }
+    rx_fill_ += r.bytes;
+    if (info.end_of_message) break;
+    if (rx_fill_ == wire::kMaxUlpduLength) {
+      Refuse(wire::term::kLlpMarkerMismatch);  // longer than any ULPDU
+      return transport::IoResult::Error(EPROTO);
+    }
+    if (r.bytes == 0) return transport::IoResult::WouldBlock();
+  }
+  msg_len_ = rx_fill_;
+  rx_fill_ = 0;
+  image_len_ = wire::FpduWireLength(msg_len_);
+  image_off_ = 0;
+  ++messages_received_;
+  return transport::IoResult::Ok(msg_len_);
+}
+
+transport::IoResult SctpFraming::RecvV(std::span<const iovec> iov) {
+  const size_t room = transport::TotalLength(iov);
+  if (room == 0) return transport::IoResult::Ok(0);
+  size_t at = 0;
+  while (at < room) {
+    if (image_off_ == image_len_) {
+      if (refusal_) break;
+      const transport::IoResult r = ReceiveMessage();
+      if (r.status != transport::IoStatus::kOk) {
+        if (at > 0) break;  // deliver what is complete; the next call sees it again
+        return r;
+      }
+    }
+    // The image: ULPDU_Length | message | zero PAD and CRC field.
+    const std::array<uint8_t, wire::kFpduLengthSize> prefix{static_cast<uint8_t>(msg_len_ >> 8),
+                                                            static_cast<uint8_t>(msg_len_ & 0xFF)};
+    static constexpr std::array<uint8_t, wire::kFpduMaxTrailerSize> kZeros{};
+    while (image_off_ < image_len_ && at < room) {
+      const uint8_t* src = nullptr;
+      size_t n = 0;
+      if (image_off_ < wire::kFpduLengthSize) {
+        src = prefix.data() + image_off_;
+        n = wire::kFpduLengthSize - image_off_;
+      } else if (image_off_ < wire::kFpduLengthSize + msg_len_) {
+        src = rx_buf_.get() + (image_off_ - wire::kFpduLengthSize);
+        n = wire::kFpduLengthSize + msg_len_ - image_off_;
+      } else {
+        src = kZeros.data();
+        n = image_len_ - image_off_;
+      }
+      image_off_ += CopyToIov(iov, &at, src, n);
+    }
+  }
+  if (at == 0 && refusal_) return transport::IoResult::Error(EPROTO);
+  return transport::IoResult::Ok(at);
+}
+
+}  // namespace iwarpx::qp

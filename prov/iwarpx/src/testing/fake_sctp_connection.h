@@ -1,0 +1,156 @@
+// FakeSctpConnection: an in-memory, deterministic SctpConnection pair for
+// tests of the message-preserving path (qp/sctp_framing.h and the QP over it).
+//
+// MakeFakeSctpPair() returns two connected ends; every SendMsg on one end is
+// one message (bytes and MessageInfo) queued, in order, towards the other.
+// RecvMsg returns at most one message: a message larger than the buffer, or
+// than set_max_per_recv() (partial delivery), comes in several calls with
+// end_of_message false until the last. set_send_capacity(n) makes SendMsg
+// return kWouldBlock while the peer has n unread messages. Inject() queues a
+// raw message towards an end (a misbehaving peer). ShutdownWrite() on either
+// end: queued messages are still delivered, then both ends' RecvMsg return
+// kClosed and SendMsg fails with EPIPE (SCTP has no half-close). Reset():
+// every later call fails with ECONNRESET. sent() records the info and size
+// of every message an end sent. fd() is -1 and doorbell() false: the fake is
+// driven by calling it. Test-only, header-only, not thread-safe.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "transport/sctp.h"
+
+namespace iwarpx::testing {
+
+class FakeSctpConnection final : public transport::SctpConnection {
+ public:
+  struct Message {
+    std::vector<uint8_t> bytes;
+    transport::MessageInfo info;
+    size_t offset = 0;  // bytes already returned by partial receives
+  };
+  struct Sent {
+    transport::MessageInfo info;
+    size_t size = 0;
+  };
+  struct Shared {
+    std::deque<Message> queue[2];  // queue[i]: messages travelling towards end i
+    std::vector<Sent> sent[2];     // what end i sent
+    bool shut = false;
+    bool reset = false;
+    size_t send_capacity = 0;  // in messages; 0 = unlimited
+    size_t max_per_recv = 0;   // 0 = unlimited
+    uint16_t streams = 8;
+  };
+
+  FakeSctpConnection(std::shared_ptr<Shared> shared, int side)
+      : shared_(std::move(shared)), side_(side) {}
+
+  transport::IoResult SendMsg(std::span<const iovec> iov,
+                              const transport::MessageInfo& info) override {
+    if (shared_->reset) return transport::IoResult::Error(ECONNRESET);
+    if (shared_->shut) return transport::IoResult::Error(EPIPE);
+    if (info.stream >= shared_->streams) return transport::IoResult::Error(EINVAL);
+    std::deque<Message>& q = shared_->queue[1 - side_];
+    if (shared_->send_capacity != 0 && q.size() >= shared_->send_capacity) {
+      return transport::IoResult::WouldBlock();
+    }
+    Message m;
+    m.info = info;
+    m.info.end_of_message = true;
+    for (const iovec& v : iov) {
+      const auto* p = static_cast<const uint8_t*>(v.iov_base);
+      m.bytes.insert(m.bytes.end(), p, p + v.iov_len);
+    }
+    shared_->sent[side_].push_back({m.info, m.bytes.size()});
+    const size_t n = m.bytes.size();
+    q.push_back(std::move(m));
+    return transport::IoResult::Ok(n);
+  }
+
+  transport::IoResult RecvMsg(std::span<const iovec> iov, transport::MessageInfo& info) override {
+    if (shared_->reset) return transport::IoResult::Error(ECONNRESET);
+    std::deque<Message>& q = shared_->queue[side_];
+    if (q.empty()) {
+      return shared_->shut ? transport::IoResult::Closed() : transport::IoResult::WouldBlock();
+    }
+    Message& m = q.front();
+    size_t budget = std::min(transport::TotalLength(iov), m.bytes.size() - m.offset);
+    if (shared_->max_per_recv != 0) budget = std::min(budget, shared_->max_per_recv);
+    size_t moved = 0;
+    for (const iovec& v : iov) {
+      const size_t n = std::min(v.iov_len, budget - moved);
+      std::memcpy(v.iov_base, m.bytes.data() + m.offset + moved, n);
+      moved += n;
+      if (moved == budget) break;
+    }
+    m.offset += moved;
+    info = m.info;
+    info.end_of_message = m.offset == m.bytes.size();
+    if (info.end_of_message) q.pop_front();
+    return transport::IoResult::Ok(moved);
+  }
+
+  [[nodiscard]] uint16_t outbound_streams() const override { return shared_->streams; }
+  [[nodiscard]] bool doorbell() const override { return false; }
+  [[nodiscard]] transport::SctpBackend backend() const override {
+    return transport::SctpBackend::kUsrsctp;
+  }
+  [[nodiscard]] bool connected() const override { return true; }
+  transport::IoResult FinishConnect() override { return transport::IoResult::Ok(0); }
+  transport::Status ShutdownWrite() override {
+    shared_->shut = true;
+    return {};
+  }
+  [[nodiscard]] int fd() const override { return -1; }
+  [[nodiscard]] transport::SockAddr local_address() const override {
+    return transport::SockAddr::Loopback4(static_cast<uint16_t>(kBasePort + side_));
+  }
+  [[nodiscard]] transport::SockAddr peer_address() const override {
+    return transport::SockAddr::Loopback4(static_cast<uint16_t>(kBasePort + 1 - side_));
+  }
+
+  // Test controls (affect both ends).
+  void set_send_capacity(size_t messages) { shared_->send_capacity = messages; }
+  void set_max_per_recv(size_t n) { shared_->max_per_recv = n; }
+  void Reset() {
+    shared_->reset = true;
+    shared_->queue[0].clear();
+    shared_->queue[1].clear();
+  }
+  // Queues a raw message towards this end.
+  void Inject(std::vector<uint8_t> bytes, const transport::MessageInfo& info) {
+    Message m;
+    m.bytes = std::move(bytes);
+    m.info = info;
+    shared_->queue[side_].push_back(std::move(m));
+  }
+  // Messages queued towards this end and not yet (completely) received.
+  [[nodiscard]] size_t pending() const { return shared_->queue[side_].size(); }
+  [[nodiscard]] const std::vector<Sent>& sent() const { return shared_->sent[side_]; }
+  // The oldest message queued towards this end (pending() > 0).
+  [[nodiscard]] const Message& front() const { return shared_->queue[side_].front(); }
+
+ private:
+  static constexpr int kBasePort = 41000;
+
+  std::shared_ptr<Shared> shared_;
+  int side_;
+};
+
+inline std::pair<std::unique_ptr<FakeSctpConnection>, std::unique_ptr<FakeSctpConnection>>
+MakeFakeSctpPair() {
+  auto shared = std::make_shared<FakeSctpConnection::Shared>();
+  return {std::make_unique<FakeSctpConnection>(shared, 0),
+          std::make_unique<FakeSctpConnection>(shared, 1)};
+}
+
+}  // namespace iwarpx::testing
