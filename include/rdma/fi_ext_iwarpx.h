@@ -90,6 +90,9 @@ struct fi_iwarpx_ep_stats {
   uint64_t rc_accepted; /* peers' connects accepted */
   uint64_t rc_rejected; /* peers' connects refused: tie-break, cap, bad hello */
   uint64_t rc_failed;   /* connections that never came up or broke */
+  /* RDM messages sent by RDMA Write into the peer's RC-FP ring
+   * (FI_IWARPX_MAX_FASTPATH). */
+  uint64_t rdm_rc_fp_msgs;
 };
 
 struct fi_iwarpx_stats_ops {

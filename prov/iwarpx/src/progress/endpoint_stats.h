@@ -55,7 +55,8 @@ namespace iwarpx::progress {
   X(rc_opened)                                                                    \
   X(rc_accepted)                                                                  \
   X(rc_rejected)                                                                  \
-  X(rc_failed)
+  X(rc_failed)                                                                    \
+  X(rdm_rc_fp_msgs)
 
 struct EndpointStats {
 #define IWARPX_STAT_FIELD(name) uint64_t name = 0;

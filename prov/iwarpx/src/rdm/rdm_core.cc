@@ -268,16 +268,28 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
   if (rc != nullptr) {
     available.Add(Channel::kRcSr);
     available.Add(Channel::kRcRdma);
+    if (const uint64_t room = FpRoom(p); room > 0) {
+      available.Add(Channel::kRcFp);
+      limits.max_size[static_cast<int>(Channel::kRcFp)] = room;
+    }
   }
   const Channel channel = config_.send_rules.Select(h.size, peers_.size(), available, limits);
-  const bool eager = channel == Channel::kUdSr || channel == Channel::kRcSr;
-  op.via = rc != nullptr && (p.tx_on_rc || channel == Channel::kRcSr || channel == Channel::kRcRdma)
+  const bool fp = channel == Channel::kRcFp;
+  const bool eager = fp || channel == Channel::kUdSr || channel == Channel::kRcSr;
+  op.via = rc != nullptr &&
+                   (p.tx_on_rc || fp || channel == Channel::kRcSr || channel == Channel::kRcRdma)
                ? Via::kRc
                : Via::kRd;
   if (op.via == Via::kRc && !p.tx_on_rc) {
     if (const RdmStatus s = SendSwitch(p); s != RdmStatus::kOk) return undo(s);
   }
-  if (eager) {
+  if (fp) {
+    op.kind = Kind::kEager;
+    h.op = wire::RdmOp::kEager;
+    if (!wire::EncodeRdmHeader(h, std::span(op.header).subspan(kFpSlotHeaderSize)).ok()) {
+      return undo(RdmStatus::kInvalid);
+    }
+  } else if (eager) {
     op.kind = Kind::kEager;
     h.op = wire::RdmOp::kEager;
     auto n = wire::EncodeRdmHeader(h, op.header);
@@ -310,7 +322,7 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
     wr.sgl.Add(op.header.data(), *n);
     wr.context = Ctx(Kind::kRts, *index);
   }
-  switch ((op.via == Via::kRc ? *rc : q->qp()).PostSend(wr)) {
+  switch (fp ? SendFp(p, *index, iov, count) : (op.via == Via::kRc ? *rc : q->qp()).PostSend(wr)) {
     case qp::QpStatus::kOk: break;
     case qp::QpStatus::kQueueFull: return undo(RdmStatus::kAgain);
     case qp::QpStatus::kBadState: return undo(RdmStatus::kNoPeer);
@@ -318,7 +330,9 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
   }
   if (op.via == Via::kRc && p.link->ch != nullptr) p.link->ch->AfterPost();
   ++(op.kind == Kind::kEager ? counters_.eager_sent : counters_.rts_sent);
-  if (op.via == Via::kRc) {
+  if (fp) {
+    ++counters_.rc_fp_msgs;
+  } else if (op.via == Via::kRc) {
     ++(eager ? counters_.rc_sr_msgs : counters_.rc_rdma_msgs);
   } else {
     ++(eager ? counters_.ud_sr_msgs : counters_.ud_zcopy_msgs);
@@ -359,7 +373,9 @@ void RdmCore::OnSendComplete(Peer& p, Via via, uint64_t ctx) {
     case Kind::kUser: sink_.RmaDone(i); return;
     case Kind::kBounce:
     case Kind::kRead:
-    case Kind::kSwitch: return;
+    case Kind::kSwitch:
+    case Kind::kFp:
+    case Kind::kCredit: return;
   }
 }
 
@@ -399,10 +415,14 @@ void RdmCore::OnRecvComplete(Peer& p, Via via, uint64_t ctx, size_t bytes,
     ProtocolError(p, "undecodable RDM message");
     return;
   }
-  switch (m->header.op) {
+  Incoming(p, via, b, bytes, *m);
+}
+
+void RdmCore::Incoming(Peer& p, Via via, uint32_t b, size_t bytes, const wire::RdmMessage& m) {
+  switch (m.header.op) {
     case wire::RdmOp::kFin:
       Repost(p, via, b);
-      OnFin(p, m->header);
+      OnFin(p, m.header);
       return;
     case wire::RdmOp::kSwitch:
       Repost(p, via, b);
@@ -417,7 +437,7 @@ void RdmCore::OnRecvComplete(Peer& p, Via via, uint64_t ctx, size_t bytes,
     p.held.emplace_back(b, bytes);
     return;
   }
-  Arrived(p, via, b, *m);
+  Arrived(p, via, b, m);
 }
 
 void RdmCore::Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage& m) {
@@ -583,6 +603,14 @@ void RdmCore::OnRdmaComplete(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/) {
     sink_.RmaDone(i);
     return;
   }
+  if (KindOf(ctx) == Kind::kFp) {  // an EAGER message by Write: done once written
+    if (i >= tx_.size() || !tx_[i].used) return;
+    const uint64_t context = tx_[i].context;
+    tx_[i].used = false;
+    tx_free_.push_back(static_cast<uint32_t>(i));
+    sink_.SendDone(context);
+    return;
+  }
   if (KindOf(ctx) != Kind::kRead || i >= rndv_.size() || !rndv_[i].used) return;
   if (--rndv_[i].reads_left == 0 && rndv_[i].todo == 0) {
     FinishRendezvous(static_cast<uint32_t>(i));
@@ -592,12 +620,14 @@ void RdmCore::OnRdmaComplete(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/) {
 void RdmCore::OnError(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/, const qp::WcError& error) {
   const uint64_t i = IndexOf(ctx);
   switch (KindOf(ctx)) {
-    case Kind::kSwitch: return;  // the RD QP failed: PeerFailed resets the peer
+    case Kind::kSwitch:          // the RD QP failed: PeerFailed resets the peer
+    case Kind::kCredit: return;  // the link failed: RcDown drops it
     case Kind::kBounce:
       if (uint32_t* posted = BouncesOf(p, via); posted != nullptr && *posted > 0) --*posted;
       if (i < bounces_.size()) FreeBounce(static_cast<uint32_t>(i));
       return;
     case Kind::kEager:
+    case Kind::kFp:
     case Kind::kRts: {
       if (i >= tx_.size() || !tx_[i].used) return;
       TxOp& op = tx_[i];
@@ -644,6 +674,7 @@ void RdmCore::ReleaseUnexpected(uint32_t u) {
   }
   e.used = false;
   unexp_free_.push_back(u);
+  if (fp_withheld_ && unexpected_bytes_ <= config_.unexpected_limit) ReleaseFpCredits();
 }
 
 void RdmCore::DeliverUnexpected(const RecvRequest& r, const iovec* iov, uint32_t u) {

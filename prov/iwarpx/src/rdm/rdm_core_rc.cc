@@ -53,6 +53,7 @@ void RdmCore::CollectStats(progress::EndpointStats* out) const {
   out->rdm_ud_zcopy_msgs += counters_.ud_zcopy_msgs;
   out->rdm_rc_sr_msgs += counters_.rc_sr_msgs;
   out->rdm_rc_rdma_msgs += counters_.rc_rdma_msgs;
+  out->rdm_rc_fp_msgs += counters_.rc_fp_msgs;
   out->rc_opened += counters_.rc_opened;
   out->rc_accepted += counters_.rc_accepted;
   out->rc_rejected += counters_.rc_rejected;
@@ -75,17 +76,20 @@ void RdmCore::CountAndPromote(Peer& p, uint64_t bytes) {
   link->core = this;
   link->peer = &p;
   link->outgoing = true;
+  link->fp = MakeFpLink();
   progress::ChannelConfig cc = config_.rc.mpa;
   cc.pd = config_.channel.pd;
   transport::SockAddr from = channel_->local_address();
   from.set_port(0);
   if (from.is_any()) from = transport::SockAddr();
-  const auto hello = EncodeRcHello(channel_->local_address().port());
+  std::array<uint8_t, kRcHelloMaxSize> hello{};
+  const size_t hello_len = RcHelloFor(*link, hello);
   auto ch = progress::MsgChannel::Connect(engine_, stags_, cc, config_.rc.qp, p.addr, from,
-                                          ByteSpan(hello.data(), hello.size()), *link);
+                                          ByteSpan(hello.data(), hello_len), *link);
   ++counters_.rc_opened;
   if (!ch.ok()) {
     ++counters_.rc_failed;
+    DropFpLink(*link);
     return;
   }
   link->ch = std::move(ch).value();
@@ -117,11 +121,18 @@ void RdmCore::OnRequest(progress::MsgChannel& channel) {
   link->core = this;
   link->peer = &p;
   link->ch = std::move(owned);
+  const std::optional<RcHello> hello = DecodeRcHelloFull(link->ch->peer_private_data());
+  if (hello && hello->ring) link->fp = MakeFpLink();
+  FpTakePeerRing(*link, hello ? hello->ring : std::nullopt);
   p.link = std::move(link);
   ++links_;
   ++counters_.rc_accepted;
   RcLink& l = *p.link;
-  if (l.ch->Accept({}, stags_, config_.channel.pd, config_.rc.qp, l) != 0 && !l.dead) {
+  std::array<uint8_t, kRcHelloMaxSize> reply{};
+  const size_t reply_len = RcHelloFor(l, reply);
+  if (l.ch->Accept(ByteSpan(reply.data(), reply_len), stags_, config_.channel.pd, config_.rc.qp,
+                   l) != 0 &&
+      !l.dead) {
     RcDown(l);
   }
 }
@@ -134,6 +145,12 @@ void RdmCore::RcQpReady(RcLink& link, qp::QueuePair& q) {
 
 void RdmCore::RcUp(RcLink& link) {
   link.up = true;
+  if (link.outgoing) {
+    // The Reply's hello: the fast path if it names a ring (a Reply that is
+    // not a hello means none).
+    const std::optional<RcHello> hello = DecodeRcHelloFull(link.ch->peer_private_data());
+    FpTakePeerRing(link, hello ? hello->ring : std::nullopt);
+  }
 }
 
 void RdmCore::RcDown(RcLink& link) {
@@ -153,6 +170,7 @@ void RdmCore::RcDown(RcLink& link) {
 
 void RdmCore::DropLink(Peer& p, int err) {
   if (p.link == nullptr) return;
+  DropFpLink(*p.link);  // its memory stays until the QP is gone (graveyard)
   p.link->dead = true;
   graveyard_.push_back(std::move(p.link));
   if (deferred_added_) engine_.Update(deferred_);
