@@ -94,6 +94,8 @@ bench_mpirun() {
 #   hybrid  size<=8192:rc_sr,any:ud_sr,any:ud_zcopy with the default thresholds: a peer moves
 #           to an on-demand connection after FI_IWARPX_RC_THRESHOLD_MSGS messages
 #   rc      the same chain with a connection at the first message (threshold 1, MAX_RC 4096)
+#   fp      size<=2048:rc_fp,size<=8192:rc_sr,any:ud_sr,any:ud_zcopy, connection at the first
+#           message: up to 2 KiB by RDMA Write into the peer's RC-FP ring, larger ones as rc
 # Benchmarks take them as providers named iwarpx+MODE (bench_pingpong.sh, bench_rdm_bw.sh).
 bench_iwarpx_mode() {
   case $1 in
@@ -101,6 +103,8 @@ bench_iwarpx_mode() {
     hybrid) echo "FI_IWARPX_SEND_RULES=size<=8192:rc_sr,any:ud_sr,any:ud_zcopy" ;;
     rc) printf '%s\n' "FI_IWARPX_SEND_RULES=size<=8192:rc_sr,any:ud_sr,any:ud_zcopy" \
           FI_IWARPX_RC_THRESHOLD_MSGS=1 FI_IWARPX_MAX_RC=4096 ;;
+    fp) printf '%s\n' "FI_IWARPX_SEND_RULES=size<=2048:rc_fp,size<=8192:rc_sr,any:ud_sr,any:ud_zcopy" \
+          FI_IWARPX_RC_THRESHOLD_MSGS=1 FI_IWARPX_MAX_RC=4096 FI_IWARPX_MAX_FASTPATH=4096 ;;
     *) return 1 ;;
   esac
 }

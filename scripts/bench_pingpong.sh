@@ -8,7 +8,7 @@
 #   --ep TYPE       dgram (default) or rdm
 #   --anchors LIST  comma-separated providers to compare with (default: udp for
 #                   dgram; "tcp;ofi_rxm,udp;ofi_rxd" for rdm); iwarpx+MODE is iwarpx under a
-#                   send-rule mode of bench_lib.sh (ud, hybrid, rc)
+#                   send-rule mode of bench_lib.sh (ud, hybrid, rc, fp)
 #   --build DIR     build tree holding libiwarpx-fi.so (default build; built with
 #                   `cmake --build DIR --target iwarpx-fi` first)
 #   --sizes LIST    comma-separated sizes for fi_pingpong -S (default 8,64,1024,8192,32768)

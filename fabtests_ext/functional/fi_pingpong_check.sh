@@ -3,7 +3,8 @@
 # Debian's own fi_pingpong (libfabric-bin, a client nobody here wrote) over an iwarpx
 # endpoint on loopback: the server and the client run with -c (every payload checked) for
 # all of fi_pingpong's default sizes. IWARPX_PP_EP selects the endpoint type (msg, the
-# default, dgram or rdm). The server is started here, its PID recorded, and only that PID is
+# default, dgram or rdm). IWARPX_PP_EXPECT, if set, is an extended regular expression that
+# both sides' output must match (with FI_IWARPX_STATS=1: a counter the run must have moved). The server is started here, its PID recorded, and only that PID is
 # stopped. Both sides are bounded by timeout.
 set -uo pipefail
 pingpong=$1
@@ -40,4 +41,8 @@ echo "--- server (exit $src)"; cat "$log"
 # Every size line reports as many acknowledged as sent (the "=N" column).
 lines=$(grep -cE '^[0-9]+[kmg]?[[:space:]]+[0-9]+[[:space:]]+=[0-9]+' <<<"$client")
 [ "$lines" -ge 1 ] || { echo "FAIL: no result lines from the client"; exit 1; }
+if [ -n "${IWARPX_PP_EXPECT:-}" ]; then
+  grep -qE "$IWARPX_PP_EXPECT" <<<"$client" || { echo "FAIL: client output lacks /$IWARPX_PP_EXPECT/"; exit 1; }
+  grep -qE "$IWARPX_PP_EXPECT" "$log" || { echo "FAIL: server output lacks /$IWARPX_PP_EXPECT/"; exit 1; }
+fi
 echo "PASS: $lines sizes"

@@ -33,6 +33,9 @@ struct Params {
   int rc_threshold_msgs = 64;        // FI_IWARPX_RC_THRESHOLD_MSGS
   int rc_threshold_bytes = 1 << 20;  // FI_IWARPX_RC_THRESHOLD_BYTES
   int max_rc = 16;                   // FI_IWARPX_MAX_RC
+  int max_fastpath = 8;              // FI_IWARPX_MAX_FASTPATH
+  int fastpath_slots = 32;           // FI_IWARPX_FASTPATH_SLOTS
+  int fastpath_slot_size = 2048;     // FI_IWARPX_FASTPATH_SLOT_SIZE (payload bytes)
 };
 
 // The values in effect (defaults until fi_prov_ini has run).
