@@ -183,7 +183,7 @@ TEST_F(RcFastPathTest, ABrokenConnectionReleasesTheRings) {
 TEST_F(RcFastPathTest, CreditsAreWithheldOverTheUnexpectedLimit) {
   RdmConfig c = FpConfig();
   c.rc.threshold_msgs = 10;
-  c.unexpected_limit = 16 * 4096;  // 16 bounces
+  c.unexpected_limit = size_t{16} * 4096;  // 16 bounces
   Node& a = Add(c);
   Node& b = Add(c);
   Flow f = MakeFlow(a, b, 600);
