@@ -8,7 +8,10 @@
 //           arrives exactly once, in send order, bit-exact; the counters
 //           (fi_iwarpx_ep_stats) show datagram messages before the switch and
 //           connection messages after it, one connection opened and accepted.
-//           Also run with FI_IWARPX_FAULT damaging the datagrams.
+//           Also run with FI_IWARPX_FAULT damaging the datagrams, and with a
+//           chain that starts size<=2048:rc_fp (IWARPX_RC_FP=1): then part of
+//           the connection's messages must go by RDMA Write into B's RC-FP
+//           ring (rdm_rc_fp_msgs), interleaved with RC-SR and rendezvous.
 //   cap     FI_IWARPX_MAX_RC=1: A streams to three peers; A opens exactly one
 //           connection, the other two peers stay on datagrams, every message
 //           of the three streams checked as above.
@@ -178,9 +181,18 @@ TEST(RdmRc, CaseFromTheEnvironment) {
     EXPECT_EQ(sb.rc_accepted, 1u);
     EXPECT_EQ(sa.rc_failed + sb.rc_failed, 0u);
     EXPECT_GT(sa.rdm_ud_sr_msgs + sa.rdm_ud_zcopy_msgs, 0u) << "nothing before the switch";
-    EXPECT_GT(sa.rdm_rc_sr_msgs, 5000u) << "the stream did not move to the connection";
+    const bool fp = std::getenv("IWARPX_RC_FP") != nullptr;
+    EXPECT_GT(sa.rdm_rc_sr_msgs + sa.rdm_rc_fp_msgs, 5000u)
+        << "the stream did not move to the connection";
     EXPECT_GT(sa.rdm_rc_rdma_msgs, 0u) << "no rendezvous over the connection";
-    EXPECT_EQ(sa.rdm_ud_sr_msgs + sa.rdm_ud_zcopy_msgs + sa.rdm_rc_sr_msgs + sa.rdm_rc_rdma_msgs,
+    if (fp) {
+      EXPECT_GT(sa.rdm_rc_fp_msgs, 0u) << "nothing went by the RC-FP ring";
+      EXPECT_GT(sa.rdm_rc_sr_msgs, 0u) << "no RC-SR between the ring's messages";
+    } else {
+      EXPECT_EQ(sa.rdm_rc_fp_msgs, 0u) << "the chain names no rc_fp";
+    }
+    EXPECT_EQ(sa.rdm_ud_sr_msgs + sa.rdm_ud_zcopy_msgs + sa.rdm_rc_sr_msgs + sa.rdm_rc_rdma_msgs +
+                  sa.rdm_rc_fp_msgs,
               10000u);
     EXPECT_EQ(sa.rd_peers_failed + sb.rd_peers_failed, 0u);
     if (std::getenv("FI_IWARPX_FAULT") != nullptr) {

@@ -104,7 +104,7 @@ struct RcConfig {
   uint32_t max_links = 16;                       // FI_IWARPX_MAX_RC (0: none)
   // RC-FP rings (when the chain names rc_fp): at most this many connections
   // have one; each is fp_slots slots taking messages of up to fp_max_payload
-  // bytes (seed 004 §4.1/§5.3: RC-FP for messages up to 2 KiB, 8 per task).
+  // bytes (seed 004 §5.3: RC-FP for messages up to 2 KiB; §5.4: 8 per task).
   uint32_t max_fastpath = 8;       // FI_IWARPX_MAX_FASTPATH (0: none)
   uint32_t fp_slots = 32;          // FI_IWARPX_FASTPATH_SLOTS
   uint32_t fp_max_payload = 2048;  // FI_IWARPX_FASTPATH_SLOT_SIZE
