@@ -104,6 +104,11 @@ void DefineParams() {
                   "rc_fp channel: small messages by RDMA Write into the peer's ring), "
                   "0..4096; a connection has the fast path when both ends are under it, "
                   "others use the chain's next rule. (default: 8)");
+  fi_param_define(&g_provider, "rc_idle_ms", FI_PARAM_INT,
+                  "An RDM endpoint's on-demand connection that carried nothing for this many "
+                  "milliseconds is left by both ends (a SWITCH back to datagrams each way) and "
+                  "closed without any error; traffic opens a new one after the thresholds. "
+                  "0..2^31-1; 0 keeps connections until the endpoint closes. (default: 0)");
   fi_param_define(&g_provider, "fastpath_slots", FI_PARAM_INT,
                   "Slots of each RC-FP ring (messages in flight to one peer on it), "
                   "2..4096. (default: 32)");
@@ -186,6 +191,7 @@ void ReadParams() {
   ReadInt("max_fastpath", 0, 4096, &g_params.max_fastpath);
   ReadInt("fastpath_slots", 2, 4096, &g_params.fastpath_slots);
   ReadInt("fastpath_slot_size", 16, 65472, &g_params.fastpath_slot_size);
+  ReadInt("rc_idle_ms", 0, INT32_MAX, &g_params.rc_idle_ms);
   int seg = g_params.rd_segment;
   ReadInt("rd_segment", 0, 65460, &seg);
   if (seg != 0 && seg < 128) {

@@ -36,6 +36,7 @@ struct Params {
   int max_fastpath = 8;              // FI_IWARPX_MAX_FASTPATH
   int fastpath_slots = 32;           // FI_IWARPX_FASTPATH_SLOTS
   int fastpath_slot_size = 2048;     // FI_IWARPX_FASTPATH_SLOT_SIZE (payload bytes)
+  int rc_idle_ms = 0;                // FI_IWARPX_RC_IDLE_MS (0: connections stay)
 };
 
 // The values in effect (defaults until fi_prov_ini has run).

@@ -57,6 +57,7 @@ int RdmEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fi
   c.rc.max_fastpath = static_cast<uint32_t>(p.max_fastpath);
   c.rc.fp_slots = static_cast<uint32_t>(p.fastpath_slots);
   c.rc.fp_max_payload = static_cast<uint32_t>(p.fastpath_slot_size);
+  c.rc.idle_ms = static_cast<uint32_t>(p.rc_idle_ms);
   c.rc.mpa.policy = MpaPolicyFromParams();
   c.rc.qp.sq_size = kPerPeerSq;
   c.rc.qp.rq_size = 2 * kBouncesPerPeer;

@@ -146,6 +146,9 @@ void RdmCore::PeerFailed(const progress::RdPeerKey& key) {
   DropFins(p, Via::kRd);
   p.rx_switched = false;
   p.tx_on_rc = false;
+  for (const auto& [bounce, bytes] : p.rd_held) FreeBounce(bounce);
+  p.rd_held.clear();
+  p.rd_replaying = false;
   // Rendezvous sends whose RTS went out wait for a FIN that will not come.
   for (uint32_t i = 0; i < tx_.size(); ++i) {
     TxOp& op = tx_[i];
@@ -242,7 +245,7 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
   // The connected QP once it is established; after our SWITCH every message
   // to the peer takes it (the order rule), the chain then picks the protocol.
   qp::QueuePair* rc = QpOf(p, Via::kRc);
-  if (rc != nullptr && !p.link->up) rc = nullptr;
+  if (rc != nullptr && (!p.link->up || p.link->back_sent || p.link->back_got)) rc = nullptr;
   const std::optional<uint32_t> index = Alloc(tx_, tx_free_, kMaxTxOps);
   if (!index) return RdmStatus::kAgain;
   TxOp& op = tx_[*index];
@@ -328,7 +331,10 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
     case qp::QpStatus::kBadState: return undo(RdmStatus::kNoPeer);
     default: return undo(RdmStatus::kInvalid);
   }
-  if (op.via == Via::kRc && p.link->ch != nullptr) p.link->ch->AfterPost();
+  if (op.via == Via::kRc && p.link->ch != nullptr) {
+    p.link->ch->AfterPost();
+    MarkActive(p);
+  }
   ++(op.kind == Kind::kEager ? counters_.eager_sent : counters_.rts_sent);
   if (fp) {
     ++counters_.rc_fp_msgs;
@@ -425,11 +431,29 @@ void RdmCore::Incoming(Peer& p, Via via, uint32_t b, size_t bytes, const wire::R
       OnFin(p, m.header);
       return;
     case wire::RdmOp::kSwitch:
+      if (via == Via::kRc) {
+        MarkActive(p);
+        // The SWITCH back: after the peer's link messages held so far.
+        if (p.replaying || !p.held.empty()) {
+          p.held.emplace_back(b, bytes);
+          return;
+        }
+        Repost(p, via, b);
+        OnSwitchBack(p);
+        return;
+      }
       Repost(p, via, b);
       OnSwitch(p, via);
       return;
     case wire::RdmOp::kEager:
     case wire::RdmOp::kRts: break;
+  }
+  if (via == Via::kRc) MarkActive(p);
+  if (via == Via::kRd && (p.rx_switched || p.rd_replaying)) {
+    // Sent after the peer's SWITCH back, which has not arrived on the link
+    // yet: matched after every link message before it.
+    p.rd_held.emplace_back(b, bytes);
+    return;
   }
   if (via == Via::kRc && (!p.rx_switched || p.replaying)) {
     // Sent after the peer's SWITCH, which has not arrived yet: matched after

@@ -49,6 +49,14 @@
 //   they are withheld while unexpected messages hold more than
 //   unexpected_limit, so a fast path cannot grow that memory beyond one ring
 //   per peer.
+// * Idle connections (rdm_core_idle.cc, config.rc.idle_ms > 0): a
+//   connection with nothing of ours pending on it and nothing sent or
+//   received for idle_ms is left: a SWITCH on the connection says "my later
+//   messages go on RD" (the receiver holds the peer's RD messages that
+//   overtake it, as the first SWITCH's rule in reverse); the peer answers
+//   with its own; each side drops the connection without failing the RD
+//   session once both SWITCHes crossed and nothing of its own is pending
+//   on it. Traffic reopens one on demand (the promotion thresholds).
 // * Peers are named by RdPeerKey; PeerIdOf() gives each key a stable id used
 //   for FI_DIRECTED_RECV matching and reported as the source of receives.
 // * RMA and atomics go to Qp(key) directly with contexts made by
@@ -108,7 +116,10 @@ struct RcConfig {
   uint32_t max_fastpath = 8;       // FI_IWARPX_MAX_FASTPATH (0: none)
   uint32_t fp_slots = 32;          // FI_IWARPX_FASTPATH_SLOTS
   uint32_t fp_max_payload = 2048;  // FI_IWARPX_FASTPATH_SLOT_SIZE
-  progress::ChannelConfig mpa;     // MPA policy and timeouts (pd: channel.pd)
+  // A connection that carried nothing for this long is closed cleanly
+  // (rdm_core_idle.cc); 0: never.
+  uint32_t idle_ms = 0;         // FI_IWARPX_RC_IDLE_MS
+  progress::ChannelConfig mpa;  // MPA policy and timeouts (pd: channel.pd)
   // The connected QP (role set by the channel). Its send queue also holds the
   // rendezvous Reads and FINs for what the peer sends: as deep as the
   // provider makes an RD peer's (ofi/rdm_ep.cc).
@@ -266,6 +277,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t rc_rejected = 0;       // Requests refused (tie-break, cap, bad hello)
     uint64_t rc_failed = 0;         // connections that ended or never came up
     uint64_t rc_switches = 0;       // SWITCHes sent
+    uint64_t rc_idle_closed = 0;    // connections left after FI_IWARPX_RC_IDLE_MS
   };
   [[nodiscard]] const Counters& counters() const { return counters_; }
   // The RD channel's counters, the connections' Terminates and the counters
@@ -304,6 +316,10 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     bool tx_on_rc = false;     // our SWITCH went out: every later send goes on `link`
     bool rx_switched = false;  // the peer's SWITCH arrived: link arrivals are matched
     std::deque<std::pair<uint32_t, size_t>> held;  // (bounce, bytes) from the link before it
+    // RD messages that overtook the peer's SWITCH back (held until it
+    // arrives on the link), and the replay guard as for `held`.
+    std::deque<std::pair<uint32_t, size_t>> rd_held;
+    bool rd_replaying = false;
     // OnSwitch is matching `held`: a bounce it gives back to the link may
     // deliver the next message at once, which must queue behind the rest.
     bool replaying = false;
@@ -341,6 +357,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     [[nodiscard]] bool has_pending_work() const override {
       return !core->graveyard_.empty() || !core->flush_.empty();
     }
+    [[nodiscard]] std::optional<uint64_t> deadline() const override { return core->IdleDeadline(); }
+    void OnTimer() override { core->OnIdleTimer(); }
     void OnPendingWork() override { core->RunDeferred(); }
   };
   // The RC-FP state of one connection: our ring (registered for the peer's
@@ -373,6 +391,11 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     bool outgoing = false;
     bool up = false;
     bool dead = false;
+    // Idle teardown: last traffic, and the SWITCH back each way.
+    uint64_t last_active_ns = 0;
+    bool back_sent = false;
+    bool back_got = false;
+    std::array<uint8_t, wire::kRdmHeaderSize> back_header{};
     uint32_t bounces_posted = 0;
     void OnQpReady(qp::QueuePair& q) override {
       if (!dead) core->RcQpReady(*this, q);
@@ -555,6 +578,19 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // Unexpected memory fell back under its limit: credits withheld go out.
   void ReleaseFpCredits();
 
+  // Idle connections (rdm_core_idle.cc).
+  [[nodiscard]] std::optional<uint64_t> IdleDeadline() const;
+  void OnIdleTimer();
+  void MarkActive(Peer& p);
+  // Nothing of ours waits on p's connection (sends, rendezvous, held, queues).
+  [[nodiscard]] bool LinkQuiet(const Peer& p) const;
+  // Our SWITCH back on the connection (from the pending pass or the timer).
+  void SendBack(Peer& p);
+  // The peer's SWITCH back arrived on the connection.
+  void OnSwitchBack(Peer& p);
+  // Both SWITCHes crossed and nothing is pending: the link goes, cleanly.
+  void MaybeCloseIdle(Peer& p);
+
   // Matching and delivery.
   TagMatcher& MatcherFor(bool tagged) { return tagged ? tagged_ : untagged_; }
   void Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage& m);
@@ -596,7 +632,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   int rc_listen_error_ = 0;
   uint32_t links_ = 0;
   uint32_t fp_links_ = 0;
-  bool fp_withheld_ = false;  // credits held back over the unexpected limit
+  uint64_t next_idle_check_ns_ = 0;  // 0: no timer
+  bool fp_withheld_ = false;         // credits held back over the unexpected limit
   std::vector<std::unique_ptr<RcLink>> graveyard_;
   Deferred deferred_;
   bool deferred_added_ = false;

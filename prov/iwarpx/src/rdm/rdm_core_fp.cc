@@ -156,7 +156,7 @@ void RdmCore::ScheduleFpCredit(Peer& p) {
 void RdmCore::FlushFpCredit(Peer& p) {
   RcLink* l = p.link.get();
   if (l == nullptr || l->dead || !l->up || l->fp == nullptr || !l->fp->credit_wanted ||
-      l->qp == nullptr) {
+      l->qp == nullptr || l->back_sent) {
     return;
   }
   FpLink& fp = *l->fp;

@@ -145,6 +145,7 @@ void RdmCore::RcQpReady(RcLink& link, qp::QueuePair& q) {
 
 void RdmCore::RcUp(RcLink& link) {
   link.up = true;
+  MarkActive(*link.peer);
   if (link.outgoing) {
     // The Reply's hello: the fast path if it names a ring (a Reply that is
     // not a hello means none).
@@ -155,12 +156,15 @@ void RdmCore::RcUp(RcLink& link) {
 
 void RdmCore::RcDown(RcLink& link) {
   Peer& p = *link.peer;
+  // Left idle by both sides (both SWITCHes back crossed): the peer closed
+  // it after everything it sent had arrived.
+  const bool clean = link.back_sent && link.back_got && LinkQuiet(p);
   const bool was_up = link.up;
-  ++counters_.rc_failed;
+  ++(clean ? counters_.rc_idle_closed : counters_.rc_failed);
   DropLink(p, ECONNRESET);
   // A connection that carried messages may have lost some whose sends
   // completed: fail the peer's RD session too, so nothing is lost silently.
-  if (was_up) {
+  if (was_up && !clean) {
     if (rd::RdQp* q = channel_->Find({p.addr, kRdmQpn}); q != nullptr) {
       q->Fail(ECONNRESET);
       channel_->AfterPost();
@@ -246,6 +250,11 @@ void RdmCore::OnSwitch(Peer& p, Via via) {
     auto m = wire::DecodeRdmMessage(ByteSpan(bounces_[bounce].buf.get(), bytes));
     if (!m.ok()) {  // decoded once already; cannot happen
       FreeBounce(bounce);
+      continue;
+    }
+    if (m->header.op == wire::RdmOp::kSwitch) {  // the SWITCH back (rdm_core_idle.cc)
+      Repost(p, Via::kRc, bounce);
+      OnSwitchBack(p);
       continue;
     }
     Arrived(p, Via::kRc, bounce, *m);
