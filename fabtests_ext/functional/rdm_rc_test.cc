@@ -12,6 +12,10 @@
 //           chain that starts size<=2048:rc_fp (IWARPX_RC_FP=1): then part of
 //           the connection's messages must go by RDMA Write into B's RC-FP
 //           ring (rdm_rc_fp_msgs), interleaved with RC-SR and rendezvous.
+//   idle    FI_IWARPX_RC_IDLE_MS=100: a stream that moves to the connection,
+//           a pause in which both ends leave it cleanly, a second stream
+//           that opens a new one: both checked as above, no connection and
+//           no RD session failed on either side.
 //   cap     FI_IWARPX_MAX_RC=1: A streams to three peers; A opens exactly one
 //           connection, the other two peers stay on datagrams, every message
 //           of the three streams checked as above.
@@ -198,6 +202,31 @@ TEST(RdmRc, CaseFromTheEnvironment) {
     if (std::getenv("FI_IWARPX_FAULT") != nullptr) {
       EXPECT_GT(sa.rd_retransmitted + sb.rd_retransmitted, 0u) << "the faults did not happen";
     }
+    return;
+  }
+  if (c == "idle") {
+    Side* b = net.AddSide();
+    ASSERT_NE(b, nullptr) << net.error;
+    ASSERT_TRUE(net.Connect(*a, *b)) << net.error;
+    for (uint64_t round = 1; round <= 2; ++round) {
+      Stream s;
+      s.from = a;
+      s.to = b;
+      s.count = 2000;
+      s.id = round;
+      s.Init();
+      ASSERT_TRUE(RunStreams(net, {&s})) << "round " << round << ": " << s.error;
+      s.Check();
+      EXPECT_EQ(StatsOf(a).rc_opened, round);
+      // Idle for 10x FI_IWARPX_RC_IDLE_MS: both ends leave the connection.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      while (std::chrono::steady_clock::now() < until) ASSERT_TRUE(net.PollAll());
+    }
+    const fi_iwarpx_ep_stats sa = StatsOf(a);
+    const fi_iwarpx_ep_stats sb = StatsOf(b);
+    EXPECT_EQ(sb.rc_accepted, 2u);
+    EXPECT_EQ(sa.rc_failed + sb.rc_failed, 0u) << "a connection ended with an error";
+    EXPECT_EQ(sa.rd_peers_failed + sb.rd_peers_failed, 0u);
     return;
   }
   ASSERT_EQ(c, "cap") << "unknown IWARPX_RC_CASE";
