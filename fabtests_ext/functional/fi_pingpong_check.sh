@@ -4,7 +4,8 @@
 # endpoint on loopback: the server and the client run with -c (every payload checked) for
 # all of fi_pingpong's default sizes. IWARPX_PP_EP selects the endpoint type (msg, the
 # default, dgram or rdm). IWARPX_PP_EXPECT, if set, is an extended regular expression that
-# both sides' output must match (with FI_IWARPX_STATS=1: a counter the run must have moved). The server is started here, its PID recorded, and only that PID is
+# both sides' output must match (with FI_IWARPX_STATS=1: a counter the run must have
+# moved). The server is started here, its PID recorded, and only that PID is
 # stopped. Both sides are bounded by timeout.
 set -uo pipefail
 pingpong=$1
