@@ -464,25 +464,31 @@ void RdmCore::Incoming(Peer& p, Via via, uint32_t b, size_t bytes, const wire::R
   Arrived(p, via, b, m);
 }
 
+bool RdmCore::DeliverIfPosted(Peer& p, Via via, const wire::RdmMessage& m) {
+  const wire::RdmHeader& h = m.header;
+  if (!h.tagged && !multi_.empty()) {
+    PlaceInMulti(p.id, via, h, m.payload);
+    return true;
+  }
+  const std::optional<uint64_t> rx = MatcherFor(h.tagged).TakePosted(h.tagged ? h.tag : 0, p.id);
+  if (!rx) return false;
+  RxOp& op = rx_[*rx];
+  const RecvRequest req = op.req;
+  const std::array<iovec, kMaxIov> iov = op.iov;
+  op.used = false;
+  rx_free_.push_back(static_cast<uint32_t>(*rx));
+  if (h.op == wire::RdmOp::kEager) {
+    Deliver(req, iov.data(), p.id, h, m.payload);
+  } else {
+    StartRendezvous(req, iov.data(), p.id, via, h);
+  }
+  return true;
+}
+
 void RdmCore::Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage& m) {
   const wire::RdmHeader& h = m.header;
   TagMatcher& matcher = MatcherFor(h.tagged);
-  if (!h.tagged && !multi_.empty()) {
-    PlaceInMulti(p.id, via, h, m.payload);
-    Repost(p, via, bounce);
-    return;
-  }
-  if (const std::optional<uint64_t> rx = matcher.TakePosted(h.tagged ? h.tag : 0, p.id)) {
-    RxOp& op = rx_[*rx];
-    const RecvRequest req = op.req;
-    const std::array<iovec, kMaxIov> iov = op.iov;
-    op.used = false;
-    rx_free_.push_back(static_cast<uint32_t>(*rx));
-    if (h.op == wire::RdmOp::kEager) {
-      Deliver(req, iov.data(), p.id, h, m.payload);
-    } else {
-      StartRendezvous(req, iov.data(), p.id, via, h);
-    }
+  if (DeliverIfPosted(p, via, m)) {
     Repost(p, via, bounce);
     return;
   }

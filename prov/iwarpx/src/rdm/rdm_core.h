@@ -271,6 +271,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t rc_rdma_msgs = 0;
     uint64_t rc_fp_msgs = 0;        // EAGER by RDMA Write into the peer's ring
     uint64_t rc_fp_received = 0;    // taken from our rings
+    uint64_t rc_fp_direct = 0;      // of those, delivered from the slot (one copy)
     uint64_t fp_credit_writes = 0;  // explicit credit updates posted
     uint64_t rc_opened = 0;         // connects started
     uint64_t rc_accepted = 0;       // Requests accepted
@@ -594,6 +595,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // Matching and delivery.
   TagMatcher& MatcherFor(bool tagged) { return tagged ? tagged_ : untagged_; }
   void Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage& m);
+  // `m` for a posted receive (or multi-receive buffer), if one matches:
+  // delivered (EAGER: copied out of m.payload) or its rendezvous started.
+  bool DeliverIfPosted(Peer& p, Via via, const wire::RdmMessage& m);
   // `multi`: the placement in a multi-receive buffer (buf, released), or null.
   void Deliver(const RecvRequest& r, const iovec* iov, PeerId src, const wire::RdmHeader& h,
                ByteSpan payload, const RecvResult* multi = nullptr);

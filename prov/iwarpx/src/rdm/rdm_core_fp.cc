@@ -124,8 +124,24 @@ void RdmCore::OnFpWrite(RcLink& link, uint32_t stag) {
       ProtocolError(p, "malformed RC-FP slot");
       return;
     }
-    // Copied out so the slot can be written again: the message then takes
-    // the path of a Send that arrived on the connection.
+    // In order and a receive waits for it: straight from the slot into the
+    // receive buffer (one copy, as the ring is meant to give).
+    if (p.rx_switched && !p.replaying && p.held.empty()) {
+      auto direct = wire::DecodeRdmMessage(m.rdm);
+      if (direct.ok() && direct->header.op == wire::RdmOp::kEager &&
+          DeliverIfPosted(p, Via::kRc, *direct)) {
+        if (fp.tx) (void)fp.tx->AcceptCredits(m.credits);
+        fp.rx->Consume();
+        took = true;
+        ++counters_.rc_fp_received;
+        ++counters_.rc_fp_direct;
+        MarkActive(p);
+        if (link.dead || link.fp == nullptr) return;
+        continue;
+      }
+    }
+    // Otherwise copied out so the slot can be written again: the message
+    // then takes the path of a Send that arrived on the connection.
     const uint32_t b = AllocBounce();
     std::memcpy(bounces_[b].buf.get(), m.rdm.data(), m.rdm.size());
     const size_t bytes = m.rdm.size();
