@@ -99,6 +99,8 @@ bench_mpirun() {
 #   rc      the same chain with a connection at the first message (threshold 1, MAX_RC 4096)
 #   tcp     FI_EP_MSG over MPA/TCP (FI_IWARPX_LLP=tcp, the default)
 #   sctp    FI_EP_MSG over SCTP, RFC 5043 (FI_IWARPX_LLP=sctp; usrsctp where the kernel has none)
+#   fp      size<=2048:rc_fp,size<=8192:rc_sr,any:ud_sr,any:ud_zcopy, connection at the first
+#           message: up to 2 KiB by RDMA Write into the peer's RC-FP ring, larger ones as rc
 # Benchmarks take them as providers named iwarpx+MODE (bench_pingpong.sh, bench_rdm_bw.sh).
 bench_iwarpx_mode() {
   case $1 in
@@ -108,6 +110,8 @@ bench_iwarpx_mode() {
           FI_IWARPX_RC_THRESHOLD_MSGS=1 FI_IWARPX_MAX_RC=4096 ;;
     tcp) echo "FI_IWARPX_LLP=tcp" ;;
     sctp) echo "FI_IWARPX_LLP=sctp" ;;
+    fp) printf '%s\n' "FI_IWARPX_SEND_RULES=size<=2048:rc_fp,size<=8192:rc_sr,any:ud_sr,any:ud_zcopy" \
+          FI_IWARPX_RC_THRESHOLD_MSGS=1 FI_IWARPX_MAX_RC=4096 FI_IWARPX_MAX_FASTPATH=4096 ;;
     *) return 1 ;;
   esac
 }

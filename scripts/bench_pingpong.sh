@@ -9,7 +9,7 @@
 #   --anchors LIST  comma-separated providers to compare with (default: udp for
 #                   dgram; "tcp;ofi_rxm,udp;ofi_rxd" for rdm; iwarpx+sctp for msg, so the
 #                   iwarpx column is iWARP/TCP against iWARP/SCTP); iwarpx+MODE is iwarpx under
-#                   a mode of bench_lib.sh (send rules ud, hybrid, rc; LLP tcp, sctp)
+#                   a mode of bench_lib.sh (send rules ud, hybrid, rc, fp; LLP tcp, sctp)
 #   --build DIR     build tree holding libiwarpx-fi.so (default build; built with
 #                   `cmake --build DIR -j1 --target iwarpx-fi` first)
 #   --no-build      use DIR's libiwarpx-fi.so as it is

@@ -11,7 +11,7 @@
 #   --no-build       use DIR's tagged_bw and libiwarpx-fi.so as they are
 #   --anchors LIST   comma-separated providers to compare with
 #                    (default "tcp;ofi_rxm,udp;ofi_rxd"; "none": iwarpx alone); iwarpx+MODE
-#                    is iwarpx with a send-rule mode of bench_lib.sh (ud, hybrid, rc), so
+#                    is iwarpx with a send-rule mode of bench_lib.sh (ud, hybrid, rc, fp), so
 #                    --anchors "iwarpx+ud,iwarpx+rc,tcp;ofi_rxm" with FI_IWARPX_SEND_RULES set
 #                    for the iwarpx column compares channel choices in one run
 #   --sizes LIST     message sizes (default 8,1k,16k,64k,1m,4m; see tagged_bw --help)
@@ -141,7 +141,7 @@ anchor_list=()
 [[ $anchors != none ]] && IFS=, read -ra anchor_list <<<"$anchors"
 for a in "${anchor_list[@]}"; do
   if [[ $a == iwarpx+* ]] && ! bench_iwarpx_mode "${a#iwarpx+}" >/dev/null; then
-    echo "bench_rdm_bw.sh: unknown iwarpx mode in $a (ud, hybrid, rc)" >&2
+    echo "bench_rdm_bw.sh: unknown iwarpx mode in $a (ud, hybrid, rc, fp)" >&2
     exit 2
   fi
 done

@@ -5,9 +5,10 @@
 # all of fi_pingpong's default sizes. IWARPX_PP_EP selects the endpoint type (msg, the
 # default, dgram or rdm); FI_IWARPX_LLP=sctp (inherited by both) runs msg over SCTP. The
 # server is started here, its PID recorded, and only that PID is stopped. Both sides are
-# bounded by timeout. IWARPX_PP_CHECK, when set, is a command run last with one more
-# argument: a file holding both sides' output (stdout and stderr); its exit status decides
-# the test.
+# bounded by timeout. IWARPX_PP_EXPECT, if set, is an extended regular expression that both
+# sides' output must match (with FI_IWARPX_STATS=1: a counter the run must have moved).
+# IWARPX_PP_CHECK, when set, is a command run last with one more argument: a file holding
+# both sides' output (stdout and stderr); its exit status decides the test.
 set -uo pipefail
 pingpong=$1
 export FI_PROVIDER_PATH=$2
@@ -65,5 +66,9 @@ if [ -n "${IWARPX_PP_CHECK:-}" ]; then
   # shellcheck disable=SC2086 # the command and its arguments, split on purpose
   $IWARPX_PP_CHECK "$log.all" || { rm -f "$log.all"; exit 1; }
   rm -f "$log.all"
+fi
+if [ -n "${IWARPX_PP_EXPECT:-}" ]; then
+  grep -qE "$IWARPX_PP_EXPECT" <<<"$client" || { echo "FAIL: client output lacks /$IWARPX_PP_EXPECT/"; exit 1; }
+  grep -qE "$IWARPX_PP_EXPECT" "$log" || { echo "FAIL: server output lacks /$IWARPX_PP_EXPECT/"; exit 1; }
 fi
 echo "PASS: $lines sizes"

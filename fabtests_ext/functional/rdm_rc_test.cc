@@ -8,7 +8,14 @@
 //           arrives exactly once, in send order, bit-exact; the counters
 //           (fi_iwarpx_ep_stats) show datagram messages before the switch and
 //           connection messages after it, one connection opened and accepted.
-//           Also run with FI_IWARPX_FAULT damaging the datagrams.
+//           Also run with FI_IWARPX_FAULT damaging the datagrams, and with a
+//           chain that starts size<=2048:rc_fp (IWARPX_RC_FP=1): then part of
+//           the connection's messages must go by RDMA Write into B's RC-FP
+//           ring (rdm_rc_fp_msgs), interleaved with RC-SR and rendezvous.
+//   idle    FI_IWARPX_RC_IDLE_MS=100: a stream that moves to the connection,
+//           a pause in which both ends leave it cleanly, a second stream
+//           that opens a new one: both checked as above, no connection and
+//           no RD session failed on either side.
 //   peers   the switch stream with the hybrid chain (bench_lib.sh's): the
 //           per-peer statistics (fi_iwarpx_stats_ops v3 peer_count /
 //           peer_stats) show the stream on ud_* then rc_* channels, summing
@@ -283,15 +290,49 @@ TEST(RdmRc, CaseFromTheEnvironment) {
     EXPECT_EQ(sb.rc_accepted, 1u);
     EXPECT_EQ(sa.rc_failed + sb.rc_failed, 0u);
     EXPECT_GT(sa.rdm_ud_sr_msgs + sa.rdm_ud_zcopy_msgs, 0u) << "nothing before the switch";
-    EXPECT_GT(sa.rdm_rc_sr_msgs, 5000u) << "the stream did not move to the connection";
+    const bool fp = std::getenv("IWARPX_RC_FP") != nullptr;
+    EXPECT_GT(sa.rdm_rc_sr_msgs + sa.rdm_rc_fp_msgs, 5000u)
+        << "the stream did not move to the connection";
     EXPECT_GT(sa.rdm_rc_rdma_msgs, 0u) << "no rendezvous over the connection";
-    EXPECT_EQ(sa.rdm_ud_sr_msgs + sa.rdm_ud_zcopy_msgs + sa.rdm_rc_sr_msgs + sa.rdm_rc_rdma_msgs,
+    if (fp) {
+      EXPECT_GT(sa.rdm_rc_fp_msgs, 0u) << "nothing went by the RC-FP ring";
+      EXPECT_GT(sa.rdm_rc_sr_msgs, 0u) << "no RC-SR between the ring's messages";
+    } else {
+      EXPECT_EQ(sa.rdm_rc_fp_msgs, 0u) << "the chain names no rc_fp";
+    }
+    EXPECT_EQ(sa.rdm_ud_sr_msgs + sa.rdm_ud_zcopy_msgs + sa.rdm_rc_sr_msgs + sa.rdm_rc_rdma_msgs +
+                  sa.rdm_rc_fp_msgs,
               10000u);
     EXPECT_EQ(sa.rd_peers_failed + sb.rd_peers_failed, 0u);
     if (std::getenv("FI_IWARPX_FAULT") != nullptr) {
       EXPECT_GT(sa.rd_retransmitted + sb.rd_retransmitted, 0u) << "the faults did not happen";
     }
     if (c == "peers") CheckPeers(a, b, s);
+    return;
+  }
+  if (c == "idle") {
+    Side* b = net.AddSide();
+    ASSERT_NE(b, nullptr) << net.error;
+    ASSERT_TRUE(net.Connect(*a, *b)) << net.error;
+    for (uint64_t round = 1; round <= 2; ++round) {
+      Stream s;
+      s.from = a;
+      s.to = b;
+      s.count = 2000;
+      s.id = round;
+      s.Init();
+      ASSERT_TRUE(RunStreams(net, {&s})) << "round " << round << ": " << s.error;
+      s.Check();
+      EXPECT_EQ(StatsOf(a).rc_opened, round);
+      // Idle for 10x FI_IWARPX_RC_IDLE_MS: both ends leave the connection.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      while (std::chrono::steady_clock::now() < until) ASSERT_TRUE(net.PollAll());
+    }
+    const fi_iwarpx_ep_stats sa = StatsOf(a);
+    const fi_iwarpx_ep_stats sb = StatsOf(b);
+    EXPECT_EQ(sb.rc_accepted, 2u);
+    EXPECT_EQ(sa.rc_failed + sb.rc_failed, 0u) << "a connection ended with an error";
+    EXPECT_EQ(sa.rd_peers_failed + sb.rd_peers_failed, 0u);
     return;
   }
   ASSERT_EQ(c, "cap") << "unknown IWARPX_RC_CASE";

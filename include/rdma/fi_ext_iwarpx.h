@@ -125,6 +125,9 @@ struct fi_iwarpx_ep_stats {
   uint64_t mpa_bytes_received; /* payload bytes placed */
   uint64_t mpa_bad_crc;        /* FPDUs with a bad CRC: each ends its connection
                                   with a Terminate (terminates_sent) */
+  /* RDM messages sent by RDMA Write into the peer's RC-FP ring
+   * (FI_IWARPX_MAX_FASTPATH). */
+  uint64_t rdm_rc_fp_msgs;
 };
 
 /*

@@ -101,6 +101,23 @@ void DefineParams() {
   fi_param_define(&g_provider, "max_rc", FI_PARAM_INT,
                   "Most on-demand connections an RDM endpoint holds (opened, accepted and "
                   "pending), 0..4096; 0 keeps every peer on datagrams. (default: 16)");
+  fi_param_define(&g_provider, "max_fastpath", FI_PARAM_INT,
+                  "Most on-demand connections of an RDM endpoint with an RC-FP ring (the "
+                  "rc_fp channel: small messages by RDMA Write into the peer's ring), "
+                  "0..4096; a connection has the fast path when both ends are under it, "
+                  "others use the chain's next rule. (default: 8)");
+  fi_param_define(&g_provider, "rc_idle_ms", FI_PARAM_INT,
+                  "An RDM endpoint's on-demand connection that carried nothing for this many "
+                  "milliseconds is left by both ends (a SWITCH back to datagrams each way) and "
+                  "closed without any error; traffic opens a new one after the thresholds. "
+                  "0..2^31-1; 0 keeps connections until the endpoint closes. (default: 0)");
+  fi_param_define(&g_provider, "fastpath_slots", FI_PARAM_INT,
+                  "Slots of each RC-FP ring (messages in flight to one peer on it), "
+                  "2..4096. (default: 32)");
+  fi_param_define(&g_provider, "fastpath_slot_size", FI_PARAM_INT,
+                  "Largest message payload an RC-FP ring slot carries, 16..65472 (at most "
+                  "FI_IWARPX_RDM_EAGER minus the 32-byte RDM header); each slot also holds a "
+                  "48-byte header. (default: 2048)");
   fi_param_define(&g_provider, "send_rules", FI_PARAM_STRING,
                   "Send-rule chain of RDM endpoints: which channel carries each message, "
                   "first matching rule whose channel the peer has, e.g. "
@@ -108,8 +125,9 @@ void DefineParams() {
                   "COND:CHANNEL separated by commas; COND is any or terms joined by & of "
                   "size|peers <=|<|>=|>|== N[k|m|g]; channels ud_sr (eager datagrams), ud_zcopy "
                   "(rendezvous over datagrams), rc_sr (eager over an on-demand TCP iWARP "
-                  "connection), rc_rdma (rendezvous over it), rc_fp (not yet available: its "
-                  "rules are skipped). The last rule must be any:ud_zcopy. "
+                  "connection), rc_rdma (rendezvous over it), rc_fp (eager by RDMA Write into "
+                  "the peer's ring on that connection, FI_IWARPX_MAX_FASTPATH). The last rule "
+                  "must be any:ud_zcopy. "
                   "A chain that does not parse makes RDM endpoints refuse to open with a "
                   "warning saying why. (default: any:ud_sr,any:ud_zcopy)");
   fi_param_define(&g_provider, "stats", FI_PARAM_BOOL,
@@ -211,6 +229,10 @@ void ReadParams() {
   ReadInt("rc_threshold_msgs", 1, INT32_MAX, &g_params.rc_threshold_msgs);
   ReadInt("rc_threshold_bytes", 1, INT32_MAX, &g_params.rc_threshold_bytes);
   ReadInt("max_rc", 0, 4096, &g_params.max_rc);
+  ReadInt("max_fastpath", 0, 4096, &g_params.max_fastpath);
+  ReadInt("fastpath_slots", 2, 4096, &g_params.fastpath_slots);
+  ReadInt("fastpath_slot_size", 16, 65472, &g_params.fastpath_slot_size);
+  ReadInt("rc_idle_ms", 0, INT32_MAX, &g_params.rc_idle_ms);
   int seg = g_params.rd_segment;
   ReadInt("rd_segment", 0, 65460, &seg);
   if (seg != 0 && seg < 128) {

@@ -54,6 +54,10 @@ int RdmEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fi
   c.rc.threshold_msgs = static_cast<uint64_t>(p.rc_threshold_msgs);
   c.rc.threshold_bytes = static_cast<uint64_t>(p.rc_threshold_bytes);
   c.rc.max_links = static_cast<uint32_t>(p.max_rc);
+  c.rc.max_fastpath = static_cast<uint32_t>(p.max_fastpath);
+  c.rc.fp_slots = static_cast<uint32_t>(p.fastpath_slots);
+  c.rc.fp_max_payload = static_cast<uint32_t>(p.fastpath_slot_size);
+  c.rc.idle_ms = static_cast<uint32_t>(p.rc_idle_ms);
   c.rc.mpa.policy = MpaPolicyFromParams();
   c.rc.qp.sq_size = kPerPeerSq;
   c.rc.qp.rq_size = 2 * kBouncesPerPeer;
@@ -96,9 +100,10 @@ int RdmEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fi
   } else if (e->core_->rc_available()) {
     IWX_INFO(ep_ctrl,
              "rdm ep %p: on-demand connections on TCP %s after %d messages or %d bytes to a "
-             "peer, at most %d\n",
+             "peer, at most %d (%d with an RC-FP ring of %d x %d bytes)\n",
              static_cast<void*>(e), e->core_->local_address().ToString().c_str(),
-             p.rc_threshold_msgs, p.rc_threshold_bytes, p.max_rc);
+             p.rc_threshold_msgs, p.rc_threshold_bytes, p.max_rc, p.max_fastpath, p.fastpath_slots,
+             p.fastpath_slot_size);
   }
   const int rcvbuf = e->core_->channel().rcvbuf_bytes();
   if (rcvbuf > 0 && rcvbuf < c.channel.socket_buffer_bytes) {

@@ -70,7 +70,9 @@ namespace iwarpx::progress {
   X(mpa_bytes_sent)                                                               \
   X(mpa_fpdus_received)                                                           \
   X(mpa_bytes_received)                                                           \
-  X(mpa_bad_crc)
+  X(mpa_bad_crc)                                                                  \
+  /* RDM messages by RDMA Write into the peer's RC-FP ring. */                    \
+  X(rdm_rc_fp_msgs)
 
 struct EndpointStats {
 #define IWARPX_STAT_FIELD(name) uint64_t name = 0;

@@ -68,6 +68,12 @@ class CompletionSink {
   virtual void OnEstablished() = 0;
   // The connection is over; called once, before the error completions.
   virtual void OnTerminated(wire::TermCause cause, TermOrigin origin) = 0;
+  // Target side: the last segment of a peer's RDMA Write to `stag` was
+  // placed (its CRC verified), reported in stream order with the receive
+  // completions, so everything the Write carried is in place. For protocols
+  // that detect Writes themselves (the RDM endpoint's RC-FP ring); a
+  // zero-length Write (the RTR) is not reported. Default: nothing.
+  virtual void OnRemoteWrite(uint32_t /*stag*/) {}
 };
 
 }  // namespace iwarpx::qp

@@ -84,6 +84,57 @@ TEST_P(QpWriteTest, PlacedDirectlyNoTargetCompletion) {
   EXPECT_TRUE(target.GuardsIntact());
 }
 
+// The target's placement report (CompletionSink::OnRemoteWrite, what RC-FP
+// detects arrival by): once per Write, after its last segment, with every
+// byte in place, in stream order between the Sends around it.
+TEST_P(QpWriteTest, TargetReportsThePlacementInStreamOrder) {
+  const auto [max_per_call, crc] = GetParam();
+  QpConfig cfg;
+  cfg.max_fpdu_payload = 1000;
+  QpPair p(max_per_call, crc, cfg);
+  p.Start();
+  std::mt19937 rng(9);
+  const size_t n = 5000;  // several segments
+  Guarded target(n);
+  const uint32_t stag = target.Register(p.b, mem::kRemoteWrite, 0);
+  ASSERT_NE(stag, 0u);
+  Bytes data = RandomBytes(rng, n);
+  bool complete_when_reported = false;
+  p.b.sink.on_remote_write = [&](uint32_t) {
+    complete_when_reported = std::equal(data.begin(), data.end(), target.data());
+  };
+  Bytes r1(16), r2(16), s1(8, 1), s2(8, 2);
+  RecvWr rv;
+  rv.context = 1;
+  rv.sgl.Add(r1.data(), r1.size());
+  ASSERT_EQ(p.b.qp->PostRecv(rv), QpStatus::kOk);
+  rv.context = 2;
+  rv.sgl = Sgl{};
+  rv.sgl.Add(r2.data(), r2.size());
+  ASSERT_EQ(p.b.qp->PostRecv(rv), QpStatus::kOk);
+  SendWr sw;
+  sw.sgl.Add(s1.data(), s1.size());
+  ASSERT_EQ(p.a.qp->PostSend(sw), QpStatus::kOk);
+  WriteWr wr;
+  wr.sgl.Add(data.data(), data.size());
+  wr.remote_stag = stag;
+  wr.remote_to = 0;
+  ASSERT_EQ(p.a.qp->PostWrite(wr), QpStatus::kOk);
+  WriteWr empty;  // zero-length: not reported
+  empty.remote_stag = stag;
+  ASSERT_EQ(p.a.qp->PostWrite(empty), QpStatus::kOk);
+  SendWr sw2;
+  sw2.sgl.Add(s2.data(), s2.size());
+  ASSERT_EQ(p.a.qp->PostSend(sw2), QpStatus::kOk);
+  p.Pump();
+  ASSERT_EQ(p.b.sink.Count(Kind::kRecv), 2u);
+  ASSERT_EQ(p.b.sink.remote_writes.size(), 1u);
+  EXPECT_EQ(p.b.sink.remote_writes[0].first, stag);
+  EXPECT_EQ(p.b.sink.remote_writes[0].second, 1u);  // after the first Send, before the second
+  EXPECT_TRUE(complete_when_reported);
+  EXPECT_TRUE(target.GuardsIntact());
+}
+
 INSTANTIATE_TEST_SUITE_P(Splits, QpWriteTest,
                          ::testing::Combine(::testing::Values(size_t{1}, size_t{7}, size_t{4096},
                                                               size_t{0}),

@@ -487,6 +487,9 @@ void QueuePair::RxFpduComplete() {
       sink_.OnRecvComplete(r.context, bytes, info);
       break;
     }
+    case wire::RdmapOpcode::kRdmaWrite:
+      if (h.last && rx_dest_ == RxDest::kTagged) sink_.OnRemoteWrite(h.stag);
+      break;
     case wire::RdmapOpcode::kRdmaReadResponse: {
       const uint64_t seq = orq_[orq_head_];
       SqEntry& e = Sq(seq);

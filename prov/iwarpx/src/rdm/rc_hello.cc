@@ -34,13 +34,46 @@ std::array<uint8_t, kRcHelloSize> EncodeRcHello(uint16_t udp_port) {
           static_cast<uint8_t>(udp_port & 0xFF)};
 }
 
-std::optional<uint16_t> DecodeRcHello(ByteSpan data) {
-  if (data.size() != kRcHelloSize) return std::nullopt;
+size_t EncodeRcHello(uint16_t udp_port, const std::optional<FpRingDesc>& ring,
+                     std::array<uint8_t, kRcHelloMaxSize>& out) {
+  const auto head = EncodeRcHello(udp_port);
+  std::copy(head.begin(), head.end(), out.begin());
+  if (!ring) return kRcHelloSize;
+  out[5] = kRcHelloFlagRing;
+  uint8_t* r = out.data() + kRcHelloSize;
+  StoreBe32(r, ring->stag);
+  StoreBe32(r + 4, ring->slots);
+  StoreBe32(r + 8, ring->slot_bytes);
+  StoreBe64(r + 12, ring->base);
+  return kRcHelloMaxSize;
+}
+
+std::optional<RcHello> DecodeRcHelloFull(ByteSpan data) {
+  if (data.size() != kRcHelloSize && data.size() != kRcHelloMaxSize) return std::nullopt;
   if (!std::equal(kMagic.begin(), kMagic.end(), data.begin())) return std::nullopt;
-  if (data[4] != kRcHelloVersion || data[5] != 0) return std::nullopt;
-  const auto port = static_cast<uint16_t>((data[6] << 8) | data[7]);
-  if (port == 0) return std::nullopt;
-  return port;
+  const bool has_ring = data[5] == kRcHelloFlagRing;
+  if (data[4] != kRcHelloVersion || (data[5] != 0 && !has_ring)) return std::nullopt;
+  if (has_ring != (data.size() == kRcHelloMaxSize)) return std::nullopt;
+  RcHello h;
+  h.udp_port = LoadBe16(data.data() + 6);
+  if (h.udp_port == 0) return std::nullopt;
+  if (has_ring) {
+    const uint8_t* r = data.data() + kRcHelloSize;
+    FpRingDesc d;
+    d.stag = LoadBe32(r);
+    d.slots = LoadBe32(r + 4);
+    d.slot_bytes = LoadBe32(r + 8);
+    d.base = LoadBe64(r + 12);
+    if (!d.valid()) return std::nullopt;
+    h.ring = d;
+  }
+  return h;
+}
+
+std::optional<uint16_t> DecodeRcHello(ByteSpan data) {
+  const std::optional<RcHello> h = DecodeRcHelloFull(data);
+  if (!h) return std::nullopt;
+  return h->udp_port;
 }
 
 std::optional<transport::SockAddr> RcCaller(const transport::SockAddr& tcp_peer, ByteSpan hello) {

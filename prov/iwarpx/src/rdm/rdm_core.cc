@@ -156,6 +156,9 @@ void RdmCore::PeerFailed(const progress::RdPeerKey& key, const rd::RdQp& qp) {
   DropFins(p, Via::kRd);
   p.rx_switched = false;
   p.tx_on_rc = false;
+  for (const auto& [bounce, bytes] : p.rd_held) FreeBounce(bounce);
+  p.rd_held.clear();
+  p.rd_replaying = false;
   // Rendezvous sends whose RTS went out wait for a FIN that will not come.
   for (uint32_t i = 0; i < tx_.size(); ++i) {
     TxOp& op = tx_[i];
@@ -242,7 +245,7 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
   // The connected QP once it is established; after our SWITCH every message
   // to the peer takes it (the order rule), the chain then picks the protocol.
   qp::QueuePair* rc = QpOf(p, Via::kRc);
-  if (rc != nullptr && !p.link->up) rc = nullptr;
+  if (rc != nullptr && (!p.link->up || p.link->back_sent || p.link->back_got)) rc = nullptr;
   const std::optional<uint32_t> index = Alloc(tx_, tx_free_, kMaxTxOps);
   if (!index) return RdmStatus::kAgain;
   TxOp& op = tx_[*index];
@@ -268,16 +271,28 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
   if (rc != nullptr) {
     available.Add(Channel::kRcSr);
     available.Add(Channel::kRcRdma);
+    if (const uint64_t room = FpRoom(p); room > 0) {
+      available.Add(Channel::kRcFp);
+      limits.max_size[static_cast<int>(Channel::kRcFp)] = room;
+    }
   }
   const Channel channel = config_.send_rules.Select(h.size, peers_.size(), available, limits);
-  const bool eager = channel == Channel::kUdSr || channel == Channel::kRcSr;
-  op.via = rc != nullptr && (p.tx_on_rc || channel == Channel::kRcSr || channel == Channel::kRcRdma)
+  const bool fp = channel == Channel::kRcFp;
+  const bool eager = fp || channel == Channel::kUdSr || channel == Channel::kRcSr;
+  op.via = rc != nullptr &&
+                   (p.tx_on_rc || fp || channel == Channel::kRcSr || channel == Channel::kRcRdma)
                ? Via::kRc
                : Via::kRd;
   if (op.via == Via::kRc && !p.tx_on_rc) {
     if (const RdmStatus s = SendSwitch(p); s != RdmStatus::kOk) return undo(s);
   }
-  if (eager) {
+  if (fp) {
+    op.kind = Kind::kEager;
+    h.op = wire::RdmOp::kEager;
+    if (!wire::EncodeRdmHeader(h, std::span(op.header).subspan(kFpSlotHeaderSize)).ok()) {
+      return undo(RdmStatus::kInvalid);
+    }
+  } else if (eager) {
     op.kind = Kind::kEager;
     h.op = wire::RdmOp::kEager;
     auto n = wire::EncodeRdmHeader(h, op.header);
@@ -310,20 +325,25 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
     wr.sgl.Add(op.header.data(), *n);
     wr.context = Ctx(Kind::kRts, *index);
   }
-  switch ((op.via == Via::kRc ? *rc : q->qp()).PostSend(wr)) {
+  switch (fp ? SendFp(p, *index, iov, count) : (op.via == Via::kRc ? *rc : q->qp()).PostSend(wr)) {
     case qp::QpStatus::kOk: break;
     case qp::QpStatus::kQueueFull: return undo(RdmStatus::kAgain);
     case qp::QpStatus::kBadState: return undo(RdmStatus::kNoPeer);
     default: return undo(RdmStatus::kInvalid);
   }
-  if (op.via == Via::kRc && p.link->ch != nullptr) p.link->ch->AfterPost();
+  if (op.via == Via::kRc && p.link->ch != nullptr) {
+    p.link->ch->AfterPost();
+    MarkActive(p);
+  }
   ++(op.kind == Kind::kEager ? counters_.eager_sent : counters_.rts_sent);
-  if (op.via == Via::kRc) {
+  if (fp) {
+    ++counters_.rc_fp_msgs;
+  } else if (op.via == Via::kRc) {
     ++(eager ? counters_.rc_sr_msgs : counters_.rc_rdma_msgs);
   } else {
     ++(eager ? counters_.ud_sr_msgs : counters_.ud_zcopy_msgs);
   }
-  p.stats.CountSent(CarriedOn(op.via, op.kind == Kind::kEager), h.size);
+  p.stats.CountSent(fp ? Channel::kRcFp : CarriedOn(op.via, op.kind == Kind::kEager), h.size);
   CountAndPromote(p, h.size);
   return RdmStatus::kOk;
 }
@@ -360,7 +380,9 @@ void RdmCore::OnSendComplete(Peer& p, Via via, uint64_t ctx) {
     case Kind::kUser: sink_.RmaDone(i); return;
     case Kind::kBounce:
     case Kind::kRead:
-    case Kind::kSwitch: return;
+    case Kind::kSwitch:
+    case Kind::kFp:
+    case Kind::kCredit: return;
   }
 }
 
@@ -400,17 +422,39 @@ void RdmCore::OnRecvComplete(Peer& p, Via via, uint64_t ctx, size_t bytes,
     ProtocolError(p, "undecodable RDM message");
     return;
   }
-  switch (m->header.op) {
+  Incoming(p, via, b, bytes, *m);
+}
+
+void RdmCore::Incoming(Peer& p, Via via, uint32_t b, size_t bytes, const wire::RdmMessage& m) {
+  switch (m.header.op) {
     case wire::RdmOp::kFin:
       Repost(p, via, b);
-      OnFin(p, m->header);
+      OnFin(p, m.header);
       return;
     case wire::RdmOp::kSwitch:
+      if (via == Via::kRc) {
+        MarkActive(p);
+        // The SWITCH back: after the peer's link messages held so far.
+        if (p.replaying || !p.held.empty()) {
+          p.held.emplace_back(b, bytes);
+          return;
+        }
+        Repost(p, via, b);
+        OnSwitchBack(p);
+        return;
+      }
       Repost(p, via, b);
       OnSwitch(p, via);
       return;
     case wire::RdmOp::kEager:
     case wire::RdmOp::kRts: break;
+  }
+  if (via == Via::kRc) MarkActive(p);
+  if (via == Via::kRd && (p.rx_switched || p.rd_replaying)) {
+    // Sent after the peer's SWITCH back, which has not arrived on the link
+    // yet: matched after every link message before it.
+    p.rd_held.emplace_back(b, bytes);
+    return;
   }
   if (via == Via::kRc && (!p.rx_switched || p.replaying)) {
     // Sent after the peer's SWITCH, which has not arrived yet: matched after
@@ -418,29 +462,38 @@ void RdmCore::OnRecvComplete(Peer& p, Via via, uint64_t ctx, size_t bytes,
     p.held.emplace_back(b, bytes);
     return;
   }
-  Arrived(p, via, b, *m);
+  Arrived(p, via, b, m);
+}
+
+bool RdmCore::DeliverIfPosted(Peer& p, Via via, const wire::RdmMessage& m) {
+  const wire::RdmHeader& h = m.header;
+  if (!h.tagged && !multi_.empty()) {
+    PlaceInMulti(p.id, via, h, m.payload);
+    return true;
+  }
+  const std::optional<uint64_t> rx = MatcherFor(h.tagged).TakePosted(h.tagged ? h.tag : 0, p.id);
+  if (!rx) return false;
+  RxOp& op = rx_[*rx];
+  const RecvRequest req = op.req;
+  const std::array<iovec, kMaxIov> iov = op.iov;
+  op.used = false;
+  rx_free_.push_back(static_cast<uint32_t>(*rx));
+  if (h.op == wire::RdmOp::kEager) {
+    Deliver(req, iov.data(), p.id, h, m.payload);
+  } else {
+    StartRendezvous(req, iov.data(), p.id, via, h);
+  }
+  return true;
 }
 
 void RdmCore::Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage& m) {
   const wire::RdmHeader& h = m.header;
-  p.stats.CountReceived(CarriedOn(via, h.op == wire::RdmOp::kEager), h.size);
+  // A message taken from the RC-FP ring counts there (fp_arriving_, set by
+  // the ring's reader; one held until a SWITCH counts as rc_sr).
+  p.stats.CountReceived(
+      fp_arriving_ ? Channel::kRcFp : CarriedOn(via, h.op == wire::RdmOp::kEager), h.size);
   TagMatcher& matcher = MatcherFor(h.tagged);
-  if (!h.tagged && !multi_.empty()) {
-    PlaceInMulti(p.id, via, h, m.payload);
-    Repost(p, via, bounce);
-    return;
-  }
-  if (const std::optional<uint64_t> rx = matcher.TakePosted(h.tagged ? h.tag : 0, p.id)) {
-    RxOp& op = rx_[*rx];
-    const RecvRequest req = op.req;
-    const std::array<iovec, kMaxIov> iov = op.iov;
-    op.used = false;
-    rx_free_.push_back(static_cast<uint32_t>(*rx));
-    if (h.op == wire::RdmOp::kEager) {
-      Deliver(req, iov.data(), p.id, h, m.payload);
-    } else {
-      StartRendezvous(req, iov.data(), p.id, via, h);
-    }
+  if (DeliverIfPosted(p, via, m)) {
     Repost(p, via, bounce);
     return;
   }
@@ -585,6 +638,14 @@ void RdmCore::OnRdmaComplete(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/) {
     sink_.RmaDone(i);
     return;
   }
+  if (KindOf(ctx) == Kind::kFp) {  // an EAGER message by Write: done once written
+    if (i >= tx_.size() || !tx_[i].used) return;
+    const uint64_t context = tx_[i].context;
+    tx_[i].used = false;
+    tx_free_.push_back(static_cast<uint32_t>(i));
+    sink_.SendDone(context);
+    return;
+  }
   if (KindOf(ctx) != Kind::kRead || i >= rndv_.size() || !rndv_[i].used) return;
   if (--rndv_[i].reads_left == 0 && rndv_[i].todo == 0) {
     FinishRendezvous(static_cast<uint32_t>(i));
@@ -594,12 +655,14 @@ void RdmCore::OnRdmaComplete(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/) {
 void RdmCore::OnError(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/, const qp::WcError& error) {
   const uint64_t i = IndexOf(ctx);
   switch (KindOf(ctx)) {
-    case Kind::kSwitch: return;  // the RD QP failed: PeerFailed resets the peer
+    case Kind::kSwitch:          // the RD QP failed: PeerFailed resets the peer
+    case Kind::kCredit: return;  // the link failed: RcDown drops it
     case Kind::kBounce:
       if (uint32_t* posted = BouncesOf(p, via); posted != nullptr && *posted > 0) --*posted;
       if (i < bounces_.count()) FreeBounce(static_cast<uint32_t>(i));
       return;
     case Kind::kEager:
+    case Kind::kFp:
     case Kind::kRts: {
       if (i >= tx_.size() || !tx_[i].used) return;
       TxOp& op = tx_[i];
@@ -646,6 +709,7 @@ void RdmCore::ReleaseUnexpected(uint32_t u) {
   }
   e.used = false;
   unexp_free_.push_back(u);
+  if (fp_withheld_ && unexpected_bytes_ <= config_.unexpected_limit) ReleaseFpCredits();
 }
 
 void RdmCore::DeliverUnexpected(const RecvRequest& r, const iovec* iov, uint32_t u) {

@@ -33,6 +33,30 @@
 //   loss); a connect that fails leaves the peer on datagrams. RMA and
 //   atomics stay on the RD QP (Qp()): for a switched peer they are not
 //   ordered with its messages.
+// * RC-FP (rdm_core_fp.cc, rc_fastpath.h; docs/design.md "RC-FP: the
+//   RDMA-write ring"): when the chain names rc_fp, each side of a new
+//   connection that is under config.rc.max_fastpath registers a receive
+//   ring and names it in its hello (Request, Reply); a connection whose two
+//   hellos both carry a ring has the fast path both ways. An EAGER message
+//   the chain gives rc_fp goes as one RDMA Write into the peer's next slot
+//   while there is a credit (else the chain's next rule applies). The
+//   receiver learns of it from the QP's placement report (OnRemoteWrite), in
+//   stream order with the connection's Sends, copies it into a bounce and
+//   treats it as a Send that arrived there: same hold-until-SWITCH rule,
+//   same matching, so RC-FP, RC-SR and the datagram channels stay in send
+//   order. Credits return piggybacked on Writes the other way, else with a
+//   delayed explicit Write of the consumed count (from the pending pass);
+//   they are withheld while unexpected messages hold more than
+//   unexpected_limit, so a fast path cannot grow that memory beyond one ring
+//   per peer.
+// * Idle connections (rdm_core_idle.cc, config.rc.idle_ms > 0): a
+//   connection with nothing of ours pending on it and nothing sent or
+//   received for idle_ms is left: a SWITCH on the connection says "my later
+//   messages go on RD" (the receiver holds the peer's RD messages that
+//   overtake it, as the first SWITCH's rule in reverse); the peer answers
+//   with its own; each side drops the connection without failing the RD
+//   session once both SWITCHes crossed and nothing of its own is pending
+//   on it. Traffic reopens one on demand (the promotion thresholds).
 // * Peers are named by RdPeerKey; PeerIdOf() gives each key a stable id used
 //   for FI_DIRECTED_RECV matching and reported as the source of receives.
 // * RMA and atomics go to Qp(key) directly with contexts made by
@@ -69,6 +93,8 @@
 #include "qp/completion_sink.h"
 #include "rdm/bounce_pool.h"
 #include "rdm/peer_stats.h"
+#include "rdm/rc_fastpath.h"
+#include "rdm/rc_hello.h"
 #include "rdm/send_rules.h"
 #include "rdm/tag_matcher.h"
 #include "transport/fault.h"
@@ -87,7 +113,16 @@ struct RcConfig {
   uint64_t threshold_msgs = 64;                  // FI_IWARPX_RC_THRESHOLD_MSGS
   uint64_t threshold_bytes = uint64_t{1} << 20;  // FI_IWARPX_RC_THRESHOLD_BYTES
   uint32_t max_links = 16;                       // FI_IWARPX_MAX_RC (0: none)
-  progress::ChannelConfig mpa;                   // MPA policy and timeouts (pd: channel.pd)
+  // RC-FP rings (when the chain names rc_fp): at most this many connections
+  // have one; each is fp_slots slots taking messages of up to fp_max_payload
+  // bytes (seed 004 §5.3: RC-FP for messages up to 2 KiB; §5.4: 8 per task).
+  uint32_t max_fastpath = 8;       // FI_IWARPX_MAX_FASTPATH (0: none)
+  uint32_t fp_slots = 32;          // FI_IWARPX_FASTPATH_SLOTS
+  uint32_t fp_max_payload = 2048;  // FI_IWARPX_FASTPATH_SLOT_SIZE
+  // A connection that carried nothing for this long is closed cleanly
+  // (rdm_core_idle.cc); 0: never.
+  uint32_t idle_ms = 0;         // FI_IWARPX_RC_IDLE_MS
+  progress::ChannelConfig mpa;  // MPA policy and timeouts (pd: channel.pd)
   // The connected QP (role set by the channel). Its send queue also holds the
   // rendezvous Reads and FINs for what the peer sends: as deep as the
   // provider makes an RD peer's (ofi/rdm_ep.cc).
@@ -221,6 +256,10 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   [[nodiscard]] uint32_t rc_links() const { return links_; }
   // True when sends to `to` go on its established connection.
   [[nodiscard]] bool SendsOnRc(const transport::SockAddr& to) const;
+  // Connections with an RC-FP ring (at most config.rc.max_fastpath), and
+  // whether messages to `to` may take the fast path (both rings known).
+  [[nodiscard]] uint32_t fp_links() const { return fp_links_; }
+  [[nodiscard]] bool HasFastPath(const transport::SockAddr& to) const;
   // Tests: ends the connection to `to` as a lost link would (nothing if none).
   void DropRcForTest(const transport::SockAddr& to);
 
@@ -236,11 +275,16 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t ud_zcopy_msgs = 0;
     uint64_t rc_sr_msgs = 0;
     uint64_t rc_rdma_msgs = 0;
-    uint64_t rc_opened = 0;    // connects started
-    uint64_t rc_accepted = 0;  // Requests accepted
-    uint64_t rc_rejected = 0;  // Requests refused (tie-break, cap, bad hello)
-    uint64_t rc_failed = 0;    // connections that ended or never came up
-    uint64_t rc_switches = 0;  // SWITCHes sent
+    uint64_t rc_fp_msgs = 0;        // EAGER by RDMA Write into the peer's ring
+    uint64_t rc_fp_received = 0;    // taken from our rings
+    uint64_t rc_fp_direct = 0;      // of those, delivered from the slot (one copy)
+    uint64_t fp_credit_writes = 0;  // explicit credit updates posted
+    uint64_t rc_opened = 0;         // connects started
+    uint64_t rc_accepted = 0;       // Requests accepted
+    uint64_t rc_rejected = 0;       // Requests refused (tie-break, cap, bad hello)
+    uint64_t rc_failed = 0;         // connections that ended or never came up
+    uint64_t rc_switches = 0;       // SWITCHes sent
+    uint64_t rc_idle_closed = 0;    // connections left after FI_IWARPX_RC_IDLE_MS
   };
   [[nodiscard]] const Counters& counters() const { return counters_; }
   // Per-peer statistics (rdm/peer_stats.h, rdm_core_stats.cc): peers are
@@ -254,7 +298,17 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   void CollectStats(progress::EndpointStats* out) const;
 
  private:
-  enum class Kind : uint8_t { kBounce = 1, kEager, kRts, kFin, kRead, kUser, kSwitch };
+  enum class Kind : uint8_t {
+    kBounce = 1,
+    kEager,
+    kRts,
+    kFin,
+    kRead,
+    kUser,
+    kSwitch,
+    kFp,     // an EAGER message written into the peer's RC-FP ring
+    kCredit  // an explicit RC-FP credit update
+  };
   // Which of a peer's QPs: the RD QP, or its connected one.
   enum class Via : uint8_t { kRd, kRc };
   struct RcLink;
@@ -280,6 +334,10 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     bool tx_on_rc = false;     // our SWITCH went out: every later send goes on `link`
     bool rx_switched = false;  // the peer's SWITCH arrived: link arrivals are matched
     std::deque<std::pair<uint32_t, size_t>> held;  // (bounce, bytes) from the link before it
+    // RD messages that overtook the peer's SWITCH back (held until it
+    // arrives on the link), and the replay guard as for `held`.
+    std::deque<std::pair<uint32_t, size_t>> rd_held;
+    bool rd_replaying = false;
     // OnSwitch is matching `held`: a bounce it gives back to the link may
     // deliver the next message at once, which must queue behind the rest.
     bool replaying = false;
@@ -318,7 +376,27 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     [[nodiscard]] bool has_pending_work() const override {
       return !core->graveyard_.empty() || !core->flush_.empty();
     }
+    [[nodiscard]] std::optional<uint64_t> deadline() const override { return core->IdleDeadline(); }
+    void OnTimer() override { core->OnIdleTimer(); }
     void OnPendingWork() override { core->RunDeferred(); }
+  };
+  // The RC-FP state of one connection: our ring (registered for the peer's
+  // Writes; deregistered when the link goes) and, once the peer's hello
+  // named one, the peer's.
+  struct FpLink {
+    mem::StagTable* stags = nullptr;
+    std::unique_ptr<uint8_t[]> mem;
+    FpRingDesc own;
+    std::optional<FpRx> rx;
+    std::optional<FpTx> tx;
+    std::array<uint8_t, kFpCreditWordSize> credit_out{};  // source of credit Writes
+    bool credit_wanted = false;  // an explicit update waits for the pending pass
+    FpLink() = default;
+    FpLink(const FpLink&) = delete;
+    FpLink& operator=(const FpLink&) = delete;
+    ~FpLink() {
+      if (own.stag != 0) (void)stags->Deregister(own.stag);
+    }
   };
   // One connection of a peer: its MsgChannel and the sink of its QP. Once
   // `dead` (dropped), it reports nothing and waits in graveyard_ to be
@@ -326,11 +404,17 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   struct RcLink final : progress::ChannelSink {
     RdmCore* core = nullptr;
     Peer* peer = nullptr;
+    std::unique_ptr<FpLink> fp;  // before `ch`: the QP goes first
     std::unique_ptr<progress::MsgChannel> ch;
     qp::QueuePair* qp = nullptr;  // set once the QP exists
     bool outgoing = false;
     bool up = false;
     bool dead = false;
+    // Idle teardown: last traffic, and the SWITCH back each way.
+    uint64_t last_active_ns = 0;
+    bool back_sent = false;
+    bool back_got = false;
+    std::array<uint8_t, wire::kRdmHeaderSize> back_header{};
     uint32_t bounces_posted = 0;
     void OnQpReady(qp::QueuePair& q) override {
       if (!dead) core->RcQpReady(*this, q);
@@ -352,6 +436,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     }
     void OnEstablished() override {
       if (!dead) core->RcUp(*this);
+    }
+    void OnRemoteWrite(uint32_t stag) override {
+      if (!dead) core->OnFpWrite(*this, stag);
     }
     void OnTerminated(wire::TermCause /*cause*/, qp::TermOrigin /*origin*/) override {
       if (!dead) core->RcDown(*this);
@@ -449,6 +536,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // Completions of one peer's QPs.
   void OnSendComplete(Peer& p, Via via, uint64_t ctx);
   void OnRecvComplete(Peer& p, Via via, uint64_t ctx, size_t bytes, const qp::RecvInfo& info);
+  // A decoded message `m` (in bounce `bounce`, `bytes` long) from `via`:
+  // FIN and SWITCH acted on, EAGER/RTS matched or held (the SWITCH rule).
+  void Incoming(Peer& p, Via via, uint32_t bounce, size_t bytes, const wire::RdmMessage& m);
   void OnRdmaComplete(Peer& p, Via via, uint64_t ctx, qp::WcOp op);
   // FINs that found the send queue full (rndv_ indices) go out as its work
   // completes; DropFins frees those of a QP that failed.
@@ -480,9 +570,51 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // The peer's SWITCH: link arrivals held so far are matched, in order.
   void OnSwitch(Peer& p, Via via);
 
+  // RC-FP (rdm_core_fp.cc).
+  [[nodiscard]] bool FpWanted() const;
+  // A ring for `link` when under the cap (nullptr otherwise); counted.
+  std::unique_ptr<FpLink> MakeFpLink();
+  void DropFpLink(RcLink& link);
+  // The hello naming our UDP port and, if `link` has one, our ring.
+  size_t RcHelloFor(const RcLink& link, std::array<uint8_t, kRcHelloMaxSize>& out) const;
+  // The peer's hello (Request or Reply) as seen by `link`: its ring, if any,
+  // becomes our FpTx when we have a ring too; otherwise ours is dropped.
+  void FpTakePeerRing(RcLink& link, const std::optional<FpRingDesc>& ring);
+  // The RC-FP channel's room for `p`: the largest message, or 0 (no ring,
+  // no credit, link not up).
+  [[nodiscard]] uint64_t FpRoom(const Peer& p) const;
+  // Posts op `index`'s EAGER header and payload as one Write into the peer's
+  // next slot.
+  qp::QpStatus SendFp(Peer& p, uint32_t index, const iovec* iov, size_t count);
+  // The consumed count to tell the peer about our ring now: what it knows
+  // already while unexpected messages are over their limit (withheld).
+  uint32_t FpCreditsNow(const FpLink& fp);
+  void OnFpWrite(RcLink& link, uint32_t stag);
+  // An explicit credit update for p's ring, from the pending pass.
+  void ScheduleFpCredit(Peer& p);
+  void FlushFpCredit(Peer& p);
+  // Unexpected memory fell back under its limit: credits withheld go out.
+  void ReleaseFpCredits();
+
+  // Idle connections (rdm_core_idle.cc).
+  [[nodiscard]] std::optional<uint64_t> IdleDeadline() const;
+  void OnIdleTimer();
+  void MarkActive(Peer& p);
+  // Nothing of ours waits on p's connection (sends, rendezvous, held, queues).
+  [[nodiscard]] bool LinkQuiet(const Peer& p) const;
+  // Our SWITCH back on the connection (from the pending pass or the timer).
+  void SendBack(Peer& p);
+  // The peer's SWITCH back arrived on the connection.
+  void OnSwitchBack(Peer& p);
+  // Both SWITCHes crossed and nothing is pending: the link goes, cleanly.
+  void MaybeCloseIdle(Peer& p);
+
   // Matching and delivery.
   TagMatcher& MatcherFor(bool tagged) { return tagged ? tagged_ : untagged_; }
   void Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage& m);
+  // `m` for a posted receive (or multi-receive buffer), if one matches:
+  // delivered (EAGER: copied out of m.payload) or its rendezvous started.
+  bool DeliverIfPosted(Peer& p, Via via, const wire::RdmMessage& m);
   // `multi`: the placement in a multi-receive buffer (buf, released), or null.
   void Deliver(const RecvRequest& r, const iovec* iov, PeerId src, const wire::RdmHeader& h,
                ByteSpan payload, const RecvResult* multi = nullptr);
@@ -520,6 +652,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   std::unique_ptr<progress::MsgListener> listener_;
   int rc_listen_error_ = 0;
   uint32_t links_ = 0;
+  uint32_t fp_links_ = 0;
+  uint64_t next_idle_check_ns_ = 0;  // 0: no timer
+  bool fp_withheld_ = false;         // credits held back over the unexpected limit
   std::vector<std::unique_ptr<RcLink>> graveyard_;
   progress::EndpointStats links_gone_;  // counters of connections dropped (CollectStats)
   Deferred deferred_;
@@ -528,6 +663,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   std::unordered_map<transport::SockAddr, std::unique_ptr<Peer>, transport::SockAddrHash> peers_;
   std::vector<Peer*> peer_by_id_;
   BouncePool bounces_;
+  bool fp_arriving_ = false;  // Incoming() is handling a message from an RC-FP ring
   size_t unexpected_bytes_ = 0;
   std::deque<TxOp> tx_;
   std::vector<uint32_t> tx_free_;

@@ -54,6 +54,7 @@ void RdmCore::CollectStats(progress::EndpointStats* out) const {
   out->rdm_ud_zcopy_msgs += counters_.ud_zcopy_msgs;
   out->rdm_rc_sr_msgs += counters_.rc_sr_msgs;
   out->rdm_rc_rdma_msgs += counters_.rc_rdma_msgs;
+  out->rdm_rc_fp_msgs += counters_.rc_fp_msgs;
   out->rc_opened += counters_.rc_opened;
   out->rc_accepted += counters_.rc_accepted;
   out->rc_rejected += counters_.rc_rejected;
@@ -76,14 +77,16 @@ void RdmCore::CountAndPromote(Peer& p, uint64_t bytes) {
   link->core = this;
   link->peer = &p;
   link->outgoing = true;
+  link->fp = MakeFpLink();
   progress::ChannelConfig cc = config_.rc.mpa;
   cc.pd = config_.channel.pd;
   transport::SockAddr from = channel_->local_address();
   from.set_port(0);
   if (from.is_any()) from = transport::SockAddr();
-  const auto hello = EncodeRcHello(channel_->local_address().port());
+  std::array<uint8_t, kRcHelloMaxSize> hello{};
+  const size_t hello_len = RcHelloFor(*link, hello);
   auto ch = progress::MsgChannel::Connect(engine_, stags_, cc, config_.rc.qp, p.addr, from,
-                                          ByteSpan(hello.data(), hello.size()), *link);
+                                          ByteSpan(hello.data(), hello_len), *link);
   ++counters_.rc_opened;
   ++p.stats.rc_opened;
   sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRcConnecting, 0);
@@ -91,6 +94,7 @@ void RdmCore::CountAndPromote(Peer& p, uint64_t bytes) {
     ++counters_.rc_failed;
     ++p.stats.rc_closed;
     sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRcClosed, ch.error());
+    DropFpLink(*link);
     return;
   }
   link->ch = std::move(ch).value();
@@ -122,13 +126,20 @@ void RdmCore::OnRequest(progress::MsgChannel& channel) {
   link->core = this;
   link->peer = &p;
   link->ch = std::move(owned);
+  const std::optional<RcHello> hello = DecodeRcHelloFull(link->ch->peer_private_data());
+  if (hello && hello->ring) link->fp = MakeFpLink();
+  FpTakePeerRing(*link, hello ? hello->ring : std::nullopt);
   p.link = std::move(link);
   ++links_;
   ++counters_.rc_accepted;
   ++p.stats.rc_accepted;
   sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRcAccepted, 0);
   RcLink& l = *p.link;
-  if (l.ch->Accept({}, stags_, config_.channel.pd, config_.rc.qp, l) != 0 && !l.dead) {
+  std::array<uint8_t, kRcHelloMaxSize> reply{};
+  const size_t reply_len = RcHelloFor(l, reply);
+  if (l.ch->Accept(ByteSpan(reply.data(), reply_len), stags_, config_.channel.pd, config_.rc.qp,
+                   l) != 0 &&
+      !l.dead) {
     RcDown(l);
   }
 }
@@ -142,16 +153,26 @@ void RdmCore::RcQpReady(RcLink& link, qp::QueuePair& q) {
 void RdmCore::RcUp(RcLink& link) {
   link.up = true;
   sink_.OnPeerEvent(link.peer->id, link.peer->addr, PeerEvent::kRcUp, 0);
+  MarkActive(*link.peer);
+  if (link.outgoing) {
+    // The Reply's hello: the fast path if it names a ring (a Reply that is
+    // not a hello means none).
+    const std::optional<RcHello> hello = DecodeRcHelloFull(link.ch->peer_private_data());
+    FpTakePeerRing(link, hello ? hello->ring : std::nullopt);
+  }
 }
 
 void RdmCore::RcDown(RcLink& link) {
   Peer& p = *link.peer;
+  // Left idle by both sides (both SWITCHes back crossed): the peer closed
+  // it after everything it sent had arrived.
+  const bool clean = link.back_sent && link.back_got && LinkQuiet(p);
   const bool was_up = link.up;
-  ++counters_.rc_failed;
+  ++(clean ? counters_.rc_idle_closed : counters_.rc_failed);
   DropLink(p, ECONNRESET);
   // A connection that carried messages may have lost some whose sends
   // completed: fail the peer's RD session too, so nothing is lost silently.
-  if (was_up) {
+  if (was_up && !clean) {
     if (rd::RdQp* q = channel_->Find({p.addr, kRdmQpn}); q != nullptr) {
       q->Fail(ECONNRESET);
       channel_->AfterPost();
@@ -164,6 +185,7 @@ void RdmCore::DropLink(Peer& p, int err) {
   ++p.stats.rc_closed;
   sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRcClosed, err);
   if (p.link->ch != nullptr) p.link->ch->CollectStats(&links_gone_);  // counts only grow
+  DropFpLink(*p.link);  // its memory stays until the QP is gone (graveyard)
   p.link->dead = true;
   graveyard_.push_back(std::move(p.link));
   if (deferred_added_) engine_.Update(deferred_);
@@ -239,6 +261,11 @@ void RdmCore::OnSwitch(Peer& p, Via via) {
     auto m = wire::DecodeRdmMessage(ByteSpan(bounces_.Buf(bounce), bytes));
     if (!m.ok()) {  // decoded once already; cannot happen
       FreeBounce(bounce);
+      continue;
+    }
+    if (m->header.op == wire::RdmOp::kSwitch) {  // the SWITCH back (rdm_core_idle.cc)
+      Repost(p, Via::kRc, bounce);
+      OnSwitchBack(p);
       continue;
     }
     Arrived(p, Via::kRc, bounce, *m);

@@ -47,7 +47,10 @@ void RdmCore::FlushFins(Peer& p, Via via) {
 
 void RdmCore::ScheduleFlush(Peer& p, Via via) {
   const auto v = static_cast<size_t>(via);
-  if ((p.read_wait[v].empty() && p.fin_wait[v].empty()) || !deferred_added_) return;
+  // On the connection also: a credit update to write, or a close to finish.
+  const bool credit = via == Via::kRc && p.link != nullptr &&
+                      ((p.link->fp != nullptr && p.link->fp->credit_wanted) || p.link->back_got);
+  if ((p.read_wait[v].empty() && p.fin_wait[v].empty() && !credit) || !deferred_added_) return;
   flush_.emplace_back(p.id, via);
   engine_.Update(deferred_);
 }
@@ -60,6 +63,10 @@ void RdmCore::RunDeferred() {
     if (Peer* p = PeerById(id); p != nullptr) {
       FlushReads(*p, via);
       FlushFins(*p, via);
+      if (via == Via::kRc) {
+        FlushFpCredit(*p);
+        MaybeCloseIdle(*p);
+      }
     }
   }
   channel_->AfterPost();

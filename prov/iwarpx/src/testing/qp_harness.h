@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -51,6 +52,11 @@ class RecordingSink final : public CompletionSink {
     completions.push_back({Completion::Kind::kError, context, 0, op, error});
   }
   void OnEstablished() override { ++established; }
+  // (stag, completions recorded before it): the placement report's position.
+  void OnRemoteWrite(uint32_t stag) override {
+    remote_writes.emplace_back(stag, completions.size());
+    if (on_remote_write) on_remote_write(stag);
+  }
   void OnTerminated(wire::TermCause cause, TermOrigin origin) override {
     ++terminated;
     term_cause = cause;
@@ -64,6 +70,8 @@ class RecordingSink final : public CompletionSink {
   }
 
   std::vector<Completion> completions;
+  std::vector<std::pair<uint32_t, size_t>> remote_writes;
+  std::function<void(uint32_t)> on_remote_write;
   int established = 0;
   int terminated = 0;
   wire::TermCause term_cause{};
