@@ -50,6 +50,7 @@ void SendWindow::MarkAcked(uint32_t seq, uint64_t now) {
     // Acked faster than any round trip: the first copy arrived and the
     // resend was spurious, so this path reorders more than allowed for.
     if (reorder_steps_ < kMaxReorderSteps) ++reorder_steps_;
+    recoveries_ = 0;
   }
   sink_.Acked(seq, r.cookie);
 }
@@ -170,12 +171,22 @@ void SendWindow::SendProbe(uint64_t now) {
 
 void SendWindow::OnTimer(uint64_t now) {
   if (now >= loss_check_) DetectLosses(now);
+  bool recovered = false;
   for (uint32_t seq = snd_una_; lost_pending_ != 0 && SeqLt(seq, snd_nxt_); ++seq) {
     Record& r = At(seq);
     if (!r.lost_pending) continue;
     r.lost_pending = false;
     --lost_pending_;
     Resend(seq, now);
+    recovered = true;
+  }
+  // RFC 8985 §6.2 (4): the reordering allowance only grows with spurious
+  // resends; after kRecoveriesToReset recoveries without one, it goes back to
+  // a single step, so a burst of apparent reordering (a busy CPU) does not
+  // slow every later repair below the retransmission timer for good.
+  if (recovered && ++recoveries_ >= kRecoveriesToReset) {
+    reorder_steps_ = 1;
+    recoveries_ = 0;
   }
   if (now >= probe_at_ && lost_pending_ == 0 && outstanding() != 0) SendProbe(now);
   if (timer_ == UINT64_MAX || now < timer_) return;

@@ -5,7 +5,8 @@
 // * early, by time-based loss detection in the manner of RACK (RFC 8985): a
 //   datagram is presumed lost once a datagram *transmitted after it* has been
 //   acknowledged and a reordering allowance (srtt + srtt/4, growing when a
-//   resend turns out spurious) has passed since it was sent. This also catches a lost
+//   resend turns out spurious, back to one step after 16 repairs without a
+//   spurious one) has passed since it was sent. This also catches a lost
 //   retransmission without waiting for the timer;
 // * by a tail loss probe (RFC 8985 §7): when nothing has been acknowledged
 //   for a probe timeout (2 x srtt + the peer's ack-request delay) while data
@@ -137,6 +138,8 @@ class SendWindow {
   RtoEstimator rto_;
   static constexpr uint32_t kMaxReorderSteps = 16;
   uint32_t reorder_steps_ = 1;  // reordering allowance in srtt/4 steps
+  static constexpr uint32_t kRecoveriesToReset = 16;
+  uint32_t recoveries_ = 0;  // loss repairs since the last spurious resend
   uint64_t min_rtt_ = UINT64_MAX;
   uint64_t xmit_counter_ = 0;
   uint64_t acked_xmit_ = 0;           // latest transmission known to have arrived

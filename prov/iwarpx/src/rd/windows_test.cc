@@ -1,6 +1,7 @@
 // Unit tests of the reliable-datagram windows: RtoEstimator, SendWindow and
 // RecvWindow one rule at a time (docs/wire.md §3.6). The end-to-end runs
 // through a lossy channel are in rd_sim_test.cc.
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -182,6 +183,45 @@ TEST(SendWindowTest, TailLossProbeFindsALostLastDatagramBeforeTheTimer) {
   w.OnAck({.ack = s0 + 6, .credits = 64}, repair + 100 * kUs);
   EXPECT_EQ(w.outstanding(), 0u);
   EXPECT_EQ(w.Deadline(), UINT64_MAX);
+}
+
+// The reordering allowance grows by a step when a resend turns out spurious
+// (acked faster than any round trip) and goes back to one step after 16
+// repairs without a spurious one (RFC 8985 §6.2), so a passing burst of
+// apparent reordering does not slow later repairs for good.
+TEST(SendWindowTest, ReorderingAllowanceShrinksAfterSixteenRealRepairs) {
+  RecordingSink sink;
+  SendWindow w(SmallConfig(), sink);
+  uint64_t now = 0;
+  uint32_t next = wire::kDgramInitialSeq;
+  w.OnSent(0, now);
+  now += kMs;
+  w.OnAck({.ack = ++next, .credits = 64}, now);  // RTT sample: 1 ms
+  // One repair: `a` and `b` sent, only `b` acked, `a` resent once the
+  // allowance passed, then both acked `later` after the resend.
+  auto repair = [&](uint64_t later) {
+    const uint32_t a = w.OnSent(1, now);
+    w.OnSent(2, now);
+    now += kMs;
+    w.OnAck({.ack = a, .has_sack = true, .sack = 0b1, .credits = 64}, now);
+    const size_t before = sink.resent.size();
+    for (int i = 0; i < 100 && sink.resent.size() == before; ++i) {
+      now = std::max(now + 1, w.Deadline());
+      w.OnTimer(now);
+    }
+    ASSERT_EQ(sink.resent.size(), before + 1);
+    ASSERT_EQ(sink.resent.back(), a);
+    now += later;
+    w.OnAck({.ack = a + 2, .credits = 64}, now);
+  };
+  repair(kMs / 10);  // acked 0.1 ms after the resend: the original arrived, spurious
+  EXPECT_EQ(w.reorder_steps(), 2u);
+  repair(kMs / 10);
+  EXPECT_EQ(w.reorder_steps(), 3u);
+  for (int i = 0; i < 15; ++i) repair(2 * kMs);  // real losses: the resend was needed
+  EXPECT_EQ(w.reorder_steps(), 3u);
+  repair(2 * kMs);  // the 16th
+  EXPECT_EQ(w.reorder_steps(), 1u);
 }
 
 TEST(SendWindowTest, DeadAfterNoProgressForTheConfiguredTime) {
