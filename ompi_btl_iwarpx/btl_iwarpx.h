@@ -82,6 +82,18 @@ typedef struct mca_btl_iwarpx_reg_t {
   struct fid_mr* mr;
 } mca_btl_iwarpx_reg_t;
 
+/* Kinds of operation context handed to libfabric (the first member of each). IWX_CTX_PROBE:
+ * an SCTP peer's liveness probe on the RDM endpoint (btl_iwarpx_sctp.h). */
+typedef enum {
+  IWX_CTX_SEND = 1,
+  IWX_CTX_RECV,
+  IWX_CTX_RDMA,
+  IWX_CTX_PROBE
+} mca_btl_iwarpx_ctx_kind_t;
+typedef struct mca_btl_iwarpx_ctx_t {
+  mca_btl_iwarpx_ctx_kind_t kind;
+} mca_btl_iwarpx_ctx_t;
+
 /* Where an endpoint's point-to-point messages go (btl_iwarpx_sctp.h has the transitions). */
 typedef enum {
   IWX_P2P_RDM = 0,    /* on the RDM endpoint (btl_iwarpx_p2p=datagram, self, or no SCTP peer) */
@@ -107,15 +119,16 @@ struct mca_btl_base_endpoint_t {
   int num_msg_recvs;
   uint16_t msg_addrlen;
   uint8_t msg_addr[MCA_BTL_IWARPX_MAX_ADDR]; /* the peer's SCTP listener */
+  /* Liveness (usrsctp sees no ABORT from a dead process, and an SCTP send completes when the
+   * association takes it): when we last sent to the peer over SCTP, when we last heard from
+   * it (a message, the association coming up, a probe delivered), the RDM probe. */
+  double sctp_sent_at;
+  double sctp_heard_at;
+  bool probe_inflight;
+  mca_btl_iwarpx_ctx_t probe_ctx;
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef struct mca_btl_base_endpoint_t mca_btl_iwarpx_endpoint_t;
-
-/* Kinds of operation context handed to libfabric (the first member of each). */
-typedef enum { IWX_CTX_SEND = 1, IWX_CTX_RECV, IWX_CTX_RDMA } mca_btl_iwarpx_ctx_kind_t;
-typedef struct mca_btl_iwarpx_ctx_t {
-  mca_btl_iwarpx_ctx_kind_t kind;
-} mca_btl_iwarpx_ctx_t;
 
 /* In-band header of a message over SCTP (no Send with Immediate Data there): the BTL tag and
  * the payload length, checked on receipt. 8 bytes so the payload stays 8-byte aligned. */
@@ -167,7 +180,7 @@ typedef struct mca_btl_iwarpx_stats_t {
   volatile int64_t mr_regs;       /* fi_mr_reg calls (cache misses) */
   volatile int64_t mr_live;       /* MRs open now (cached + in use) */
   /* SCTP point-to-point: messages (also counted above), associations up, wake-ups sent. */
-  volatile int64_t sctp_sends, sctp_recvs, sctp_connections, sctp_wakes;
+  volatile int64_t sctp_sends, sctp_recvs, sctp_connections, sctp_wakes, sctp_probes;
 } mca_btl_iwarpx_stats_t;
 
 /* The FI_EP_MSG side of btl_iwarpx_p2p=sctp (btl_iwarpx_sctp.c): its own fabric/domain (the
@@ -181,6 +194,7 @@ typedef struct mca_btl_iwarpx_sctp_t {
   struct fid_pep* pep;
   int recvs_per_peer;
   volatile int64_t queued; /* fragments in endpoint queues */
+  double next_liveness_check;
 } mca_btl_iwarpx_sctp_t;
 
 typedef struct mca_btl_iwarpx_module_t {
@@ -245,6 +259,8 @@ int mca_btl_iwarpx_drive(mca_btl_iwarpx_module_t* m);
 /* RDMA/atomic callbacks running on this thread now (their operations count as outstanding
  * until they return, so a flush inside one waits for the others only). */
 int mca_btl_iwarpx_rdma_callbacks_here(void);
+/* CLOCK_MONOTONIC in seconds. */
+double mca_btl_iwarpx_now(void);
 /* Drives progress until *count <= floor or `seconds` pass; true when drained. */
 bool mca_btl_iwarpx_drain(mca_btl_iwarpx_module_t* m, volatile int64_t* count, int64_t floor,
                           double seconds);

@@ -230,12 +230,14 @@ static int iwarpx_finalize(mca_btl_base_module_t* btl) {
       (long)m->stats.recv_bytes, (long)m->stats.puts, (long)m->stats.gets, (long)m->stats.atomics,
       (long)m->stats.registrations, (long)m->stats.mr_regs, (long)m->stats.sendi);
   if (m->sctp != NULL) {
-    opal_output_verbose(1, c->output,
-                        "btl:iwarpx: finalize: sctp point-to-point: %ld associations, %ld of the "
-                        "%ld messages sent and %ld of the %ld received over SCTP, %ld wake-ups",
-                        (long)m->stats.sctp_connections, (long)m->stats.sctp_sends,
-                        (long)m->stats.sends, (long)m->stats.sctp_recvs, (long)m->stats.recvs,
-                        (long)m->stats.sctp_wakes);
+    opal_output_verbose(
+        1, c->output,
+        "btl:iwarpx: finalize: sctp point-to-point: %ld associations, %ld of the "
+        "%ld messages sent and %ld of the %ld received over SCTP, %ld wake-ups, %ld "
+        "liveness probes",
+        (long)m->stats.sctp_connections, (long)m->stats.sctp_sends, (long)m->stats.sends,
+        (long)m->stats.sctp_recvs, (long)m->stats.recvs, (long)m->stats.sctp_wakes,
+        (long)m->stats.sctp_probes);
   }
   OPAL_THREAD_LOCK(&c->progress_lock);
   c->module = NULL;

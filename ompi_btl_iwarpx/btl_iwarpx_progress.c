@@ -58,6 +58,11 @@ static void dispatch(mca_btl_iwarpx_module_t* m, void* context, size_t len, uint
       }
       break;
     }
+    case IWX_CTX_PROBE: {
+      mca_btl_iwarpx_endpoint_t* ep = IWX_CONTAINER(ctx, mca_btl_iwarpx_endpoint_t, probe_ctx);
+      mca_btl_iwarpx_sctp_probe_done(m, ep, status);
+      break;
+    }
     case IWX_CTX_RDMA: {
       mca_btl_iwarpx_rdma_op_t* op = IWX_CONTAINER(ctx, mca_btl_iwarpx_rdma_op_t, ctx);
       ++tl_rdma_callbacks;
@@ -81,6 +86,8 @@ static int read_error(mca_btl_iwarpx_module_t* m, struct fid_cq* cq) {
   mca_btl_iwarpx_endpoint_t* ep = NULL;
   if (ctx != NULL && ctx->kind == IWX_CTX_SEND) {
     ep = IWX_CONTAINER(ctx, mca_btl_iwarpx_frag_t, ctx)->endpoint;
+  } else if (ctx != NULL && ctx->kind == IWX_CTX_PROBE) {
+    ep = IWX_CONTAINER(ctx, mca_btl_iwarpx_endpoint_t, probe_ctx);
   } else if (ctx != NULL && ctx->kind == IWX_CTX_RDMA) {
     ep = IWX_CONTAINER(ctx, mca_btl_iwarpx_rdma_op_t, ctx)->endpoint;
   }
@@ -139,7 +146,7 @@ int mca_btl_iwarpx_rdma_callbacks_here(void) {
   return tl_rdma_callbacks;
 }
 
-static double now_seconds(void) {
+double mca_btl_iwarpx_now(void) {
   struct timespec ts;
   (void)clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -147,10 +154,10 @@ static double now_seconds(void) {
 
 bool mca_btl_iwarpx_drain(mca_btl_iwarpx_module_t* m, volatile int64_t* count, int64_t floor,
                           double seconds) {
-  const double deadline = now_seconds() + seconds;
+  const double deadline = mca_btl_iwarpx_now() + seconds;
   unsigned spins = 0;
   while (*count > floor) {
-    if (mca_btl_iwarpx_drive(m) == 0 && (++spins & 1023u) == 0 && now_seconds() > deadline) {
+    if (mca_btl_iwarpx_drive(m) == 0 && (++spins & 1023u) == 0 && mca_btl_iwarpx_now() > deadline) {
       return *count <= floor;
     }
   }

@@ -18,6 +18,7 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_ext_iwarpx.h>
+#include <rdma/fi_rma.h>
 
 #include "iwx_ofi.h"
 #include "opal/util/output.h"
@@ -137,6 +138,10 @@ void mca_btl_iwarpx_sctp_endpoint_init(mca_btl_iwarpx_module_t* m, mca_btl_iwarp
   ep->msg_recvs = NULL;
   ep->num_msg_recvs = 0;
   ep->msg_addrlen = 0;
+  ep->sctp_sent_at = 0.0;
+  ep->sctp_heard_at = 0.0;
+  ep->probe_inflight = false;
+  ep->probe_ctx.kind = IWX_CTX_PROBE;
   if (m->sctp == NULL || opal_compare_proc(ep->proc->proc_name, OPAL_PROC_MY_NAME) == 0) {
     return; /* self: RDM loopback */
   }
@@ -310,6 +315,7 @@ static void on_connreq(mca_btl_iwarpx_module_t* m, struct fi_info* info, const v
 static void on_connected(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep) {
   OPAL_THREAD_LOCK(&m->lock);
   ep->p2p_state = IWX_P2P_CONNECTED;
+  ep->sctp_heard_at = mca_btl_iwarpx_now();
   OPAL_THREAD_ADD_FETCH64(&m->stats.sctp_connections, 1);
   opal_output_verbose(
       10, mca_btl_iwarpx_component.output, "btl:iwarpx: sctp: association with %s up (%s)",
@@ -372,6 +378,56 @@ static int read_eq(mca_btl_iwarpx_module_t* m) {
   return 1;
 }
 
+void mca_btl_iwarpx_sctp_probe_done(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep,
+                                    int status) {
+  /* A failed probe was reported to the PML with its error entry (read_error). */
+  ep->probe_inflight = false;
+  if (status == OPAL_SUCCESS) ep->sctp_heard_at = mca_btl_iwarpx_now();
+  /* Last: del_procs/finalize wait for it (the probe's context is the endpoint). */
+  OPAL_THREAD_ADD_FETCH64(&ep->pending, -1);
+  OPAL_THREAD_ADD_FETCH64(&m->sends_pending, -1);
+}
+
+/* Probes, over the RDM endpoint, each SCTP peer we sent to (or still have sends or RDMA
+ * queued or uncompleted for) and have not heard from for MCA_BTL_IWARPX_SCTP_PROBE_AFTER s
+ * (checked at most every half second). Lock held. */
+static void check_liveness(mca_btl_iwarpx_module_t* m) {
+  const double now = mca_btl_iwarpx_now();
+  if (now < m->sctp->next_liveness_check) return;
+  m->sctp->next_liveness_check = now + 0.5;
+  void* key = NULL;
+  size_t key_size = 0;
+  void* value = NULL;
+  void* node = NULL;
+  int rc = opal_hash_table_get_first_key_ptr(&m->endpoints, &key, &key_size, &value, &node);
+  while (rc == OPAL_SUCCESS) {
+    mca_btl_iwarpx_endpoint_t* ep = value;
+    if (ep->p2p_state != IWX_P2P_RDM && ep->p2p_state != IWX_P2P_CLOSED && !ep->probe_inflight &&
+        (ep->sctp_sent_at > ep->sctp_heard_at || ep->pending > 0 ||
+         !opal_list_is_empty(&ep->queue)) &&
+        now - ep->sctp_heard_at > MCA_BTL_IWARPX_SCTP_PROBE_AFTER) {
+      /* A zero-length RDMA Read: it completes only with the peer's Read Response (a send may
+       * complete locally), and needs no STag (RFC 5040 6.4: nothing is read). */
+      OPAL_THREAD_ADD_FETCH64(&ep->pending, 1);
+      OPAL_THREAD_ADD_FETCH64(&m->sends_pending, 1);
+      const ssize_t ret = fi_read(m->ep, NULL, 0, NULL, ep->addr, 0, 0, &ep->probe_ctx);
+      if (ret == 0) {
+        ep->probe_inflight = true;
+        OPAL_THREAD_ADD_FETCH64(&m->stats.sctp_probes, 1);
+        opal_output_verbose(10, mca_btl_iwarpx_component.output,
+                            "btl:iwarpx: sctp: nothing from %s for %.1f s since we sent: "
+                            "probing it on the RDM endpoint",
+                            OPAL_NAME_PRINT(ep->proc->proc_name), now - ep->sctp_heard_at);
+      } else {
+        OPAL_THREAD_ADD_FETCH64(&ep->pending, -1);
+        OPAL_THREAD_ADD_FETCH64(&m->sends_pending, -1);
+        if (ret != -FI_EAGAIN) (void)fail("fi_read(probe)", (int)ret);
+      }
+    }
+    rc = opal_hash_table_get_next_key_ptr(&m->endpoints, &key, &key_size, &value, node, &node);
+  }
+}
+
 int mca_btl_iwarpx_sctp_progress(mca_btl_iwarpx_module_t* m) {
   if (m->sctp == NULL) return 0;
   int count = mca_btl_iwarpx_reap_cq(m, m->sctp->cq);
@@ -380,6 +436,9 @@ int mca_btl_iwarpx_sctp_progress(mca_btl_iwarpx_module_t* m) {
     if (n == 0) break;
     count += n;
   }
+  OPAL_THREAD_LOCK(&m->lock);
+  check_liveness(m);
+  OPAL_THREAD_UNLOCK(&m->lock);
   if (m->sctp->queued > 0) {
     /* Queues of endpoints whose send met a full association, or whose kick must be retried. */
     OPAL_THREAD_LOCK(&m->lock);

@@ -25,6 +25,15 @@
  *   or in flight, completes those fragments with OPAL_ERR_UNREACH and reports the peer to the
  *   PML's error callback (mca_btl_iwarpx_peer_error); a later send to it fails at once. A quiet
  *   shutdown (nothing pending: the peer finalized) only closes the endpoint.
+ * - Liveness: usrsctp reports no ABORT from a dead process and an SCTP send completes once
+ *   the association holds it, so a dead peer would go unnoticed (ob1 waits for its rendezvous
+ *   answer forever). When we sent to a peer over SCTP, or have operations to it queued or
+ *   uncompleted, and have not heard from it for
+ *   MCA_BTL_IWARPX_SCTP_PROBE_AFTER s since, a probe (CQ data MCA_BTL_IWARPX_SCTP_PROBE) goes to
+ *   it on the RDM endpoint, whose reliable stream declares a silent peer lost after its RD
+ *   timeout (FI_IWARPX_RD_TIMEOUT); that error completion reports the peer to the PML. A
+ *   delivered probe counts as hearing from the peer. Cost: at most one small RDM message per
+ *   peer per MCA_BTL_IWARPX_SCTP_PROBE_AFTER s while we send and it does not.
  * - All endpoint state is under the module's lock; no callback runs with it held.
  */
 #ifndef IWARPX_BTL_IWARPX_SCTP_H
@@ -34,8 +43,11 @@
 
 BEGIN_C_DECLS
 
-/* CQ data of the wake-up message (outside the 8-bit tag range). */
+/* CQ data of the wake-up and the liveness probe on the RDM endpoint (outside the tag range). */
 #define MCA_BTL_IWARPX_SCTP_WAKE 0x1c7a0000ull
+#define MCA_BTL_IWARPX_SCTP_PROBE 0x1c7a0001ull
+/* Seconds an SCTP peer may leave our sends uncompleted before we probe it. */
+#define MCA_BTL_IWARPX_SCTP_PROBE_AFTER 1.0
 #define MCA_BTL_IWARPX_SCTP_CM_MAGIC 0x69777873u /* "iwxs" */
 
 /* Private data of fi_connect and payload of the wake-up: who is asking. */
@@ -59,6 +71,9 @@ void mca_btl_iwarpx_sctp_endpoint_fini(mca_btl_iwarpx_module_t* m, mca_btl_iwarp
 bool mca_btl_iwarpx_sctp_kick(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep);
 /* EQ events and queued sends; progress lock held. */
 int mca_btl_iwarpx_sctp_progress(mca_btl_iwarpx_module_t* m);
+/* ep's liveness probe completed (status OPAL_SUCCESS: the peer is there). */
+void mca_btl_iwarpx_sctp_probe_done(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep,
+                                    int status);
 /* A wake-up received on the RDM endpoint. */
 void mca_btl_iwarpx_sctp_wake_received(mca_btl_iwarpx_module_t* m, const void* buf, size_t len);
 

@@ -47,6 +47,7 @@ int mca_btl_iwarpx_sctp_send(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint
   frag->sctp_hdr.magic = MCA_BTL_IWARPX_SCTP_MAGIC;
   frag->sctp_hdr.reserved = 0;
   frag->sctp_hdr.len = (uint32_t)frag->segment.seg_len;
+  ep->sctp_sent_at = mca_btl_iwarpx_now();
   int rc = OPAL_SUCCESS;
   OPAL_THREAD_LOCK(&m->lock);
   switch (ep->p2p_state) {
@@ -156,6 +157,7 @@ void mca_btl_iwarpx_sctp_recv_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarp
                           "0x%x, length %u) dropped",
                           len, hdr.magic, hdr.len);
     } else {
+      r->endpoint->sctp_heard_at = mca_btl_iwarpx_now();
       OPAL_THREAD_ADD_FETCH64(&m->stats.sctp_recvs, 1);
       mca_btl_iwarpx_deliver(m, hdr.tag, (unsigned char*)r->buf + IWX_HDR, len - IWX_HDR);
     }

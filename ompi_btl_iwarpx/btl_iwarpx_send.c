@@ -207,6 +207,8 @@ void mca_btl_iwarpx_recv_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_rec
                                   uint64_t data) {
   if (data == MCA_BTL_IWARPX_SCTP_WAKE) {
     mca_btl_iwarpx_sctp_wake_received(m, r->buf, len);
+  } else if (data == MCA_BTL_IWARPX_SCTP_PROBE) {
+    /* An SCTP peer's liveness probe: its delivery (the RDM stream's ack) is the answer. */
   } else if (data > 0xff) {
     opal_output_verbose(1, mca_btl_iwarpx_component.output,
                         "btl:iwarpx: message with CQ data 0x%llx (not a tag) dropped",
