@@ -194,6 +194,7 @@ typedef struct mca_btl_iwarpx_sctp_t {
   struct fid_pep* pep;
   int recvs_per_peer;
   volatile int64_t queued; /* fragments in endpoint queues */
+  size_t sendi_limit;      /* largest sendi message: MSG inject_size - header, <= SENDI_MAX */
   double next_liveness_check;
 } mca_btl_iwarpx_sctp_t;
 

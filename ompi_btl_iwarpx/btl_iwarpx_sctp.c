@@ -101,6 +101,13 @@ int mca_btl_iwarpx_sctp_open(mca_btl_iwarpx_module_t* m) {
   if (ret != 0) return fail("fi_pep_bind", ret);
   ret = fi_listen(s->pep);
   if (ret != 0) return fail("fi_listen", ret);
+  /* sendi to an SCTP peer: what fits the MSG endpoint's inject size behind the header. */
+  s->sendi_limit = s->info->tx_attr->inject_size;
+  if (s->sendi_limit > MCA_BTL_IWARPX_SENDI_MAX) s->sendi_limit = MCA_BTL_IWARPX_SENDI_MAX;
+  s->sendi_limit = s->sendi_limit > sizeof(mca_btl_iwarpx_sctp_hdr_t)
+                       ? s->sendi_limit - sizeof(mca_btl_iwarpx_sctp_hdr_t)
+                       : 0;
+  if (s->sendi_limit > m->super.btl_eager_limit) s->sendi_limit = m->super.btl_eager_limit;
   s->recvs_per_peer = c->num_recvs > 0 ? c->num_recvs : 1;
   if (s->info->rx_attr->size > 0 && (size_t)s->recvs_per_peer > s->info->rx_attr->size) {
     s->recvs_per_peer = (int)s->info->rx_attr->size;

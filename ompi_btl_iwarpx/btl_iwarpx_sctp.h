@@ -17,7 +17,8 @@
  *   has an association is rejected (logged).
  * - Sends to an SCTP peer are queued in order until FI_CONNECTED and posted in order after;
  *   every fragment to that peer goes on its one association (stream 0, ordered), so ob1's
- *   per-peer order holds. sendi never injects to an SCTP peer (that would overtake the queue).
+ *   per-peer order holds. sendi injects on the association only when it is up and nothing is
+ *   queued (never on the RDM endpoint, which would overtake the queue).
  * - Receives: recvs_per_peer buffers of max_send_size + header posted on each association;
  *   the in-band header (mca_btl_iwarpx_sctp_hdr_t) is checked, bad messages are dropped with a
  *   log line.
@@ -80,6 +81,11 @@ void mca_btl_iwarpx_sctp_wake_received(mca_btl_iwarpx_module_t* m, const void* b
 /* btl_iwarpx_sctp_send.c: the data path. */
 int mca_btl_iwarpx_sctp_send(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep,
                              mca_btl_iwarpx_frag_t* frag, mca_btl_base_tag_t tag);
+/* sendi: buf holds an mca_btl_iwarpx_sctp_hdr_t's room, then len bytes of message; fi_inject
+ * of header + message on ep's association when it is up and nothing waits before it. 0 sent;
+ * -FI_ENOTCONN not now (the caller takes a descriptor); -FI_EAGAIN; another error. */
+ssize_t mca_btl_iwarpx_sctp_inject(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep,
+                                   mca_btl_base_tag_t tag, void* buf, size_t len);
 /* Posts ep's queued fragments while the association takes them. Lock held. */
 void mca_btl_iwarpx_sctp_flush_queue(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep);
 /* Moves ep's queued fragments to *failed (ep CLOSED); complete them with

@@ -88,6 +88,24 @@ int mca_btl_iwarpx_sctp_send(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint
   return rc;
 }
 
+ssize_t mca_btl_iwarpx_sctp_inject(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep,
+                                   mca_btl_base_tag_t tag, void* buf, size_t len) {
+  const mca_btl_iwarpx_sctp_hdr_t hdr = {
+      .tag = tag, .magic = MCA_BTL_IWARPX_SCTP_MAGIC, .reserved = 0, .len = (uint32_t)len};
+  memcpy(buf, &hdr, IWX_HDR);
+  ssize_t ret = -FI_ENOTCONN;
+  OPAL_THREAD_LOCK(&m->lock);
+  if (ep->p2p_state == IWX_P2P_CONNECTED && opal_list_is_empty(&ep->queue)) {
+    ret = fi_inject(ep->msg_ep, buf, len + IWX_HDR, 0);
+    if (ret == 0) {
+      ep->sctp_sent_at = mca_btl_iwarpx_now();
+      OPAL_THREAD_ADD_FETCH64(&m->stats.sctp_sends, 1);
+    }
+  }
+  OPAL_THREAD_UNLOCK(&m->lock);
+  return ret;
+}
+
 void mca_btl_iwarpx_sctp_flush_queue(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep) {
   while (ep->p2p_state == IWX_P2P_CONNECTED && !opal_list_is_empty(&ep->queue)) {
     mca_btl_iwarpx_frag_t* frag = (mca_btl_iwarpx_frag_t*)opal_list_get_first(&ep->queue);

@@ -144,16 +144,21 @@ int mca_btl_iwarpx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep
                          mca_btl_base_descriptor_t** descriptor) {
   mca_btl_iwarpx_module_t* m = (mca_btl_iwarpx_module_t*)btl;
   const size_t len = header_size + payload_size;
-  /* Not to an SCTP peer: an inject on the RDM endpoint would overtake its queue. */
-  if (len <= m->sendi_limit && header_size <= len && ep->p2p_state == IWX_P2P_RDM) {
+  /* To an SCTP peer: an inject on its association behind the in-band header (never on the
+   * RDM endpoint, which would overtake its queue). */
+  const bool sctp = ep->p2p_state != IWX_P2P_RDM;
+  const size_t lead = sctp ? sizeof(mca_btl_iwarpx_sctp_hdr_t) : 0;
+  const size_t limit = sctp ? m->sctp->sendi_limit : m->sendi_limit;
+  if (len <= limit && header_size <= len) {
     unsigned char buf[MCA_BTL_IWARPX_SENDI_MAX];
-    if (header_size > 0) memcpy(buf, header, header_size);
+    unsigned char* body = buf + lead;
+    if (header_size > 0) memcpy(body, header, header_size);
     /* Packing advances the convertor: put it back if the message does not go now, the
      * caller packs again into the descriptor (or later, when it retries). */
     size_t position = convertor != NULL ? convertor->bConverted : 0;
     bool packed_ok = true;
     if (payload_size > 0) {
-      struct iovec iov = {.iov_base = buf + header_size, .iov_len = payload_size};
+      struct iovec iov = {.iov_base = body + header_size, .iov_len = payload_size};
       uint32_t iov_count = 1;
       size_t packed = payload_size;
       packed_ok = convertor != NULL &&
@@ -161,7 +166,9 @@ int mca_btl_iwarpx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep
                   packed == payload_size;
     }
     for (int attempt = 0; packed_ok && attempt < 2; ++attempt) {
-      ssize_t ret = fi_injectdata(m->ep, buf, len, (uint64_t)tag, ep->addr);
+      ssize_t ret = sctp ? mca_btl_iwarpx_sctp_inject(m, ep, tag, buf, len)
+                         : fi_injectdata(m->ep, buf, len, (uint64_t)tag, ep->addr);
+      if (ret == -FI_ENOTCONN) break; /* not connected yet, or sends queued: descriptor */
       if (ret == 0) {
         OPAL_THREAD_ADD_FETCH64(&m->stats.sendi, 1);
         OPAL_THREAD_ADD_FETCH64(&m->stats.sends, 1);

@@ -11,10 +11,11 @@
 # tcp-control: the proof that the check above can fail. btl self,tcp,iwarpx with
 #              btl_tcp_exclusivity 4096, i.e. the iwarpx module is ready but tcp is preferred
 #              and carries everything: mpit must pass while the BTL check must fail.
-# sctp:        as run, with --mca btl_iwarpx_p2p sctp (btl_iwarpx_if_include lo): besides the
-#              BTL check, iwx_check_sctp must prove the point-to-point traffic went over SCTP
-#              associations (every message of every rank, and the provider's own "connecting
-#              ... over sctp" lines match the associations the BTL counted).
+# sctp:        as run, with --mca btl_iwarpx_p2p sctp (btl_iwarpx_if_include lo): the BTL
+#              check also wants sendi > 0 when p2p runs, and iwx_check_sctp must prove the
+#              point-to-point traffic went over SCTP associations (every message of every
+#              rank, and the provider's own "connecting ... over sctp" lines match the
+#              associations the BTL counted).
 # sctp-control: the same run with p2p left on datagrams: mpit must pass and iwx_check_sctp
 #              must fail (the proof that it can).
 set -eu
@@ -67,6 +68,8 @@ done
 grep -q "mpit: OK $np ranks" "$log" || { echo "FAIL: no final OK line from rank 0"; fail=1; }
 rdma=none
 case " $tests " in *" p2p "*) rdma=rdma ;; esac
+# Over SCTP small messages go by sendi (inject on the association): required with p2p.
+[ "$mode" = sctp ] && [ "$rdma" = rdma ] && rdma=rdma,sendi
 check=0
 iwx_check_btl "$log" "$np" "$rdma" || check=1
 if [ "$mode" = tcp-control ]; then
