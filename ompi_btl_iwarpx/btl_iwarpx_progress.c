@@ -83,6 +83,15 @@ static int read_error(mca_btl_iwarpx_module_t* m, struct fid_cq* cq) {
     return 1;
   }
   mca_btl_iwarpx_ctx_t* ctx = e.op_context;
+  if (ctx != NULL && ctx->kind == IWX_CTX_RECV &&
+      IWX_CONTAINER(ctx, mca_btl_iwarpx_recv_t, ctx)->endpoint != NULL) {
+    /* A receive of an SCTP association flushed as it ends (the peer finalized, or died):
+     * nothing was lost here; the association's end is judged from the EQ, where a shutdown
+     * with messages pending reports the peer. */
+    opal_output_verbose(10, mca_btl_iwarpx_component.output,
+                        "btl:iwarpx: sctp: receive flushed: %s (%d)", fi_strerror(e.err), e.err);
+    return 1;
+  }
   mca_btl_iwarpx_endpoint_t* ep = NULL;
   if (ctx != NULL && ctx->kind == IWX_CTX_SEND) {
     ep = IWX_CONTAINER(ctx, mca_btl_iwarpx_frag_t, ctx)->endpoint;
