@@ -54,13 +54,17 @@ BEGIN_C_DECLS
 
 /* Modex blob: what a peer needs to fi_av_insert us. */
 #define MCA_BTL_IWARPX_MODEX_MAGIC 0x69777870u /* "iwxp" */
-#define MCA_BTL_IWARPX_MODEX_VERSION 1u
+/* Version 2 added the SCTP listener's address (msg_addrlen 0: p2p over the RDM endpoint). */
+#define MCA_BTL_IWARPX_MODEX_VERSION 2u
 #define MCA_BTL_IWARPX_MAX_ADDR 128
 typedef struct mca_btl_iwarpx_modex_t {
   uint32_t magic;
   uint16_t version;
-  uint16_t addrlen; /* bytes of addr in use (fi_getname) */
+  uint16_t addrlen;     /* bytes of addr in use (fi_getname of the RDM endpoint) */
+  uint16_t msg_addrlen; /* bytes of msg_addr in use (fi_getname of the SCTP pep), or 0 */
+  uint16_t reserved;
   uint8_t addr[MCA_BTL_IWARPX_MAX_ADDR];
+  uint8_t msg_addr[MCA_BTL_IWARPX_MAX_ADDR];
 } mca_btl_iwarpx_modex_t;
 
 /* Registration handle: the part peers receive (btl_registration_handle_size bytes). */
@@ -78,24 +82,69 @@ typedef struct mca_btl_iwarpx_reg_t {
   struct fid_mr* mr;
 } mca_btl_iwarpx_reg_t;
 
+/* Kinds of operation context handed to libfabric (the first member of each). IWX_CTX_PROBE:
+ * an SCTP peer's liveness probe on the RDM endpoint (btl_iwarpx_sctp.h). */
+typedef enum {
+  IWX_CTX_SEND = 1,
+  IWX_CTX_RECV,
+  IWX_CTX_RDMA,
+  IWX_CTX_PROBE
+} mca_btl_iwarpx_ctx_kind_t;
+typedef struct mca_btl_iwarpx_ctx_t {
+  mca_btl_iwarpx_ctx_kind_t kind;
+} mca_btl_iwarpx_ctx_t;
+
+/* Where an endpoint's point-to-point messages go (btl_iwarpx_sctp.h has the transitions). */
+typedef enum {
+  IWX_P2P_RDM = 0,    /* on the RDM endpoint (btl_iwarpx_p2p=datagram, self, or no SCTP peer) */
+  IWX_P2P_IDLE,       /* over SCTP, not connected yet */
+  IWX_P2P_WAITING,    /* we asked the peer (the initiator) to connect; waiting for it */
+  IWX_P2P_CONNECTING, /* fi_connect or fi_accept issued; waiting for FI_CONNECTED */
+  IWX_P2P_CONNECTED,  /* sends go on msg_ep */
+  IWX_P2P_CLOSED      /* refused, failed or shut down: sends fail */
+} mca_btl_iwarpx_p2p_state_t;
+
+struct mca_btl_iwarpx_recv_t;
+
 struct mca_btl_base_endpoint_t {
   opal_proc_t* proc;
   fi_addr_t addr;
   volatile int64_t pending; /* sends and RDMA/atomics posted, callback not yet returned */
+  /* SCTP point-to-point (btl_iwarpx_p2p=sctp); all under the module's lock. */
+  int p2p_state;         /* mca_btl_iwarpx_p2p_state_t */
+  bool p2p_initiator;    /* we connect (our name is the lower); else the peer does */
+  struct fid_ep* msg_ep; /* the FI_EP_MSG endpoint of the association, or NULL */
+  opal_list_t queue;     /* send fragments waiting for the connection, in order */
+  struct mca_btl_iwarpx_recv_t* msg_recvs; /* receive buffers posted on msg_ep */
+  int num_msg_recvs;
+  uint16_t msg_addrlen;
+  uint8_t msg_addr[MCA_BTL_IWARPX_MAX_ADDR]; /* the peer's SCTP listener */
+  /* Liveness (usrsctp sees no ABORT from a dead process, and an SCTP send completes when the
+   * association takes it): when we last sent to the peer over SCTP, when we last heard from
+   * it (a message, the association coming up, a probe delivered), the RDM probe. */
+  double sctp_sent_at;
+  double sctp_heard_at;
+  bool probe_inflight;
+  mca_btl_iwarpx_ctx_t probe_ctx;
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef struct mca_btl_base_endpoint_t mca_btl_iwarpx_endpoint_t;
 
-/* Kinds of operation context handed to libfabric (the first member of each). */
-typedef enum { IWX_CTX_SEND = 1, IWX_CTX_RECV, IWX_CTX_RDMA } mca_btl_iwarpx_ctx_kind_t;
-typedef struct mca_btl_iwarpx_ctx_t {
-  mca_btl_iwarpx_ctx_kind_t kind;
-} mca_btl_iwarpx_ctx_t;
+/* In-band header of a message over SCTP (no Send with Immediate Data there): the BTL tag and
+ * the payload length, checked on receipt. 8 bytes so the payload stays 8-byte aligned. */
+#define MCA_BTL_IWARPX_SCTP_MAGIC 0x5cu
+typedef struct mca_btl_iwarpx_sctp_hdr_t {
+  uint8_t tag;
+  uint8_t magic;
+  uint16_t reserved; /* 0 */
+  uint32_t len;      /* payload bytes after the header */
+} mca_btl_iwarpx_sctp_hdr_t;
 
 /* Send fragment: descriptor + one segment over a payload buffer of the free list. */
 typedef struct mca_btl_iwarpx_frag_t {
   mca_btl_base_descriptor_t base;
   mca_btl_base_segment_t segment;
+  mca_btl_iwarpx_sctp_hdr_t sctp_hdr; /* sent in front of the segment over SCTP */
   mca_btl_iwarpx_ctx_t ctx;
   mca_btl_iwarpx_endpoint_t* endpoint;
   opal_free_list_t* list;
@@ -103,10 +152,11 @@ typedef struct mca_btl_iwarpx_frag_t {
 } mca_btl_iwarpx_frag_t;
 OBJ_CLASS_DECLARATION(mca_btl_iwarpx_frag_t);
 
-/* One posted receive buffer. */
+/* One posted receive buffer: on the RDM endpoint (endpoint NULL), or on endpoint->msg_ep. */
 typedef struct mca_btl_iwarpx_recv_t {
   mca_btl_iwarpx_ctx_t ctx;
   void* buf;
+  struct mca_btl_base_endpoint_t* endpoint;
 } mca_btl_iwarpx_recv_t;
 
 /* One outstanding RDMA or atomic operation. */
@@ -129,7 +179,24 @@ typedef struct mca_btl_iwarpx_stats_t {
   volatile int64_t registrations; /* register_mem calls */
   volatile int64_t mr_regs;       /* fi_mr_reg calls (cache misses) */
   volatile int64_t mr_live;       /* MRs open now (cached + in use) */
+  /* SCTP point-to-point: messages (also counted above), associations up, wake-ups sent. */
+  volatile int64_t sctp_sends, sctp_recvs, sctp_connections, sctp_wakes, sctp_probes;
 } mca_btl_iwarpx_stats_t;
+
+/* The FI_EP_MSG side of btl_iwarpx_p2p=sctp (btl_iwarpx_sctp.c): its own fabric/domain (the
+ * MSG info), a listening passive endpoint, one EQ for it and every association, one CQ. */
+typedef struct mca_btl_iwarpx_sctp_t {
+  struct fi_info* info;
+  struct fid_fabric* fabric;
+  struct fid_domain* domain;
+  struct fid_eq* eq;
+  struct fid_cq* cq;
+  struct fid_pep* pep;
+  int recvs_per_peer;
+  volatile int64_t queued; /* fragments in endpoint queues */
+  size_t sendi_limit;      /* largest sendi message: MSG inject_size - header, <= SENDI_MAX */
+  double next_liveness_check;
+} mca_btl_iwarpx_sctp_t;
 
 typedef struct mca_btl_iwarpx_module_t {
   mca_btl_base_module_t super;
@@ -152,6 +219,7 @@ typedef struct mca_btl_iwarpx_module_t {
   volatile int64_t sends_pending; /* fi_senddata sends not yet completed */
   mca_btl_base_module_error_cb_fn_t error_cb;
   mca_btl_iwarpx_stats_t stats;
+  mca_btl_iwarpx_sctp_t* sctp; /* NULL unless btl_iwarpx_p2p=sctp */
 } mca_btl_iwarpx_module_t;
 
 /* btl_iwarpx_p2p: the channel point-to-point messages travel on. */
@@ -192,6 +260,8 @@ int mca_btl_iwarpx_drive(mca_btl_iwarpx_module_t* m);
 /* RDMA/atomic callbacks running on this thread now (their operations count as outstanding
  * until they return, so a flush inside one waits for the others only). */
 int mca_btl_iwarpx_rdma_callbacks_here(void);
+/* CLOCK_MONOTONIC in seconds. */
+double mca_btl_iwarpx_now(void);
 /* Drives progress until *count <= floor or `seconds` pass; true when drained. */
 bool mca_btl_iwarpx_drain(mca_btl_iwarpx_module_t* m, volatile int64_t* count, int64_t floor,
                           double seconds);
@@ -218,8 +288,12 @@ int mca_btl_iwarpx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep
                          mca_btl_base_descriptor_t** descriptor);
 void mca_btl_iwarpx_send_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_frag_t* frag,
                                   int status);
+/* A message received on the RDM endpoint (CQ data: the tag, or an SCTP wake-up); reposts r. */
 void mca_btl_iwarpx_recv_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_recv_t* r, size_t len,
                                   uint64_t data);
+/* Hands len bytes at buf with `tag` to the registered active-message callback (counted). */
+void mca_btl_iwarpx_deliver(mca_btl_iwarpx_module_t* m, mca_btl_base_tag_t tag, void* buf,
+                            size_t len);
 
 /* btl_iwarpx_mr.c: memory registration through the rcache (grdma) registration cache. */
 int mca_btl_iwarpx_mr_open(mca_btl_iwarpx_module_t* m);
@@ -270,7 +344,6 @@ void mca_btl_iwarpx_rdma_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_rdm
 /* The atomic capabilities fi_query_atomic reports, as MCA_BTL_ATOMIC_SUPPORTS_* flags. */
 uint32_t mca_btl_iwarpx_query_atomics(mca_btl_iwarpx_module_t* m);
 
-/* Report a peer lost (completion error) to the PML's error callback, if one is registered. */
 /* btl_iwarpx_ifaddr.c: the first up IPv4 address selected by if_include (interface names and
  * a.b.c.d/n subnets, comma-separated) into *out with port 0; OPAL_ERR_NOT_FOUND /
  * OPAL_ERR_BAD_PARAM (logged) otherwise. And: is a published sockaddr the wildcard address? */
@@ -278,8 +351,12 @@ struct sockaddr_in;
 int mca_btl_iwarpx_pick_source(const char* if_include, struct sockaddr_in* out);
 bool mca_btl_iwarpx_addr_is_wildcard(const void* addr, size_t len);
 
+/* Report a peer lost (completion error) to the PML's error callback, if one is registered. */
 void mca_btl_iwarpx_peer_error(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep,
                                int fi_err);
+/* Reads one CQ until empty, dispatching to send/receive/RDMA completion (progress.c); the
+ * caller holds the progress lock. */
+int mca_btl_iwarpx_reap_cq(mca_btl_iwarpx_module_t* m, struct fid_cq* cq);
 
 END_C_DECLS
 

@@ -17,6 +17,7 @@
 #include <rdma/fi_errno.h>
 
 #include "btl_iwarpx.h"
+#include "btl_iwarpx_sctp.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/mca/btl/base/base.h"
@@ -36,6 +37,7 @@ _Static_assert(offsetof(mca_btl_iwarpx_module_t, super) == 0,
 static int iwarpx_register(void);
 static int iwarpx_open(void);
 static int iwarpx_close(void);
+
 static mca_btl_base_module_t** iwarpx_init(int* num_btls, bool enable_progress_threads,
                                            bool enable_mpi_threads);
 
@@ -104,8 +106,9 @@ static int iwarpx_register(void) {
     (void)mca_base_component_var_register(
         v, "p2p",
         "Channel for point-to-point messages: datagram (the iwarpx RDM endpoint: reliable "
-        "datagrams over UDP) or sctp (iWARP over SCTP, issue 8: not available yet, the module "
-        "then declines). One-sided operations use RDMA either way",
+        "datagrams over UDP) or sctp (one iWARP-over-SCTP association per peer, FI_EP_MSG with "
+        "FI_PROTO_IWARPX_SCTP, connected at the first send; the module declines where the "
+        "provider offers no SCTP). One-sided operations use RDMA on the RDM endpoint either way",
         MCA_BASE_VAR_TYPE_INT, p2p_enum, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
         &c->p2p);
     OBJ_RELEASE(p2p_enum);
@@ -202,8 +205,13 @@ static int publish_address(mca_btl_iwarpx_module_t* m) {
     return OPAL_ERROR;
   }
   blob.addrlen = (uint16_t)len;
+  if (m->sctp != NULL) {
+    size_t msg_len = sizeof(blob.msg_addr);
+    if (mca_btl_iwarpx_sctp_getname(m, blob.msg_addr, &msg_len) != OPAL_SUCCESS) return OPAL_ERROR;
+    blob.msg_addrlen = (uint16_t)msg_len;
+  }
   int rc = OPAL_SUCCESS;
-  const int32_t blob_len = (int32_t)(offsetof(mca_btl_iwarpx_modex_t, addr) + len);
+  const int32_t blob_len = (int32_t)sizeof(blob);
   OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &c->super.btl_version, &blob, blob_len);
   if (rc != OPAL_SUCCESS) {
     opal_output_verbose(1, c->output, "btl:iwarpx: modex send failed (%d)", rc);
@@ -231,6 +239,30 @@ static int export_send_rules(void) {
   return OPAL_SUCCESS;
 }
 
+/* btl_iwarpx_p2p=sctp turns the provider's lending of Read Responses off (FI_IWARPX_RD_LEND=0,
+ * unless the environment sets it): a lent response points into the responder's registered
+ * memory until the requester acknowledges it on the RDM stream. With point-to-point on the
+ * RDM endpoint ob1's FIN travels on that stream behind the acknowledgement; over SCTP the FIN
+ * can overtake it, the sender frees its buffer, and the registration cache closes the region
+ * only later (lazily), so a resend or the reclaim at close would read unmapped memory. */
+static void export_rd_lend(void) {
+  mca_btl_iwarpx_component_t* c = &mca_btl_iwarpx_component;
+  if (c->p2p != MCA_BTL_IWARPX_P2P_SCTP) return;
+  const char* before = getenv("FI_IWARPX_RD_LEND");
+  if (before != NULL) {
+    opal_output_verbose(1, c->output,
+                        "btl:iwarpx: btl_iwarpx_p2p=sctp keeps FI_IWARPX_RD_LEND=%s from the "
+                        "environment (1 is unsafe with a lazy registration cache)",
+                        before);
+    return;
+  }
+  if (setenv("FI_IWARPX_RD_LEND", "0", 1) == 0) {
+    opal_output_verbose(1, c->output,
+                        "btl:iwarpx: btl_iwarpx_p2p=sctp: FI_IWARPX_RD_LEND=0 for the provider "
+                        "(Read Responses copied, see README)");
+  }
+}
+
 static mca_btl_base_module_t** iwarpx_init(int* num_btls, bool enable_progress_threads,
                                            bool enable_mpi_threads) {
   mca_btl_iwarpx_component_t* c = &mca_btl_iwarpx_component;
@@ -239,13 +271,8 @@ static mca_btl_base_module_t** iwarpx_init(int* num_btls, bool enable_progress_t
     opal_output_verbose(1, c->output, "btl:iwarpx: disabled by btl_iwarpx_enable=0");
     return NULL;
   }
-  if (c->p2p == MCA_BTL_IWARPX_P2P_SCTP) {
-    opal_output_verbose(1, c->output,
-                        "btl:iwarpx: sctp point-to-point is not available yet (issue 8); no "
-                        "module (btl_iwarpx_p2p=datagram uses the RDM endpoint)");
-    return NULL;
-  }
   if (export_send_rules() != OPAL_SUCCESS) return NULL;
+  export_rd_lend();
   mca_btl_iwarpx_module_t* m = malloc(sizeof(*m));
   mca_btl_base_module_t** modules = malloc(sizeof(*modules));
   if (m == NULL || modules == NULL) {
@@ -279,11 +306,12 @@ static mca_btl_base_module_t** iwarpx_init(int* num_btls, bool enable_progress_t
   *num_btls = 1;
   opal_output_verbose(
       1, c->output,
-      "btl:iwarpx: module ready on the iwarpx RDM endpoint (eager %zu, max send "
+      "btl:iwarpx: module ready on the iwarpx RDM endpoint (point-to-point %s, eager %zu, max send "
       "%zu, put/get limit %zu, flags 0x%x, atomic flags 0x%x, %d receives, sendi up to "
       "%zu bytes, registration cache %s, progress_threads=%d mpi_threads=%d)",
-      m->super.btl_eager_limit, m->super.btl_max_send_size, m->super.btl_put_limit,
-      m->super.btl_flags, m->super.btl_atomic_flags, m->num_recvs, m->sendi_limit,
+      m->sctp != NULL ? "over SCTP associations" : "on the RDM endpoint", m->super.btl_eager_limit,
+      m->super.btl_max_send_size, m->super.btl_put_limit, m->super.btl_flags,
+      m->super.btl_atomic_flags, m->num_recvs, m->sendi_limit,
       !c->mr_cache                       ? "off"
       : mca_btl_iwarpx_mr_keeps_unused() ? "grdma, keeps unused MRs"
                                          : "grdma, in-use MRs only (leave-pinned off)",

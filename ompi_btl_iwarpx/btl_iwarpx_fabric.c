@@ -15,6 +15,7 @@
 #include <rdma/fi_errno.h>
 
 #include "btl_iwarpx.h"
+#include "btl_iwarpx_sctp.h"
 #include "iwx_ofi.h"
 #include "opal/util/output.h"
 
@@ -95,11 +96,16 @@ static struct fi_info* getinfo(bool mpi_threads) {
 
 int mca_btl_iwarpx_post_recv(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_recv_t* r) {
   /* The receive queue holds num_recvs (<= rx size) buffers: -FI_EAGAIN is transient. */
+  /* On an SCTP association the buffer also holds the in-band header. */
+  struct fid_ep* ep = r->endpoint != NULL ? r->endpoint->msg_ep : m->ep;
+  struct fid_cq* cq = r->endpoint != NULL ? m->sctp->cq : m->cq;
+  const size_t len =
+      m->super.btl_max_send_size + (r->endpoint != NULL ? sizeof(mca_btl_iwarpx_sctp_hdr_t) : 0);
   for (int attempt = 0;; ++attempt) {
-    ssize_t ret = fi_recv(m->ep, r->buf, m->super.btl_max_send_size, NULL, FI_ADDR_UNSPEC, &r->ctx);
+    ssize_t ret = fi_recv(ep, r->buf, len, NULL, FI_ADDR_UNSPEC, &r->ctx);
     if (ret == 0) return OPAL_SUCCESS;
     if (ret != -FI_EAGAIN || attempt == 1000000) return fail("fi_recv", (int)ret);
-    (void)fi_cq_read(m->cq, NULL, 0); /* drives the provider, consumes nothing */
+    (void)fi_cq_read(cq, NULL, 0); /* drives the provider, consumes nothing */
   }
 }
 
@@ -117,6 +123,7 @@ int mca_btl_iwarpx_fabric_open(mca_btl_iwarpx_module_t* m, bool mpi_threads) {
   m->outstanding = 0;
   m->sends_pending = 0;
   m->error_cb = NULL;
+  m->sctp = NULL;
   memset((void*)&m->stats, 0, sizeof(m->stats));
   OBJ_CONSTRUCT(&m->lock, opal_mutex_t);
   OBJ_CONSTRUCT(&m->endpoints, opal_hash_table_t);
@@ -146,6 +153,17 @@ int mca_btl_iwarpx_fabric_open(mca_btl_iwarpx_module_t* m, bool mpi_threads) {
   const int enabled = iwx_ofi_open_ep(&o, FI_CQ_FORMAT_DATA, log_fail, NULL);
   take(m, &o);
   if (enabled != 0) return OPAL_ERROR;
+  if (c->p2p == MCA_BTL_IWARPX_P2P_SCTP) {
+    /* The wake-up's CQ data (MCA_BTL_IWARPX_SCTP_WAKE) needs 4 bytes. */
+    if (m->info->domain_attr->cq_data_size < 4) {
+      opal_output_verbose(1, c->output,
+                          "btl:iwarpx: btl_iwarpx_p2p=sctp needs 4 bytes of CQ data on the RDM "
+                          "endpoint (%zu offered): no module",
+                          m->info->domain_attr->cq_data_size);
+      return OPAL_ERROR;
+    }
+    if (mca_btl_iwarpx_sctp_open(m) != OPAL_SUCCESS) return OPAL_ERROR;
+  }
 
   /* Send fragments: eager_limit and max_send_size payloads, grown on demand. */
   int rc = opal_free_list_init(&m->eager_frags, sizeof(mca_btl_iwarpx_frag_t),
@@ -181,6 +199,8 @@ int mca_btl_iwarpx_fabric_open(mca_btl_iwarpx_module_t* m, bool mpi_threads) {
 void mca_btl_iwarpx_fabric_close(mca_btl_iwarpx_module_t* m) {
   /* Cached registrations first, while their domain is open. */
   mca_btl_iwarpx_mr_close(m);
+  /* The SCTP side (its associations are closed with their endpoints, before this). */
+  mca_btl_iwarpx_sctp_close(m);
   /* The endpoint first (iwx_ofi_close): it cancels the posted receives before their buffers go. */
   struct iwx_ofi o = held(m);
   iwx_ofi_close(&o, log_fail, NULL);

@@ -14,6 +14,7 @@
 #include <rdma/fi_errno.h>
 
 #include "btl_iwarpx.h"
+#include "btl_iwarpx_sctp.h"
 #include "opal/class/opal_bitmap.h"
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/pmix/pmix.h"
@@ -114,10 +115,9 @@ static mca_btl_iwarpx_endpoint_t* endpoint_for(mca_btl_iwarpx_module_t* m, opal_
                         OPAL_NAME_PRINT(proc->proc_name), rc);
     return NULL;
   }
-  const size_t head = offsetof(mca_btl_iwarpx_modex_t, addr);
-  if (size < head || blob->magic != MCA_BTL_IWARPX_MODEX_MAGIC ||
-      blob->version != MCA_BTL_IWARPX_MODEX_VERSION || size < head + blob->addrlen ||
-      blob->addrlen > MCA_BTL_IWARPX_MAX_ADDR) {
+  if (size != sizeof(*blob) || blob->magic != MCA_BTL_IWARPX_MODEX_MAGIC ||
+      blob->version != MCA_BTL_IWARPX_MODEX_VERSION || blob->addrlen > MCA_BTL_IWARPX_MAX_ADDR ||
+      blob->msg_addrlen > MCA_BTL_IWARPX_MAX_ADDR) {
     opal_output_verbose(1, c->output,
                         "btl:iwarpx: modex entry of %s is not a version %u iwarpx address "
                         "(%zu bytes): unreachable",
@@ -137,16 +137,21 @@ static mca_btl_iwarpx_endpoint_t* endpoint_for(mca_btl_iwarpx_module_t* m, opal_
   }
   fi_addr_t addr = FI_ADDR_NOTAVAIL;
   int n = fi_av_insert(m->av, blob->addr, 1, &addr, 0, NULL);
-  free(blob);
   if (n != 1) {
+    free(blob);
     opal_output_verbose(1, c->output, "btl:iwarpx: fi_av_insert for %s failed (%d)",
                         OPAL_NAME_PRINT(proc->proc_name), n);
     return NULL;
   }
   mca_btl_iwarpx_endpoint_t* ep = calloc(1, sizeof(*ep));
-  if (ep == NULL) return NULL;
+  if (ep == NULL) {
+    free(blob);
+    return NULL;
+  }
   ep->proc = proc;
   ep->addr = addr;
+  mca_btl_iwarpx_sctp_endpoint_init(m, ep, blob->msg_addr, blob->msg_addrlen);
+  free(blob);
   (void)opal_hash_table_set_value_ptr(&m->endpoints, &proc, sizeof(proc), ep);
   opal_output_verbose(20, c->output, "btl:iwarpx: endpoint for %s is fi_addr %lu",
                       OPAL_NAME_PRINT(proc->proc_name), (unsigned long)addr);
@@ -195,6 +200,7 @@ static int iwarpx_del_procs(mca_btl_base_module_t* btl, size_t nprocs, opal_proc
                           (long)ep->pending, OPAL_NAME_PRINT(proc->proc_name), IWX_DRAIN_SECONDS);
       continue;
     }
+    mca_btl_iwarpx_sctp_endpoint_fini(m, ep);
     (void)fi_av_remove(m->av, &ep->addr, 1, 0);
     free(ep);
   }
@@ -223,6 +229,16 @@ static int iwarpx_finalize(mca_btl_base_module_t* btl) {
       (long)m->stats.sends, (long)m->stats.send_bytes, (long)m->stats.recvs,
       (long)m->stats.recv_bytes, (long)m->stats.puts, (long)m->stats.gets, (long)m->stats.atomics,
       (long)m->stats.registrations, (long)m->stats.mr_regs, (long)m->stats.sendi);
+  if (m->sctp != NULL) {
+    opal_output_verbose(
+        1, c->output,
+        "btl:iwarpx: finalize: sctp point-to-point: %ld associations, %ld of the "
+        "%ld messages sent and %ld of the %ld received over SCTP, %ld wake-ups, %ld "
+        "liveness probes",
+        (long)m->stats.sctp_connections, (long)m->stats.sctp_sends, (long)m->stats.sends,
+        (long)m->stats.sctp_recvs, (long)m->stats.recvs, (long)m->stats.sctp_wakes,
+        (long)m->stats.sctp_probes);
+  }
   OPAL_THREAD_LOCK(&c->progress_lock);
   c->module = NULL;
   OPAL_THREAD_UNLOCK(&c->progress_lock);
@@ -232,6 +248,7 @@ static int iwarpx_finalize(mca_btl_base_module_t* btl) {
   void* node = NULL;
   int rc = opal_hash_table_get_first_key_ptr(&m->endpoints, &key, &key_size, &value, &node);
   while (rc == OPAL_SUCCESS) {
+    mca_btl_iwarpx_sctp_endpoint_fini(m, value);
     free(value);
     rc = opal_hash_table_get_next_key_ptr(&m->endpoints, &key, &key_size, &value, node, &node);
   }

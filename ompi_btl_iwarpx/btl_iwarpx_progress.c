@@ -18,6 +18,7 @@
 #include <rdma/fi_errno.h>
 
 #include "btl_iwarpx.h"
+#include "btl_iwarpx_sctp.h"
 #include "opal/util/output.h"
 
 #define IWX_CQ_BATCH 32
@@ -40,6 +41,11 @@ static void dispatch(mca_btl_iwarpx_module_t* m, void* context, size_t len, uint
     }
     case IWX_CTX_RECV: {
       mca_btl_iwarpx_recv_t* r = IWX_CONTAINER(ctx, mca_btl_iwarpx_recv_t, ctx);
+      if (r->endpoint != NULL) {
+        /* On an SCTP association: tag in the in-band header; failures end with it. */
+        if (status == OPAL_SUCCESS) mca_btl_iwarpx_sctp_recv_complete(m, r, len);
+        break;
+      }
       if (status != OPAL_SUCCESS) {
         /* Canceled at close, or failed: repost unless the endpoint is going away. */
         if (status != OPAL_ERR_UNREACH) (void)mca_btl_iwarpx_post_recv(m, r);
@@ -50,6 +56,11 @@ static void dispatch(mca_btl_iwarpx_module_t* m, void* context, size_t len, uint
       } else {
         mca_btl_iwarpx_recv_complete(m, r, len, data);
       }
+      break;
+    }
+    case IWX_CTX_PROBE: {
+      mca_btl_iwarpx_endpoint_t* ep = IWX_CONTAINER(ctx, mca_btl_iwarpx_endpoint_t, probe_ctx);
+      mca_btl_iwarpx_sctp_probe_done(m, ep, status);
       break;
     }
     case IWX_CTX_RDMA: {
@@ -63,18 +74,29 @@ static void dispatch(mca_btl_iwarpx_module_t* m, void* context, size_t len, uint
 }
 
 /* One error entry: report it to its operation (and the PML when the peer is gone). */
-static int read_error(mca_btl_iwarpx_module_t* m) {
+static int read_error(mca_btl_iwarpx_module_t* m, struct fid_cq* cq) {
   struct fi_cq_err_entry e = {0};
-  ssize_t n = fi_cq_readerr(m->cq, &e, 0);
+  ssize_t n = fi_cq_readerr(cq, &e, 0);
   if (n != 1) return 0;
   if (e.err == FI_ECANCELED) {
     /* A receive canceled while the endpoint closes: nothing to repost. */
     return 1;
   }
   mca_btl_iwarpx_ctx_t* ctx = e.op_context;
+  if (ctx != NULL && ctx->kind == IWX_CTX_RECV &&
+      IWX_CONTAINER(ctx, mca_btl_iwarpx_recv_t, ctx)->endpoint != NULL) {
+    /* A receive of an SCTP association flushed as it ends (the peer finalized, or died):
+     * nothing was lost here; the association's end is judged from the EQ, where a shutdown
+     * with messages pending reports the peer. */
+    opal_output_verbose(10, mca_btl_iwarpx_component.output,
+                        "btl:iwarpx: sctp: receive flushed: %s (%d)", fi_strerror(e.err), e.err);
+    return 1;
+  }
   mca_btl_iwarpx_endpoint_t* ep = NULL;
   if (ctx != NULL && ctx->kind == IWX_CTX_SEND) {
     ep = IWX_CONTAINER(ctx, mca_btl_iwarpx_frag_t, ctx)->endpoint;
+  } else if (ctx != NULL && ctx->kind == IWX_CTX_PROBE) {
+    ep = IWX_CONTAINER(ctx, mca_btl_iwarpx_endpoint_t, probe_ctx);
   } else if (ctx != NULL && ctx->kind == IWX_CTX_RDMA) {
     ep = IWX_CONTAINER(ctx, mca_btl_iwarpx_rdma_op_t, ctx)->endpoint;
   }
@@ -83,15 +105,14 @@ static int read_error(mca_btl_iwarpx_module_t* m) {
   return 1;
 }
 
-/* Reads the CQ until it is empty; the caller holds the progress lock (tl_reaping > 0). */
-static int reap(mca_btl_iwarpx_module_t* m) {
+int mca_btl_iwarpx_reap_cq(mca_btl_iwarpx_module_t* m, struct fid_cq* cq) {
   int count = 0;
-  if (m == NULL || m->cq == NULL) return 0;
+  if (cq == NULL) return 0;
   struct fi_cq_data_entry entries[IWX_CQ_BATCH];
   for (;;) {
-    ssize_t n = fi_cq_read(m->cq, entries, IWX_CQ_BATCH);
+    ssize_t n = fi_cq_read(cq, entries, IWX_CQ_BATCH);
     if (n == -FI_EAVAIL) {
-      const int e = read_error(m);
+      const int e = read_error(m, cq);
       if (e == 0) break;
       count += e;
       continue;
@@ -105,6 +126,13 @@ static int reap(mca_btl_iwarpx_module_t* m) {
     if (n < IWX_CQ_BATCH) break;
   }
   return count;
+}
+
+/* Reads the CQs (and the SCTP EQ) until empty; the caller holds the progress lock
+ * (tl_reaping > 0). */
+static int reap(mca_btl_iwarpx_module_t* m) {
+  if (m == NULL) return 0;
+  return mca_btl_iwarpx_reap_cq(m, m->cq) + mca_btl_iwarpx_sctp_progress(m);
 }
 
 int mca_btl_iwarpx_progress(void) {
@@ -127,7 +155,7 @@ int mca_btl_iwarpx_rdma_callbacks_here(void) {
   return tl_rdma_callbacks;
 }
 
-static double now_seconds(void) {
+double mca_btl_iwarpx_now(void) {
   struct timespec ts;
   (void)clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -135,10 +163,10 @@ static double now_seconds(void) {
 
 bool mca_btl_iwarpx_drain(mca_btl_iwarpx_module_t* m, volatile int64_t* count, int64_t floor,
                           double seconds) {
-  const double deadline = now_seconds() + seconds;
+  const double deadline = mca_btl_iwarpx_now() + seconds;
   unsigned spins = 0;
   while (*count > floor) {
-    if (mca_btl_iwarpx_drive(m) == 0 && (++spins & 1023u) == 0 && now_seconds() > deadline) {
+    if (mca_btl_iwarpx_drive(m) == 0 && (++spins & 1023u) == 0 && mca_btl_iwarpx_now() > deadline) {
       return *count <= floor;
     }
   }

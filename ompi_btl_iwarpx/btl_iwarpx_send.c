@@ -15,6 +15,7 @@
 #include <rdma/fi_errno.h>
 
 #include "btl_iwarpx.h"
+#include "btl_iwarpx_sctp.h"
 #include "opal/datatype/opal_convertor.h"
 #include "opal/util/output.h"
 
@@ -108,6 +109,14 @@ int mca_btl_iwarpx_send(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
   OPAL_THREAD_ADD_FETCH64(&ep->pending, 1);
   OPAL_THREAD_ADD_FETCH64(&m->sends_pending, 1);
   int rc = OPAL_ERR_OUT_OF_RESOURCE;
+  if (ep->p2p_state != IWX_P2P_RDM) {
+    /* Over the peer's SCTP association (queued until it is up). */
+    rc = mca_btl_iwarpx_sctp_send(m, ep, frag, tag);
+    if (rc == OPAL_SUCCESS) return OPAL_SUCCESS;
+    OPAL_THREAD_ADD_FETCH64(&ep->pending, -1);
+    OPAL_THREAD_ADD_FETCH64(&m->sends_pending, -1);
+    return rc;
+  }
   for (int attempt = 0; attempt < 2; ++attempt) {
     ssize_t ret = fi_senddata(m->ep, frag->segment.seg_addr.pval, len, NULL, (uint64_t)tag,
                               ep->addr, &frag->ctx);
@@ -135,15 +144,21 @@ int mca_btl_iwarpx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep
                          mca_btl_base_descriptor_t** descriptor) {
   mca_btl_iwarpx_module_t* m = (mca_btl_iwarpx_module_t*)btl;
   const size_t len = header_size + payload_size;
-  if (len <= m->sendi_limit && header_size <= len) {
+  /* To an SCTP peer: an inject on its association behind the in-band header (never on the
+   * RDM endpoint, which would overtake its queue). */
+  const bool sctp = ep->p2p_state != IWX_P2P_RDM;
+  const size_t lead = sctp ? sizeof(mca_btl_iwarpx_sctp_hdr_t) : 0;
+  const size_t limit = sctp ? m->sctp->sendi_limit : m->sendi_limit;
+  if (len <= limit && header_size <= len) {
     unsigned char buf[MCA_BTL_IWARPX_SENDI_MAX];
-    if (header_size > 0) memcpy(buf, header, header_size);
+    unsigned char* body = buf + lead;
+    if (header_size > 0) memcpy(body, header, header_size);
     /* Packing advances the convertor: put it back if the message does not go now, the
      * caller packs again into the descriptor (or later, when it retries). */
     size_t position = convertor != NULL ? convertor->bConverted : 0;
     bool packed_ok = true;
     if (payload_size > 0) {
-      struct iovec iov = {.iov_base = buf + header_size, .iov_len = payload_size};
+      struct iovec iov = {.iov_base = body + header_size, .iov_len = payload_size};
       uint32_t iov_count = 1;
       size_t packed = payload_size;
       packed_ok = convertor != NULL &&
@@ -151,7 +166,9 @@ int mca_btl_iwarpx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep
                   packed == payload_size;
     }
     for (int attempt = 0; packed_ok && attempt < 2; ++attempt) {
-      ssize_t ret = fi_injectdata(m->ep, buf, len, (uint64_t)tag, ep->addr);
+      ssize_t ret = sctp ? mca_btl_iwarpx_sctp_inject(m, ep, tag, buf, len)
+                         : fi_injectdata(m->ep, buf, len, (uint64_t)tag, ep->addr);
+      if (ret == -FI_ENOTCONN) break; /* not connected yet, or sends queued: descriptor */
       if (ret == 0) {
         OPAL_THREAD_ADD_FETCH64(&m->stats.sendi, 1);
         OPAL_THREAD_ADD_FETCH64(&m->stats.sends, 1);
@@ -175,14 +192,13 @@ int mca_btl_iwarpx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep
   return OPAL_ERR_OUT_OF_RESOURCE;
 }
 
-void mca_btl_iwarpx_recv_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_recv_t* r, size_t len,
-                                  uint64_t data) {
-  const mca_btl_base_tag_t tag = (mca_btl_base_tag_t)data;
+void mca_btl_iwarpx_deliver(mca_btl_iwarpx_module_t* m, mca_btl_base_tag_t tag, void* buf,
+                            size_t len) {
   OPAL_THREAD_ADD_FETCH64(&m->stats.recvs, 1);
   OPAL_THREAD_ADD_FETCH64(&m->stats.recv_bytes, (int64_t)len);
   mca_btl_active_message_callback_t* reg = &mca_btl_base_active_message_trigger[tag];
   if (reg->cbfunc != NULL) {
-    mca_btl_base_segment_t segment = {.seg_addr.pval = r->buf, .seg_len = len};
+    mca_btl_base_segment_t segment = {.seg_addr.pval = buf, .seg_len = len};
     mca_btl_base_descriptor_t des;
     memset(&des, 0, sizeof(des));
     des.des_segments = &segment;
@@ -191,6 +207,21 @@ void mca_btl_iwarpx_recv_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_rec
   } else {
     opal_output_verbose(1, mca_btl_iwarpx_component.output,
                         "btl:iwarpx: message with tag 0x%x and no receiver dropped", tag);
+  }
+}
+
+void mca_btl_iwarpx_recv_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_recv_t* r, size_t len,
+                                  uint64_t data) {
+  if (data == MCA_BTL_IWARPX_SCTP_WAKE) {
+    mca_btl_iwarpx_sctp_wake_received(m, r->buf, len);
+  } else if (data == MCA_BTL_IWARPX_SCTP_PROBE) {
+    /* An SCTP peer's liveness probe: its delivery (the RDM stream's ack) is the answer. */
+  } else if (data > 0xff) {
+    opal_output_verbose(1, mca_btl_iwarpx_component.output,
+                        "btl:iwarpx: message with CQ data 0x%llx (not a tag) dropped",
+                        (unsigned long long)data);
+  } else {
+    mca_btl_iwarpx_deliver(m, (mca_btl_base_tag_t)data, r->buf, len);
   }
   (void)mca_btl_iwarpx_post_recv(m, r);
 }

@@ -19,6 +19,8 @@
 #   --bind POLICY    mpirun --bind-to (default none; core pins the two ranks)
 #   --timeout SEC    bound on every mpirun (default 900)
 #   --no-tcp, --no-iwarpx   skip one BTL (its columns read "n/a")
+#   --p2p MODE       btl_iwarpx_p2p for the iwarpx runs: datagram (default) or sctp (point-to-
+#                    point over SCTP associations, with btl_iwarpx_if_include lo)
 #   --strict         exit 1 if any run failed (a failed run's numbers read "n/a")
 #   --keep-logs      keep the mpirun logs (path printed)
 #   --corrupt SIZE   testing: mpi_bench damages the checked data at SIZE, so every run must
@@ -45,6 +47,7 @@ bind=none
 timeout_s=900
 run_tcp=1
 run_iwarpx=1
+p2p=datagram
 strict=0
 keep_logs=0
 prog_args=()
@@ -54,6 +57,7 @@ while (($#)); do
   case $1 in
     --build) build=$2; shift ;;
     --no-build) do_build=0 ;;
+    --p2p) p2p=$2; shift ;;
     --sizes) sizes=$2; shift ;;
     --repeat) repeat=$2; shift ;;
     --tests) tests=$2; shift ;;
@@ -114,7 +118,8 @@ run() {
   case $name in
     tcp) btl_args=(--mca btl "self,tcp" --mca btl_tcp_if_include lo) ;;
     iwarpx) btl_args=(--mca mca_base_component_path "$ompi_dir:$mca_dir" --mca btl "self,iwarpx"
-                      -x FI_PROVIDER_PATH="$fi_dir") ;;
+                      -x FI_PROVIDER_PATH="$fi_dir" --mca btl_iwarpx_p2p "$p2p")
+            [[ $p2p == sctp ]] && btl_args+=(--mca btl_iwarpx_if_include lo) ;;
   esac
   local cmd=("$mpirun" "${common[@]}" "${btl_args[@]}"
              "$prog" --csv --label "$name" --tests "$tests" --sizes "$sizes" "${prog_args[@]}")
@@ -133,7 +138,7 @@ size_list=$(cat "$work"/data/* 2>/dev/null | awk '{ print $2 }' | sort -gu)
 has() { [[ ,$tests, == *,$1,* ]]; }
 
 echo "# $cmdline"
-echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load$(uptime | sed 's/.*load average//'), mpirun --bind-to $bind, mpi_bench --tests $tests ${prog_args[*]}, median of $repeat"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load$(uptime | sed 's/.*load average//'), mpirun --bind-to $bind, btl_iwarpx_p2p $p2p, mpi_bench --tests $tests ${prog_args[*]}, median of $repeat"
 ((run_tcp)) && echo "# tcp:    ${cmd_tcp:-}"
 ((run_iwarpx)) && echo "# iwarpx: ${cmd_iwarpx:-}"
 echo "# latency: half round trip (us), lower is better; bandwidth: MB/s (10^6 B/s); ratio = iwarpx / tcp"

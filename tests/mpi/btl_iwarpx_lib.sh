@@ -27,6 +27,14 @@
 #       "rdma" puts + gets > 0, "putget" puts > 0 and gets > 0, "osc" puts, gets and atomics
 #       each > 0, "sendi" sendi > 0 (the line must carry the sendi count), "none" nothing more.
 #       Prints "ok: ..." or "FAIL: ..." lines; returns 0 or 1.
+#   iwx_check_sctp LOG NP
+#       proves point-to-point went over SCTP (btl_iwarpx_p2p=sctp; the run must have
+#       FI_LOG_LEVEL=info FI_LOG_SUBSYS=ep_ctrl): NP "module ready ... (point-to-point over SCTP
+#       associations" lines; NP "finalize: sctp point-to-point: A associations, S of the T
+#       messages sent and R of the U received over SCTP" lines with, on every rank, S = T > 0,
+#       R = U > 0 and A > 0; the provider's "connecting to ... over sctp" lines (one per
+#       association, on its initiator) number half the sum of A, and none says "over tcp".
+#       Prints "ok: ..." or "FAIL: ..." lines; returns 0 or 1.
 #   iwx_count LOG ERE
 #       prints how many times the extended regex ERE matches in LOG. mpirun forwards the ranks'
 #       output in pieces, so two ranks' lines can end up on one line of the log: count and
@@ -106,6 +114,40 @@ iwx_check_btl() {
       }
       if (bad) exit 1
       print "ok: every rank sent and received over btl iwarpx: " sent " messages, " puts " puts, " gets " gets, " amos " atomics, " sendi " sendi"
+    }' || _fail=1
+  return $_fail
+}
+
+iwx_check_sctp() {
+  _log=$1
+  _np=$2
+  _fail=0
+  _n=$(iwx_count "$_log" "btl:iwarpx: module ready on the iwarpx RDM endpoint \(point-to-point over SCTP associations")
+  [ "$_n" -eq "$_np" ] || { echo "FAIL: $_n modules with p2p over SCTP, expected $_np"; _fail=1; }
+  _stats=$(iwx_matches "$_log" 'finalize: sctp point-to-point: [0-9]+ associations, [0-9]+ of the [0-9]+ messages sent and [0-9]+ of the [0-9]+ received over SCTP' |
+    sed 's/.*: \([0-9]*\) associations, \([0-9]*\) of the \([0-9]*\) messages sent and \([0-9]*\) of the \([0-9]*\) received.*/\1 \2 \3 \4 \5/')
+  _n=$(printf '%s\n' "$_stats" | grep -c . || true)
+  [ "$_n" -eq "$_np" ] || { echo "FAIL: $_n SCTP counter lines, expected $_np"; _fail=1; }
+  _connects=$(iwx_count "$_log" 'ep_ctrl:Connect\(\):[0-9]+<info> ep 0x[0-9a-f]+ connecting to [0-9.:]+ over sctp')
+  _tcp=$(iwx_count "$_log" 'connecting to [0-9.:]+ over tcp')
+  [ "$_tcp" -eq 0 ] || { echo "FAIL: $_tcp provider connections over tcp"; _fail=1; }
+  printf '%s\n' "$_stats" | awk -v connects="$_connects" '
+    NF == 5 {
+      n++; assoc += $1
+      if ($1 == 0 || $2 == 0 || $2 != $3 || $4 == 0 || $4 != $5) {
+        print "FAIL: a rank sent " $2 " of " $3 " and received " $4 " of " $5 " messages over SCTP on " $1 " associations"
+        bad = 1
+      }
+      sent += $2
+    }
+    END {
+      if (n == 0) { print "FAIL: no SCTP counters"; exit 1 }
+      if (assoc != 2 * connects) {
+        print "FAIL: the ranks count " assoc " association ends, the provider connected " connects " times over sctp"
+        bad = 1
+      }
+      if (bad) exit 1
+      print "ok: every message over SCTP: " sent " sent on " assoc / 2 " associations (" connects " provider connects over sctp)"
     }' || _fail=1
   return $_fail
 }

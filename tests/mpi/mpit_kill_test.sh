@@ -1,6 +1,6 @@
 #!/bin/sh
 # Usage: mpit_kill_test.sh <mpirun> <Open MPI component dir> <build mca dir> <provider dir>
-#                          <mpit> <ranks> <bound seconds> runtime|btl
+#                          <mpit> <ranks> <bound seconds> runtime|btl|btl-sctp
 # A killed rank must end the job, never hang. mpit over --mca pml ob1 --mca btl self,iwarpx
 # (btl_iwarpx_lib.sh); every rank prints its PID, the last rank raise(SIGKILL)s itself
 # (mpit_kill.c). The run is cut at bound + 30 s, so a hang fails instead of blocking ctest.
@@ -13,6 +13,10 @@
 #          hand it to the PML (ob1 prints the BTL's reason "iwarpx: peer unreachable" and
 #          aborts the process), within <bound> s (FI_IWARPX_RD_TIMEOUT=2000 ms). mpirun's exit
 #          status is not checked in this mode: with --enable-recovery Open MPI 4.1 exits 0.
+# btl-sctp: btl with --mca btl_iwarpx_p2p sctp (if_include lo): the sends to the victim go on
+#          its SCTP association, which never reports the death (usrsctp gets no ABORT from a
+#          dead process); the BTL's liveness probe (a zero-length RDMA Read on the RDM
+#          endpoint, see ompi_btl_iwarpx/btl_iwarpx_sctp.h) must fail and report the loss.
 # Both: the victim announced itself, no survivor returned from talking to the dead rank (mpit
 # would say so and exit 3), every rank had the iwarpx module ready (the BTL was the transport),
 # and every rank's process is gone within 10 s after mpirun (one left behind is killed by its
@@ -37,6 +41,11 @@ case $mode in
   btl)
     FI_IWARPX_RD_TIMEOUT=2000 iwx_mpirun "$log" $((bound + 30)) "$np" --enable-recovery \
       -x FI_IWARPX_RD_TIMEOUT "$mpit" killsend || rc=$?
+    ;;
+  btl-sctp)
+    FI_IWARPX_RD_TIMEOUT=2000 iwx_mpirun "$log" $((bound + 30)) "$np" --enable-recovery \
+      -x FI_IWARPX_RD_TIMEOUT --mca btl_iwarpx_p2p sctp --mca btl_iwarpx_if_include lo \
+      "$mpit" killsend || rc=$?
     ;;
   *) echo "FAIL: unknown mode '$mode'"; exit 2 ;;
 esac

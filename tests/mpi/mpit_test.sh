@@ -1,6 +1,6 @@
 #!/bin/sh
 # Usage: mpit_test.sh <mpirun> <Open MPI component dir> <build mca dir> <provider dir> <mpit>
-#                     <ranks> run|tcp-control [sub-test...]
+#                     <ranks> run|tcp-control|sctp|sctp-control [sub-test...]
 # Runs the project's MPI acceptance program mpit (tests/mpi/mpit_*.c; all default sub-tests, or
 # the ones named) with <ranks> ranks over --mca pml ob1 --mca btl self,iwarpx on loopback
 # (btl_iwarpx_lib.sh: oversubscribed, no binding, yield when idle), bounded by 200 s.
@@ -11,6 +11,13 @@
 # tcp-control: the proof that the check above can fail. btl self,tcp,iwarpx with
 #              btl_tcp_exclusivity 4096, i.e. the iwarpx module is ready but tcp is preferred
 #              and carries everything: mpit must pass while the BTL check must fail.
+# sctp:        as run, with --mca btl_iwarpx_p2p sctp (btl_iwarpx_if_include lo): the BTL
+#              check also wants sendi > 0 when p2p runs, and iwx_check_sctp must prove the
+#              point-to-point traffic went over SCTP associations (every message of every
+#              rank, and the provider's own "connecting ... over sctp" lines match the
+#              associations the BTL counted).
+# sctp-control: the same run with p2p left on datagrams: mpit must pass and iwx_check_sctp
+#              must fail (the proof that it can).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=btl_iwarpx_lib.sh
@@ -32,10 +39,18 @@ if [ "$mode" = tcp-control ]; then
   IWX_BTL=self,tcp,iwarpx # read by iwx_mpirun
   export IWX_BTL
   extra="--mca btl_tcp_exclusivity 4096 --mca btl_tcp_if_include lo"
-elif [ "$mode" != run ]; then
+elif [ "$mode" = sctp ]; then
+  extra="--mca btl_iwarpx_p2p sctp"
+elif [ "$mode" != run ] && [ "$mode" != sctp-control ]; then
   echo "FAIL: unknown mode '$mode'"
   exit 2
 fi
+case $mode in
+  sctp*)
+    # The provider's connection lines are iwx_check_sctp's second witness.
+    extra="$extra --mca btl_iwarpx_if_include lo -x FI_LOG_LEVEL=info -x FI_LOG_SUBSYS=ep_ctrl"
+    ;;
+esac
 rc=0
 start=$(date +%s)
 # shellcheck disable=SC2086  # $extra and $* are word lists
@@ -53,6 +68,8 @@ done
 grep -q "mpit: OK $np ranks" "$log" || { echo "FAIL: no final OK line from rank 0"; fail=1; }
 rdma=none
 case " $tests " in *" p2p "*) rdma=rdma ;; esac
+# Over SCTP small messages go by sendi (inject on the association): required with p2p.
+[ "$mode" = sctp ] && [ "$rdma" = rdma ] && rdma=rdma,sendi
 check=0
 iwx_check_btl "$log" "$np" "$rdma" || check=1
 if [ "$mode" = tcp-control ]; then
@@ -65,5 +82,21 @@ if [ "$mode" = tcp-control ]; then
   exit 0
 fi
 [ $check -eq 0 ] || fail=1
+case $mode in
+  sctp)
+    iwx_check_sctp "$log" "$np" || fail=1
+    [ $fail -eq 0 ] && echo "PASS: mpit ($tests) over btl self,iwarpx, p2p over SCTP, $np ranks"
+    exit $fail
+    ;;
+  sctp-control)
+    [ $fail -eq 0 ] || exit 1
+    if iwx_check_sctp "$log" "$np"; then
+      echo "FAIL: the SCTP check passed although p2p stayed on datagrams"
+      exit 1
+    fi
+    echo "PASS: p2p on datagrams carried mpit ($tests) and the SCTP check refused the run"
+    exit 0
+    ;;
+esac
 [ $fail -eq 0 ] && echo "PASS: mpit ($tests) over btl self,iwarpx, $np ranks"
 exit $fail
