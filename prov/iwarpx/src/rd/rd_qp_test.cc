@@ -8,6 +8,9 @@
 // state end the stream with error completions, never a hang.
 #include "rd/rd_qp.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -593,6 +596,47 @@ TEST_F(RdQpLendTest, DeregisteredRegionIsReclaimedAndResendsKeepItsBytes) {
   ASSERT_EQ(a_->sink.Count(Completion::Kind::kError), 0u);
   EXPECT_GT(b_->Qp().stream().stats().retransmitted, 0u);
   EXPECT_EQ(back, expected);
+}
+
+// An application that unmaps a region it still has registered (Open MPI's
+// registration cache can) while Read Responses from it await a resend: the
+// responder reads the lent bytes back through the kernel, finds them gone,
+// and never sends them again, instead of faulting.
+TEST_F(RdQpLendTest, UnmappedRegionIsNeverReadAgain) {
+  Build("", "drop=300,seed=5", SmallSegments());
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t bytes = (kLen + page - 1) / page * page;
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  auto* mem = static_cast<uint8_t*>(m);
+  for (size_t i = 0; i < kLen; ++i) mem[i] = static_cast<uint8_t>(i * 7 + (i >> 8));
+  const std::vector<uint8_t> expected(mem, mem + kLen);
+  mem::RegionSpec region;
+  region.host = mem;
+  region.length = kLen;
+  region.access = mem::kRemoteRead;
+  region.pd = kPd;
+  auto st = b_->stags.Register(region);
+  ASSERT_TRUE(st.ok());
+  t_stag_ = *st;
+  std::vector<uint8_t> back(kLen, 0);
+  qp::ReadWr r;
+  r.context = 1;
+  r.local_stag = a_->Register(back, mem::kLocalWrite);
+  r.length = kLen;
+  r.remote_stag = t_stag_;
+  ASSERT_EQ(a_->Qp().qp().PostRead(r), qp::QpStatus::kOk);
+  ASSERT_TRUE(Run([&] { return b_->Qp().stream().stats().lent == kSegs; }));
+  ASSERT_EQ(mprotect(mem, bytes, PROT_NONE), 0);  // gone, still registered
+  // Resends find the bytes gone: no fault; the responder's stream gives up
+  // (EFAULT) once the dead timeout passes without the peer's ack; its lends
+  // go back when the failed QP is destroyed. (The requester learns through the RESET sent then; a
+  // requester whose RESET is lost has no liveness check of its own for a
+  // Read in flight: left for the next increment, docs/design.md.)
+  ASSERT_TRUE(Run([&] { return ReadDone() || b_->Qp().stream().failed(); }));
+  EXPECT_GT(b_->Qp().stream().stats().unreadable, 0u);
+  if (a_->sink.Count(Completion::Kind::kRdma) != 0) EXPECT_EQ(back, expected);
+  ASSERT_EQ(munmap(mem, bytes), 0);
 }
 
 TEST_F(RdQpLendTest, LentBytesCountAgainstTheSendBuffer) {

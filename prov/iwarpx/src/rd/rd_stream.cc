@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "transport/own_memory.h"
 #include "wire/ddp.h"
 #include "wire/fpdu.h"
 
@@ -101,14 +102,25 @@ void RdStream::Reclaim(uint32_t stag) {
       DropTail(r);  // never sent again
       continue;
     }
-    auto copy = std::make_unique_for_overwrite<uint8_t[]>(r.tail_len);
-    std::memcpy(copy.get(), r.tail, r.tail_len);
-    lender_->Return(r.key);
-    r.key = 0;
+    OwnTail(r);
+  }
+}
+
+void RdStream::OwnTail(TxRecord& r) {
+  if (r.key == 0) return;  // not lent (copied, owned already, or unreadable)
+  auto copy = std::make_unique_for_overwrite<uint8_t[]>(r.tail_len);
+  const bool ok = transport::CopyOwnMemory(copy.get(), r.tail, r.tail_len);
+  lender_->Return(r.key);
+  r.key = 0;
+  if (ok) {
     r.owned = std::move(copy);
     r.tail = r.owned.get();
     ++stats_.reclaimed;
+    return;
   }
+  r.unreadable = true;
+  r.tail = nullptr;
+  ++stats_.unreadable;
 }
 
 transport::SockAddr RdStream::local_address() const {
@@ -228,6 +240,7 @@ transport::IoResult RdStream::SendVLent(std::span<const iovec> iov,
     r.offset = offset;
     r.len = head;
     r.acked = false;
+    r.unreadable = false;
     r.owned.reset();
     if (tail != nullptr) {
       r.key = tail->key;
@@ -285,7 +298,14 @@ void RdStream::FillAck(wire::DgramHeader& h) {
 }
 
 bool RdStream::Transmit(uint64_t cookie, bool ack_request) {
-  const TxRecord& r = tx_[cookie];
+  TxRecord& r = tx_[cookie];
+  if (r.unreadable) {
+    // The bytes are gone (TxRecord::unreadable): ask the peer where it
+    // stands instead; it may well have them (an application frees a buffer
+    // once the Read is complete, while our acks are still on the way).
+    SendProbe();
+    return true;
+  }
   wire::DgramHeader h = NewHeader(wire::DgramType::kRdData);
   h.seq = r.seq;
   h.ack_request = ack_request;
@@ -331,6 +351,9 @@ void RdStream::Acked(uint32_t /*seq*/, uint64_t cookie) {
 
 void RdStream::Resend(uint32_t /*seq*/, uint64_t cookie) {
   ++stats_.retransmitted;
+  // Past its first transmission a lent payload is the application's memory
+  // at a time it may already believe the Read done: resend a copy.
+  OwnTail(tx_[cookie]);
   for (size_t i = 0; i < pending_count_; ++i) {
     if (pending_[pending_first_ + i] == cookie) return;  // queued already
   }
@@ -342,6 +365,7 @@ void RdStream::ResendProbe(uint32_t /*seq*/, uint64_t cookie) {
   // socket is backed up, the queued datagrams will carry the news anyway.
   ++stats_.retransmitted;
   ++stats_.tail_probes;
+  OwnTail(tx_[cookie]);
   if (pending_count_ == 0 && Transmit(cookie, true)) return;
   for (size_t i = 0; i < pending_count_; ++i) {
     if (pending_[pending_first_ + i] == cookie) return;
@@ -571,6 +595,15 @@ void RdStream::OnTimer() {
   const uint64_t now = clock_.NowNs();
   send_.OnTimer(now);
   if (send_.Dead(now)) {
+    if (stats_.unreadable != 0 && in_sessions_.current() != 0) {
+      // Data we could no longer read: the peer may be alive and waiting for
+      // it (a Read that will never complete). A RESET of its session makes
+      // its work fail with errors instead of waiting forever; three copies,
+      // as nothing will repeat it.
+      for (int i = 0; i < 3; ++i) SendReset(in_sessions_.current());
+      Fail(EFAULT);
+      return;
+    }
     Fail(ETIMEDOUT);
     return;
   }

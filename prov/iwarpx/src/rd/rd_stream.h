@@ -117,10 +117,12 @@ struct RdStreamStats {
   uint64_t send_blocked = 0;  // datagrams the socket refused for now
   uint64_t data_received = 0;
   uint64_t duplicates = 0;
-  uint64_t held = 0;       // datagrams copied into hold slots
-  uint64_t lent = 0;       // data datagrams sent with a lent (uncopied) payload
-  uint64_t reclaimed = 0;  // lent payloads copied because their region went away
-  uint64_t stale = 0;      // datagrams of a retired session of the peer, dropped
+  uint64_t held = 0;        // datagrams copied into hold slots
+  uint64_t lent = 0;        // data datagrams sent with a lent (uncopied) payload
+  uint64_t reclaimed = 0;   // lent payloads copied because their region went away
+                            // or before a resend
+  uint64_t unreadable = 0;  // lent payloads whose memory was gone when needed again
+  uint64_t stale = 0;       // datagrams of a retired session of the peer, dropped
 };
 
 // A RESET refusing the peer's `refused` session (docs/wire.md §3.6 rule 3),
@@ -207,6 +209,11 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
     const uint8_t* tail = nullptr;
     size_t tail_len = 0;
     std::unique_ptr<uint8_t[]> owned;
+    // The lent tail could not be read back (its memory was unmapped while
+    // lent): never sent again, a PROBE goes instead; the peer's ack ends it,
+    // or the dead timeout fails the stream (EFAULT) after a RESET that fails
+    // the peer's session too.
+    bool unreadable = false;
   };
   // A lent piece of a SendVLent gather list, by stream position.
   struct LentSpan {
@@ -228,6 +235,10 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   // mem::Borrower.
   void Reclaim(uint32_t stag) override;
   void DropTail(TxRecord& r);
+  // Replaces a lent tail by a copy of its own (the lend ends), read through
+  // the kernel (transport/own_memory.h) so an application that unmapped the
+  // region gives `unreadable` instead of a fault. Before any resend.
+  void OwnTail(TxRecord& r);
 
   // SendV helpers.
   bool ReserveTx(size_t len, size_t* offset) const;
