@@ -41,10 +41,12 @@ mca_btl_iwarpx_module_t mca_btl_iwarpx_module_template = {
     .super =
         {
             .btl_component = &mca_btl_iwarpx_component.super,
-            /* Eager: the provider's RDM eager size (FI_IWARPX_RDM_EAGER, 16 KiB); larger
-             * sends still work, by rendezvous inside the provider. */
-            .btl_eager_limit = 16 * IWX_KIB,
-            .btl_rndv_eager_limit = 16 * IWX_KIB,
+            /* Eager: what the provider sends eagerly (FI_IWARPX_RDM_EAGER, 64 KiB, minus
+             * its 32-byte RDM header); larger sends still work, by rendezvous inside the
+             * provider. 16 KiB made ob1 use RDMA get from 16 KiB on (16.2 against 8.6 us
+             * at 16 KiB, docs/PERFORMANCE.md). */
+            .btl_eager_limit = 64 * IWX_KIB - 32,
+            .btl_rndv_eager_limit = 64 * IWX_KIB - 32,
             .btl_max_send_size = 64 * IWX_KIB,
             .btl_rdma_pipeline_send_length = 64 * IWX_KIB,
             .btl_rdma_pipeline_frag_size = 4 * IWX_KIB * IWX_KIB,

@@ -26,7 +26,7 @@ using rdmtest::Pattern;
 using rdmtest::Side;
 using rdmtest::SteadyClock;
 
-constexpr size_t kEagerLimit = 16352;  // FI_IWARPX_RDM_EAGER (16384) - the 32-byte header
+constexpr size_t kEagerLimit = 65504;  // FI_IWARPX_RDM_EAGER (65536) - the 32-byte header
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr uint64_t kMsgRecv = FI_RECV | FI_MSG;
 constexpr uint64_t kTagRecv = FI_RECV | FI_TAGGED;

@@ -84,7 +84,7 @@ void DefineParams() {
   fi_param_define(&g_provider, "rdm_eager", FI_PARAM_INT,
                   "Bytes of the bounce receives of RDM endpoints, 256..1048576: messages up to "
                   "this minus the 32-byte RDM header are sent eagerly (copied); larger ones by "
-                  "rendezvous (the receiver pulls them with RDMA Read). (default: 16384)");
+                  "rendezvous (the receiver pulls them with RDMA Read). (default: 65536)");
   fi_param_define(&g_provider, "rd_segment", FI_PARAM_INT,
                   "Largest DDP segment per datagram on RDM endpoints, 128..65460; 0 chooses by "
                   "path: 65460 to loopback addresses, 1428 (a 1500-byte MTU) otherwise. A "

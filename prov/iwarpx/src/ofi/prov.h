@@ -28,7 +28,7 @@ struct Params {
   bool busy_poll = true;             // FI_IWARPX_BUSY_POLL
   int rd_timeout_ms = 10000;         // FI_IWARPX_RD_TIMEOUT
   bool rd_lend = true;               // FI_IWARPX_RD_LEND: Read Responses sent zero-copy
-  int rdm_eager = 16384;             // FI_IWARPX_RDM_EAGER (bounce receive size)
+  int rdm_eager = 65536;             // FI_IWARPX_RDM_EAGER (bounce receive size)
   int rd_segment = 0;                // FI_IWARPX_RD_SEGMENT (0: by path)
   transport::FaultSpec fault;        // FI_IWARPX_FAULT (datagram endpoints; parsed)
   bool fault_invalid = false;        // FI_IWARPX_FAULT did not parse: endpoints refuse to open
