@@ -42,10 +42,10 @@ struct Params {
   progress::Llp msg_llp = progress::Llp::kTcp;
   // FI_IWARPX_SCTP_BACKEND (auto, kernel, usrsctp).
   transport::SctpBackend sctp_backend = transport::SctpBackend::kAuto;
-  int max_fastpath = 8;              // FI_IWARPX_MAX_FASTPATH
-  int fastpath_slots = 32;           // FI_IWARPX_FASTPATH_SLOTS
-  int fastpath_slot_size = 2048;     // FI_IWARPX_FASTPATH_SLOT_SIZE (payload bytes)
-  int rc_idle_ms = 0;                // FI_IWARPX_RC_IDLE_MS (0: connections stay)
+  int max_fastpath = 8;           // FI_IWARPX_MAX_FASTPATH
+  int fastpath_slots = 32;        // FI_IWARPX_FASTPATH_SLOTS
+  int fastpath_slot_size = 2048;  // FI_IWARPX_FASTPATH_SLOT_SIZE (payload bytes)
+  int rc_idle_ms = 0;             // FI_IWARPX_RC_IDLE_MS (0: connections stay)
 };
 
 // The values in effect (defaults until fi_prov_ini has run).

@@ -490,8 +490,8 @@ void RdmCore::Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage&
   const wire::RdmHeader& h = m.header;
   // A message taken from the RC-FP ring counts there (fp_arriving_, set by
   // the ring's reader; one held until a SWITCH counts as rc_sr).
-  p.stats.CountReceived(
-      fp_arriving_ ? Channel::kRcFp : CarriedOn(via, h.op == wire::RdmOp::kEager), h.size);
+  p.stats.CountReceived(fp_arriving_ ? Channel::kRcFp : CarriedOn(via, h.op == wire::RdmOp::kEager),
+                        h.size);
   TagMatcher& matcher = MatcherFor(h.tagged);
   if (DeliverIfPosted(p, via, m)) {
     Repost(p, via, bounce);
