@@ -49,6 +49,13 @@ esac
 if ((rc)); then
   echo "--- soak.sh output"
   cat "$tmp/out"
+  # The generators' own last lines (each side's stderr: progress, the failure, the
+  # provider's FI_IWARPX_STATS counters), so a rare failure can be read from the ctest log.
+  for f in "$tmp"/iwarpx-soak.*/*.err; do
+    [[ -e $f ]] || continue
+    echo "--- tail of ${f##*/}"
+    tail -n 15 "$f"
+  done
 else
   echo "ok: soak $mode"
   sed -n '/^## Verdict/,$p' "$report"
