@@ -635,7 +635,9 @@ TEST_F(RdQpLendTest, UnmappedRegionIsNeverReadAgain) {
   // Read in flight: left for the next increment, docs/design.md.)
   ASSERT_TRUE(Run([&] { return ReadDone() || b_->Qp().stream().failed(); }));
   EXPECT_GT(b_->Qp().stream().stats().unreadable, 0u);
-  if (a_->sink.Count(Completion::Kind::kRdma) != 0) EXPECT_EQ(back, expected);
+  if (a_->sink.Count(Completion::Kind::kRdma) != 0) {
+    EXPECT_EQ(back, expected);
+  }
   ASSERT_EQ(munmap(mem, bytes), 0);
 }
 
