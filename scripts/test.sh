@@ -14,6 +14,7 @@ total_pass=0
 total_fail=0
 total_skip=0
 failed_stages=()
+failed_tests=() # "stage: test name", repeated at the end (CI logs keep only the tail)
 
 # run_ctest STAGE BUILD_DIR [ctest args...]: runs ctest, adds its counts to the totals.
 run_ctest() {
@@ -38,6 +39,11 @@ run_ctest() {
     total_pass=$((total_pass + pass))
     total_fail=$((total_fail + fail))
     ((fail)) && failed_stages+=("$stage")
+    local t
+    while IFS= read -r t; do
+      [[ -n $t ]] && failed_tests+=("$stage: $t")
+    done < <(sed -n '/The following tests FAILED:/,/^$/p' "$log" | grep -E '^[[:space:]]+[0-9]+ - ' |
+      sed -E 's/^[[:space:]]+//')
     ((total == 0)) && { failed_stages+=("$stage (no tests)"); total_fail=$((total_fail + 1)); }
   fi
   rm -f "$log"
@@ -85,6 +91,10 @@ stage lint scripts/lint.sh build
 echo
 if ((${#failed_stages[@]})); then
   echo "failed stages: ${failed_stages[*]}"
+fi
+if ((${#failed_tests[@]})); then
+  echo "failed tests (their output is above, under the stage's ctest run):"
+  printf '  %s\n' "${failed_tests[@]}"
 fi
 echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 ((total_fail == 0))

@@ -76,6 +76,12 @@ void DefineParams() {
                   "unacknowledged, or leave probes of a closed window unanswered, before its "
                   "pending operations complete with errors (FI_ECONNRESET/FI_ECONNABORTED), "
                   "100..3600000. (default: 10000)");
+  fi_param_define(&g_provider, "rd_linger", FI_PARAM_INT,
+                  "Milliseconds fi_close of a reliable-datagram (FI_EP_RDM) endpoint keeps "
+                  "driving progress until the peers have acknowledged everything it sent "
+                  "(sends already completed live only in its resend buffer until then), "
+                  "0..3600000; 0 closes at once and may lose the last messages. "
+                  "(default: 2000)");
   fi_param_define(&g_provider, "rd_lend", FI_PARAM_BOOL,
                   "Zero copy for RDMA Read Responses on reliable-datagram (FI_EP_RDM) "
                   "endpoints: a response's payload is sent from the registered region and "
@@ -221,6 +227,7 @@ void ReadParams() {
   g_params.max_mr = static_cast<size_t>(max_mr);
   ReadInt("mulpdu", 128, 65532, &g_params.mulpdu);
   ReadInt("rd_timeout", 100, 3600000, &g_params.rd_timeout_ms);
+  ReadInt("rd_linger", 0, 3600000, &g_params.rd_linger_ms);
   ReadInt("rdm_eager", 256, 1 << 20, &g_params.rdm_eager);
   char* rules = nullptr;
   if (fi_param_get_str(&g_provider, "send_rules", &rules) == FI_SUCCESS && rules != nullptr) {
@@ -246,20 +253,20 @@ void ReadParams() {
 // shows what a run used without reading its environment.
 void LogParams() {
   const Params& p = g_params;
-  IWX_INFO(core,
-           "parameters in effect: FI_IWARPX_MPA_CRC=%d FI_IWARPX_MPA_REV=%d "
-           "FI_IWARPX_MPA_MARKERS=%d FI_IWARPX_IRD=%d FI_IWARPX_ORD=%d FI_IWARPX_MULPDU=%d "
-           "FI_IWARPX_PROGRESS_THREAD=%d FI_IWARPX_BUSY_POLL=%d FI_IWARPX_MAX_MR=%zu "
-           "FI_IWARPX_DGRAM_CRC=%d FI_IWARPX_FAULT=%s FI_IWARPX_RD_TIMEOUT=%d "
-           "FI_IWARPX_RD_LEND=%d FI_IWARPX_RD_SEGMENT=%d FI_IWARPX_RDM_EAGER=%d "
-           "FI_IWARPX_SEND_RULES=%s FI_IWARPX_RC_THRESHOLD_MSGS=%d "
-           "FI_IWARPX_RC_THRESHOLD_BYTES=%d FI_IWARPX_MAX_RC=%d FI_IWARPX_STATS=%d\n",
-           p.mpa_crc, p.mpa_rev, p.mpa_markers, p.ird, p.ord, p.mulpdu, p.progress_thread,
-           p.busy_poll, p.max_mr, p.dgram_crc,
-           p.fault_invalid ? "(invalid)" : (p.fault.any() ? "(set)" : "none"), p.rd_timeout_ms,
-           p.rd_lend, p.rd_segment, p.rdm_eager,
-           p.send_rules.empty() ? "(default)" : p.send_rules.c_str(), p.rc_threshold_msgs,
-           p.rc_threshold_bytes, p.max_rc, p.stats);
+  IWX_INFO(
+      core,
+      "parameters in effect: FI_IWARPX_MPA_CRC=%d FI_IWARPX_MPA_REV=%d "
+      "FI_IWARPX_MPA_MARKERS=%d FI_IWARPX_IRD=%d FI_IWARPX_ORD=%d FI_IWARPX_MULPDU=%d "
+      "FI_IWARPX_PROGRESS_THREAD=%d FI_IWARPX_BUSY_POLL=%d FI_IWARPX_MAX_MR=%zu "
+      "FI_IWARPX_DGRAM_CRC=%d FI_IWARPX_FAULT=%s FI_IWARPX_RD_TIMEOUT=%d "
+      "FI_IWARPX_RD_LINGER=%d FI_IWARPX_RD_LEND=%d FI_IWARPX_RD_SEGMENT=%d FI_IWARPX_RDM_EAGER=%d "
+      "FI_IWARPX_SEND_RULES=%s FI_IWARPX_RC_THRESHOLD_MSGS=%d "
+      "FI_IWARPX_RC_THRESHOLD_BYTES=%d FI_IWARPX_MAX_RC=%d FI_IWARPX_STATS=%d\n",
+      p.mpa_crc, p.mpa_rev, p.mpa_markers, p.ird, p.ord, p.mulpdu, p.progress_thread, p.busy_poll,
+      p.max_mr, p.dgram_crc, p.fault_invalid ? "(invalid)" : (p.fault.any() ? "(set)" : "none"),
+      p.rd_timeout_ms, p.rd_linger_ms, p.rd_lend, p.rd_segment, p.rdm_eager,
+      p.send_rules.empty() ? "(default)" : p.send_rules.c_str(), p.rc_threshold_msgs,
+      p.rc_threshold_bytes, p.max_rc, p.stats);
 }
 
 void Cleanup() {}

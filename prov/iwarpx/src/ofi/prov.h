@@ -27,6 +27,7 @@ struct Params {
   bool dgram_crc = true;             // FI_IWARPX_DGRAM_CRC
   bool busy_poll = true;             // FI_IWARPX_BUSY_POLL
   int rd_timeout_ms = 10000;         // FI_IWARPX_RD_TIMEOUT
+  int rd_linger_ms = 2000;           // FI_IWARPX_RD_LINGER
   bool rd_lend = true;               // FI_IWARPX_RD_LEND: Read Responses sent zero-copy
   int rdm_eager = 65536;             // FI_IWARPX_RDM_EAGER (bounce receive size)
   int rd_segment = 0;                // FI_IWARPX_RD_SEGMENT (0: by path)

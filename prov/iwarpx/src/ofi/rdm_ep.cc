@@ -1,5 +1,6 @@
 #include "ofi/rdm_ep.h"
 
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -116,7 +117,36 @@ int RdmEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fi
   return 0;
 }
 
+void RdmEndpoint::LingerAtClose() {
+  const int linger_ms = GetParams().rd_linger_ms;
+  std::mutex& mu = fabric_->engine().mu();
+  const auto settled = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return core_ == nullptr || core_->Settled();
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (core_ != nullptr) core_->FlushAcks();
+  }
+  if (linger_ms == 0 || settled()) return;
+  const auto start = std::chrono::steady_clock::now();
+  const bool done = fabric_->ProgressUntil(linger_ms, -1, settled);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  if (done) {
+    IWX_INFO(ep_ctrl, "rdm ep %p: close waited %lld ms for the peers to acknowledge its sends\n",
+             static_cast<void*>(this), static_cast<long long>(ms));
+  } else {
+    IWX_WARN(ep_ctrl,
+             "rdm ep %p: closing with sends still unacknowledged after FI_IWARPX_RD_LINGER=%d "
+             "ms (a peer is gone or the path loses everything); those messages may be lost\n",
+             static_cast<void*>(this), linger_ms);
+  }
+}
+
 int RdmEndpoint::Close() {
+  LingerAtClose();
   {
     std::lock_guard<std::mutex> lock(fabric_->engine().mu());
     ReportStatsAtClose();

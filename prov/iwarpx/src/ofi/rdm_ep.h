@@ -119,6 +119,9 @@ class RdmEndpoint final : public ClEndpoint, public rdm::RdmSink {
   // FI_IWARPX_STATS=1: the busiest peers, one line each (engine lock held,
   // before the core closes).
   void ReportPeersAtClose();
+  // fi_close: drives progress until the core has settled (rdm::RdmCore::
+  // Settled: every completed send acknowledged) or FI_IWARPX_RD_LINGER passes.
+  void LingerAtClose();
 
   static constexpr size_t kDefaultMinMultiRecv = 64;
 

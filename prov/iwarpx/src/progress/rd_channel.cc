@@ -236,6 +236,18 @@ void RdChannel::OnTimer() {
   Reap(true);
 }
 
+bool RdChannel::Settled() const {
+  return std::all_of(peers_.begin(), peers_.end(), [](const auto& kv) {
+    return kv.second.qp == nullptr || kv.second.qp->settled();
+  });
+}
+
+void RdChannel::FlushAcks() {
+  for (auto& [key, e] : peers_) {
+    if (e.qp != nullptr) e.qp->FlushAck();
+  }
+}
+
 void RdChannel::AfterPost() {
   // Also called from completion callbacks (a sink reposting): then a failed
   // QP may still be on the stack, so it is only retired, not destroyed.

@@ -120,6 +120,11 @@ class RdChannel final : public Pollable, private rd::DgramReceiver, private rd::
   // The QP to `key` if it exists.
   rd::RdQp* Find(const RdPeerKey& key);
   void AfterPost();
+  // Every QP has settled (rd::RdQp::settled): closing the channel now loses
+  // nothing a peer was promised. Visits every QP (called at close only).
+  [[nodiscard]] bool Settled() const;
+  // Every QP sends the ack it owes now (before a close: rd::RdStream::FlushAck).
+  void FlushAcks();
   [[nodiscard]] transport::SockAddr local_address() const { return socket_->local_address(); }
   [[nodiscard]] size_t peers() const { return peers_.size(); }
   // QPs in the active set (for tests).

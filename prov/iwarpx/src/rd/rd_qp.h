@@ -87,6 +87,7 @@ class RdQp final : private RdStreamOwner {
   void OnSocketWritable();
   [[nodiscard]] bool wants_socket_write() const { return stream_->wants_socket_write(); }
   void Fail(int err) { stream_->Fail(err); }
+  void FlushAck() { stream_->FlushAck(); }
   // The watcher (at most one; nullptr: none) and its mark: watched() is set
   // when Touched() is called and cleared by Unwatch().
   void SetWatcher(RdQpWatcher* w) { watcher_ = w; }
@@ -96,6 +97,15 @@ class RdQp final : private RdStreamOwner {
   // waiting for the socket, not failed.
   [[nodiscard]] bool idle() const {
     return Deadline() == UINT64_MAX && !wants_socket_write() && !failed();
+  }
+  // Nothing accepted for sending is left to deliver: the QP has nothing
+  // ready to write (a completed send, an inject, a Read Response owed) and
+  // the stream has everything acknowledged — or the QP or stream failed.
+  // Work waiting for the peer (an outstanding Read, a Read held back by ORD)
+  // does not count: closing discards it with the endpoint.
+  [[nodiscard]] bool settled() const {
+    return qp_->state() == qp::QpState::kError || stream_->failed() ||
+           (!qp_->wants_write() && stream_->settled());
   }
   // Discard this RdQp: the QP has flushed (kError) and either the stream
   // failed or everything it sent — a Terminate last — has been acknowledged

@@ -444,6 +444,61 @@ TEST_F(RdQpTest, ReceiverWithoutReceivesClosesTheWindowWithoutLossOrDeath) {
   }
 }
 
+// What an endpoint waits for before it closes (FI_IWARPX_RD_LINGER): a send
+// completes once copied, but the QP is settled only when the peer has
+// acknowledged it; FlushAck makes the receiver's owed ack go at once.
+TEST_F(RdQpTest, SettledOnlyOnceTheSendIsAcknowledgedAndFlushAckSendsTheOwedAck) {
+  std::vector<uint8_t> rx(64);
+  ASSERT_EQ(b_->Qp().qp().PostRecv({1, Sgl(rx.data(), rx.size())}), qp::QpStatus::kOk);
+  EXPECT_TRUE(a_->Qp().settled()) << "nothing sent yet";
+  std::vector<uint8_t> msg(10, 1);
+  qp::SendWr s;
+  s.context = 1;
+  s.sgl = Sgl(msg.data(), msg.size());
+  ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  EXPECT_EQ(a_->sink.Count(Completion::Kind::kSend), 1u) << "the send completes once copied";
+  EXPECT_FALSE(a_->Qp().settled()) << "completed, but only the resend copy has it";
+  // B receives it (no time passes: its ack waits for the ack-request delay).
+  ASSERT_GT(b_->Poll(), 0u);
+  EXPECT_EQ(b_->sink.Count(Completion::Kind::kRecv), 1u);
+  EXPECT_NE(b_->Qp().stream().recv_window().AckDeadline(), 0u) << "the ack is delayed";
+  a_->Poll();
+  EXPECT_FALSE(a_->Qp().settled()) << "no ack has gone yet";
+  b_->Qp().FlushAck();
+  ASSERT_GT(a_->Poll(), 0u) << "FlushAck sent nothing";
+  EXPECT_TRUE(a_->Qp().settled());
+  EXPECT_TRUE(b_->Qp().settled()) << "B sent no data";
+  EXPECT_EQ(b_->Qp().stream().recv_window().AckDeadline(), UINT64_MAX) << "the owed ack went";
+  b_->Qp().FlushAck();  // nothing owed: sends nothing
+  EXPECT_EQ(a_->Poll(), 0u);
+}
+
+// A send whose only transmission was lost leaves the QP unsettled until a
+// resend is acknowledged; a QP whose stream failed is settled (nothing left
+// that could still be delivered).
+TEST_F(RdQpTest, ALostSendKeepsTheQpUnsettledUntilItsResendIsAcknowledged) {
+  std::vector<uint8_t> rx(64);
+  ASSERT_EQ(b_->Qp().qp().PostRecv({1, Sgl(rx.data(), rx.size())}), qp::QpStatus::kOk);
+  b_->sim().set_cut(true);
+  std::vector<uint8_t> msg(10, 2);
+  qp::SendWr s;
+  s.context = 1;
+  s.sgl = Sgl(msg.data(), msg.size());
+  ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  EXPECT_EQ(b_->Poll(), 0u) << "the cut did not drop the datagram";
+  EXPECT_FALSE(a_->Qp().settled());
+  b_->sim().set_cut(false);
+  ASSERT_TRUE(Run([&] { return a_->Qp().settled(); }));
+  EXPECT_GE(a_->Qp().stream().stats().retransmitted, 1u);
+  EXPECT_EQ(b_->sink.Count(Completion::Kind::kRecv), 1u);
+  // Failed: settled however much is unacknowledged.
+  b_->sim().set_cut(true);
+  ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  EXPECT_FALSE(a_->Qp().settled());
+  a_->Qp().Fail(ECONNRESET);
+  EXPECT_TRUE(a_->Qp().settled());
+}
+
 TEST_F(RdQpTest, SilentPeerFailsOutstandingWorkWithinTheTimeout) {
   std::vector<uint8_t> rx(64);
   ASSERT_EQ(b_->Qp().qp().PostRecv({1, Sgl(rx.data(), rx.size())}), qp::QpStatus::kOk);

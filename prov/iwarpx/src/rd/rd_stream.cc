@@ -402,6 +402,10 @@ void RdStream::SendAck() {
   }
 }
 
+void RdStream::FlushAck() {
+  if (!failed() && recv_.AckDeadline() != UINT64_MAX) SendAck();
+}
+
 void RdStream::SendProbe() {
   wire::DgramHeader h = NewHeader(wire::DgramType::kRdControl);
   h.ctrl_op = wire::DgramControlOp::kProbe;

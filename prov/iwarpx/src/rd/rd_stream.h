@@ -166,6 +166,15 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   // The socket became writable: send what it refused before.
   void OnSocketWritable();
   [[nodiscard]] bool wants_socket_write() const { return pending_count_ > 0; }
+  // Everything SendV took has been acknowledged by the peer (nothing to
+  // resend, nothing waiting for the socket), or the stream failed: closing
+  // now loses nothing the QP completed. What an endpoint waits for at close.
+  [[nodiscard]] bool settled() const {
+    return failed() || (send_.outstanding() == 0 && pending_count_ == 0);
+  }
+  // Sends the ack the receive window owes now instead of at its deadline
+  // (an endpoint about to close: the peer must not wait for it in vain).
+  void FlushAck();
   // Fails the stream with `err` (errno-style, e.g. ECONNRESET); the owner is told.
   void Fail(int err);
 

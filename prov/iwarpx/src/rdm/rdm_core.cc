@@ -98,6 +98,17 @@ RdmCore::~RdmCore() {
   }
 }
 
+bool RdmCore::Settled() const {
+  for (const auto& [addr, p] : peers_) {
+    const RcLink* l = p->link.get();
+    if (l != nullptr && !l->dead && l->qp != nullptr && l->qp->state() != qp::QpState::kError &&
+        l->qp->wants_write()) {
+      return false;
+    }
+  }
+  return channel_->Settled();
+}
+
 // --- Peers ---------------------------------------------------------------
 
 RdmCore::Peer& RdmCore::PeerFor(const transport::SockAddr& name) {

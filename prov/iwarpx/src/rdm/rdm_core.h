@@ -220,6 +220,17 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   progress::RdChannel& channel() { return *channel_; }
   [[nodiscard]] const progress::RdChannel& channel() const { return *channel_; }
 
+  // Nothing this endpoint accepted for sending is still undelivered: every
+  // RD QP has its data acknowledged (progress::RdChannel::Settled) and every
+  // connection's QP has handed all of it to TCP, or failed. The endpoint
+  // drives progress until this holds (bounded by FI_IWARPX_LINGER) before it
+  // closes, so a completed send — the last reply before fi_close — is not
+  // lost with the copy kept for resending.
+  [[nodiscard]] bool Settled() const;
+  // Before a close: every RD QP sends the ack it owes now, so peers waiting
+  // for it (lingering in their own close) are not left to time out.
+  void FlushAcks() { channel_->FlushAcks(); }
+
   PeerId PeerIdOf(const transport::SockAddr& addr);
   [[nodiscard]] std::optional<transport::SockAddr> AddressOf(PeerId id) const;
 
