@@ -37,6 +37,7 @@
 
 #include "bench_args.h"
 #include "bench_fabric.h"
+#include "soak_client.h"
 #include "soak_pattern.h"
 
 namespace {
@@ -47,12 +48,7 @@ using bench::CtlType;
 using bench::Options;
 using bench::Region;
 
-constexpr double kStrayWait = 0.5;     // seconds the server waits for a late message at the end
-constexpr double kProgressEvery = 30;  // seconds between the client's progress lines
-
-void ExpectCtl(const Options& o, const Ctl& ctl, CtlType type, const char* what) {
-  if (ctl.type != type) bench::Fail(o, std::string("protocol error: expected ") + what);
-}
+constexpr double kStrayWait = 0.5;  // seconds the server waits for a late message at the end
 
 class Client {
  public:
@@ -63,25 +59,7 @@ class Client {
   }
 
   void Run() {
-    const double start = bench::NowSeconds();
-    double next_note = start + kProgressEvery;
-    while (bench::NowSeconds() - start < o_.seconds) {
-      Round();
-      if (bench::NowSeconds() >= next_note) {
-        fprintf(stderr, "soak_msg client: %.0f s, %llu messages\n", bench::NowSeconds() - start,
-                static_cast<unsigned long long>(t_.msgs));
-        next_note += kProgressEvery;
-      }
-    }
-    Ctl quit;
-    quit.type = CtlType::kQuit;
-    quit.iters = t_.msgs;
-    quit.size = t_.msg_bytes;
-    conn_.SendCtl(quit);
-    const Ctl ack = conn_.WaitCtl();
-    ExpectCtl(o_, ack, CtlType::kAck, "ACK to QUIT");
-    if (ack.status != 0) bench::Fail(o_, "data check failed: the server's totals differ");
-    soak::PrintTotals("soak_msg", "client", "OK", bench::NowSeconds() - start, t_);
+    soak::RunClient("soak_msg", o_, conn_, t_, [this] { Round(); });
   }
 
  private:
@@ -92,7 +70,7 @@ class Client {
     begin.iters = send_.size();
     conn_.SendCtl(begin);
     const Ctl ready = conn_.WaitCtl();
-    ExpectCtl(o_, ready, CtlType::kReady, "READY");
+    soak::ExpectCtl(o_, ready, CtlType::kReady, "READY");
     conn_.PostCtlRecv();  // for the ACK
     for (Region* r : send_) {
       const size_t size = soak::MsgSize(seq_, o_.sizes);
@@ -127,7 +105,7 @@ class Client {
     done.size = len;
     conn_.SendCtl(done);
     const Ctl ack = conn_.WaitCtl();
-    ExpectCtl(o_, ack, CtlType::kAck, "ACK");
+    soak::ExpectCtl(o_, ack, CtlType::kAck, "ACK");
     conn_.PostCtlRecv();  // for the next READY or the final ACK
     if (ack.status != 0) {
       bench::Fail(o_, "data check failed: the server found wrong data in round " +
@@ -232,7 +210,7 @@ class Server {
       if (error.empty()) error = what;
     }
     const Ctl done = conn_.WaitCtl();
-    ExpectCtl(o_, done, CtlType::kDone, "DONE");
+    soak::ExpectCtl(o_, done, CtlType::kDone, "DONE");
     if (error.empty()) error = CheckWritten(done);
     conn_.PostCtlRecv();  // for the next BEGIN or QUIT
     Ack(error);

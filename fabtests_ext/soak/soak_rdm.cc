@@ -41,6 +41,7 @@
 #include "bench_args.h"
 #include "bench_ofi.h"
 #include "bench_rdm_fabric.h"
+#include "soak_client.h"
 #include "soak_pattern.h"
 
 namespace {
@@ -51,17 +52,12 @@ using bench::Options;
 using bench::RdmEndpoint;
 using bench::Region;
 
-constexpr size_t kAtomics = 8;         // atomic adds per round
-constexpr double kStrayWait = 0.5;     // seconds the server waits for a late message at the end
-constexpr double kProgressEvery = 30;  // seconds between the client's progress lines
+constexpr size_t kAtomics = 8;      // atomic adds per round
+constexpr double kStrayWait = 0.5;  // seconds the server waits for a late message at the end
 constexpr uint64_t kAnyTag = ~uint64_t{0};
 
 size_t CounterOffset(size_t max_size) {
   return (max_size + 63) / 64 * 64;
-}
-
-void ExpectCtl(const Options& o, const Ctl& ctl, CtlType type, const char* what) {
-  if (ctl.type != type) bench::Fail(o, std::string("protocol error: expected ") + what);
 }
 
 class Client {
@@ -74,31 +70,13 @@ class Client {
   }
 
   void Run() {
-    const double start = bench::NowSeconds();
-    double next_note = start + kProgressEvery;
-    while (bench::NowSeconds() - start < o_.seconds) {
-      Round();
-      if (bench::NowSeconds() >= next_note) {
-        fprintf(stderr, "soak_rdm client: %.0f s, %llu messages\n", bench::NowSeconds() - start,
-                static_cast<unsigned long long>(t_.msgs));
-        next_note += kProgressEvery;
-      }
-    }
-    Ctl quit;
-    quit.type = CtlType::kQuit;
-    quit.iters = t_.msgs;
-    quit.size = t_.msg_bytes;
-    ep_.SendCtl(quit);
-    const Ctl ack = ep_.WaitCtl();
-    ExpectCtl(o_, ack, CtlType::kAck, "ACK to QUIT");
-    if (ack.status != 0) bench::Fail(o_, "data check failed: the server's totals differ");
-    soak::PrintTotals("soak_rdm", "client", "OK", bench::NowSeconds() - start, t_);
+    soak::RunClient("soak_rdm", o_, ep_, t_, [this] { Round(); });
   }
 
  private:
   void CheckAck(const char* what) {
     const Ctl ack = ep_.WaitCtl();
-    ExpectCtl(o_, ack, CtlType::kAck, "ACK");
+    soak::ExpectCtl(o_, ack, CtlType::kAck, "ACK");
     if (ack.status != 0) {
       bench::Fail(o_, std::string("data check failed: the server found wrong ") + what +
                           " in round " + std::to_string(t_.rounds + 1));
@@ -113,7 +91,7 @@ class Client {
     begin.iters = window_;
     ep_.SendCtl(begin);
     const Ctl ready = ep_.WaitCtl();
-    ExpectCtl(o_, ready, CtlType::kReady, "READY");
+    soak::ExpectCtl(o_, ready, CtlType::kReady, "READY");
     for (size_t k = 0; k < window_; ++k, ++seq_) {
       const size_t size = soak::MsgSize(seq_, o_.sizes);
       uint8_t* buf = send_->buf + k * max;
