@@ -48,44 +48,60 @@ Side* AddSideOnPort(Net& net, uint16_t port) {
   return s;
 }
 
-double SecondsSince(SteadyClock::time_point t) {
-  return std::chrono::duration<double>(SteadyClock::now() - t).count();
-}
+// A and B on one fabric; B's endpoint closed again, so A's sends to B's
+// address meet a port nobody listens on.
+class RdmClose : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(net_.Open()) << net_.error;
+    a_ = net_.AddSide();
+    ASSERT_NE(a_, nullptr) << net_.error;
+    b_ = net_.AddSide();
+    ASSERT_NE(b_, nullptr) << net_.error;
+    ASSERT_TRUE(net_.Insert(*a_, *b_)) << net_.error;
+    port_ = b_->name.sin_port;
+    net_.CloseEp(*b_);
+  }
 
-TEST(RdmClose, ACompletedSendLostOnTheWireArrivesWhileTheCloseLingers) {
+  // A sends `m` to B's old address and the send completes (copied).
+  void SendCompleted(const Bytes& m, void* ctx) {
+    ASSERT_EQ(
+        net_.Post([&] { return fi_send(a_->ep, m.data(), m.size(), nullptr, a_->To(*b_), ctx); }),
+        0);
+    ASSERT_TRUE(net_.WaitComp(a_->tx, ctx).has_value()) << "the send did not complete (copied)";
+  }
+
+  // Closes A's endpoint; the seconds it took.
+  double CloseA() {
+    const auto t0 = SteadyClock::now();
+    net_.CloseEp(*a_);
+    return std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  }
+
+  Net net_;
+  Side* a_ = nullptr;
+  Side* b_ = nullptr;
+  uint16_t port_ = 0;  // B's, network order
+};
+
+TEST_F(RdmClose, ACompletedSendLostOnTheWireArrivesWhileTheCloseLingers) {
   const std::string expect = Expect();
   ASSERT_TRUE(expect == "delivered" || expect == "lost")
       << "IWARPX_LINGER_EXPECT must be delivered or lost (set by ctest)";
-  Net net;
-  ASSERT_TRUE(net.Open()) << net.error;
-  Side* a = net.AddSide();
-  ASSERT_NE(a, nullptr) << net.error;
-  Side* b = net.AddSide();
-  ASSERT_NE(b, nullptr) << net.error;
-  ASSERT_TRUE(net.Insert(*a, *b)) << net.error;
-  const uint16_t port = b->name.sin_port;
-  net.CloseEp(*b);  // nobody listens on B's port now
-
   const Bytes m = Pattern(1000, 7);
-  void* sctx = Ctx(1);
-  ASSERT_EQ(net.Post([&] { return fi_send(a->ep, m.data(), m.size(), nullptr, a->To(*b), sctx); }),
-            0);
-  ASSERT_TRUE(net.WaitComp(a->tx, sctx).has_value()) << "the send did not complete (copied)";
-  net.Drive(std::chrono::milliseconds(5));  // the first transmission goes to the closed port
+  ASSERT_NO_FATAL_FAILURE(SendCompleted(m, Ctx(1)));
+  net_.Drive(std::chrono::milliseconds(5));  // the first transmission goes to the closed port
 
-  Side* c = AddSideOnPort(net, port);
-  ASSERT_NE(c, nullptr) << net.error << " (port " << ntohs(port) << " taken meanwhile?)";
+  Side* c = AddSideOnPort(net_, port_);
+  ASSERT_NE(c, nullptr) << net_.error << " (port " << ntohs(port_) << " taken meanwhile?)";
   Bytes dst(m.size(), 0);
   void* rctx = Ctx(2);
   ASSERT_EQ(fi_recv(c->ep, dst.data(), dst.size(), nullptr, FI_ADDR_UNSPEC, rctx), 0);
 
-  const auto t0 = SteadyClock::now();
-  net.CloseEp(*a);
-  const double close_s = SecondsSince(t0);
+  const double close_s = CloseA();
   EXPECT_LT(close_s, 1.0 + 2.0) << "fi_close lingered longer than FI_IWARPX_RD_LINGER allows";
-
   // C is polled for a while either way: without the linger nothing can come.
-  auto r = net.WaitComp(c->rx, rctx, std::chrono::milliseconds(500));
+  auto r = net_.WaitComp(c->rx, rctx, std::chrono::milliseconds(500));
   if (expect == "delivered") {
     ASSERT_TRUE(r.has_value()) << "the completed send was lost at close (close took " << close_s
                                << " s)";
@@ -99,25 +115,11 @@ TEST(RdmClose, ACompletedSendLostOnTheWireArrivesWhileTheCloseLingers) {
   }
 }
 
-TEST(RdmClose, ACloseToAPeerThatIsGoneIsBoundedByTheLinger) {
-  const std::string expect = Expect();
-  Net net;
-  ASSERT_TRUE(net.Open()) << net.error;
-  Side* a = net.AddSide();
-  ASSERT_NE(a, nullptr) << net.error;
-  Side* b = net.AddSide();
-  ASSERT_NE(b, nullptr) << net.error;
-  ASSERT_TRUE(net.Insert(*a, *b)) << net.error;
-  net.CloseEp(*b);
+TEST_F(RdmClose, ACloseToAPeerThatIsGoneIsBoundedByTheLinger) {
   const Bytes m = Pattern(64, 9);
-  void* sctx = Ctx(3);
-  ASSERT_EQ(net.Post([&] { return fi_send(a->ep, m.data(), m.size(), nullptr, a->To(*b), sctx); }),
-            0);
-  ASSERT_TRUE(net.WaitComp(a->tx, sctx).has_value());
-  const auto t0 = SteadyClock::now();
-  net.CloseEp(*a);
-  const double close_s = SecondsSince(t0);
-  if (expect == "delivered") {  // FI_IWARPX_RD_LINGER=1000: waits for it, then gives up
+  ASSERT_NO_FATAL_FAILURE(SendCompleted(m, Ctx(3)));
+  const double close_s = CloseA();
+  if (Expect() == "delivered") {  // FI_IWARPX_RD_LINGER=1000: waits for it, then gives up
     EXPECT_GT(close_s, 0.9) << "the close did not wait for the acknowledgement";
     EXPECT_LT(close_s, 3.0) << "the close waited past FI_IWARPX_RD_LINGER";
   } else {

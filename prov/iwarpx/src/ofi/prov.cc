@@ -91,6 +91,13 @@ void DefineParams() {
                   "Bytes of the bounce receives of RDM endpoints, 256..1048576: messages up to "
                   "this minus the 32-byte RDM header are sent eagerly (copied); larger ones by "
                   "rendezvous (the receiver pulls them with RDMA Read). (default: 65536)");
+  fi_param_define(&g_provider, "rndv", FI_PARAM_STRING,
+                  "Rendezvous protocol of FI_EP_RDM messages above the eager size (UD-ZCopy "
+                  "and RC-RDMA): read (the receiver pulls the data with RDMA Read into the "
+                  "matched buffer, then answers FIN) or write (the receiver answers CTS "
+                  "naming its registered buffer, the sender RDMA Writes the data and sends "
+                  "FIN). The sender's setting decides; a receiver follows either. "
+                  "(default: read)");
   fi_param_define(&g_provider, "rd_segment", FI_PARAM_INT,
                   "Largest DDP segment per datagram on RDM endpoints, 128..65460; 0 chooses by "
                   "path: 65460 to loopback addresses, 1428 (a 1500-byte MTU) otherwise. A "
@@ -229,6 +236,14 @@ void ReadParams() {
   ReadInt("rd_timeout", 100, 3600000, &g_params.rd_timeout_ms);
   ReadInt("rd_linger", 0, 3600000, &g_params.rd_linger_ms);
   ReadInt("rdm_eager", 256, 1 << 20, &g_params.rdm_eager);
+  char* rndv = nullptr;
+  if (fi_param_get_str(&g_provider, "rndv", &rndv) == FI_SUCCESS && rndv != nullptr) {
+    if (std::strcmp(rndv, "read") == 0 || std::strcmp(rndv, "write") == 0) {
+      g_params.rndv_write = std::strcmp(rndv, "write") == 0;
+    } else {
+      IWX_WARN(core, "FI_IWARPX_RNDV=%s is neither read nor write; using read\n", rndv);
+    }
+  }
   char* rules = nullptr;
   if (fi_param_get_str(&g_provider, "send_rules", &rules) == FI_SUCCESS && rules != nullptr) {
     g_params.send_rules = rules;  // parsed (and refused) where RDM endpoints open
@@ -260,11 +275,12 @@ void LogParams() {
       "FI_IWARPX_PROGRESS_THREAD=%d FI_IWARPX_BUSY_POLL=%d FI_IWARPX_MAX_MR=%zu "
       "FI_IWARPX_DGRAM_CRC=%d FI_IWARPX_FAULT=%s FI_IWARPX_RD_TIMEOUT=%d "
       "FI_IWARPX_RD_LINGER=%d FI_IWARPX_RD_LEND=%d FI_IWARPX_RD_SEGMENT=%d FI_IWARPX_RDM_EAGER=%d "
+           "FI_IWARPX_RNDV=%s "
       "FI_IWARPX_SEND_RULES=%s FI_IWARPX_RC_THRESHOLD_MSGS=%d "
       "FI_IWARPX_RC_THRESHOLD_BYTES=%d FI_IWARPX_MAX_RC=%d FI_IWARPX_STATS=%d\n",
       p.mpa_crc, p.mpa_rev, p.mpa_markers, p.ird, p.ord, p.mulpdu, p.progress_thread, p.busy_poll,
       p.max_mr, p.dgram_crc, p.fault_invalid ? "(invalid)" : (p.fault.any() ? "(set)" : "none"),
-      p.rd_timeout_ms, p.rd_linger_ms, p.rd_lend, p.rd_segment, p.rdm_eager,
+      p.rd_timeout_ms, p.rd_linger_ms, p.rd_lend, p.rd_segment, p.rdm_eager, p.rndv_write ? "write" : "read",
       p.send_rules.empty() ? "(default)" : p.send_rules.c_str(), p.rc_threshold_msgs,
       p.rc_threshold_bytes, p.max_rc, p.stats);
 }

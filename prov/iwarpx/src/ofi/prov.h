@@ -30,6 +30,7 @@ struct Params {
   int rd_linger_ms = 2000;           // FI_IWARPX_RD_LINGER
   bool rd_lend = true;               // FI_IWARPX_RD_LEND: Read Responses sent zero-copy
   int rdm_eager = 65536;             // FI_IWARPX_RDM_EAGER (bounce receive size)
+  bool rndv_write = false;           // FI_IWARPX_RNDV=write: RDMA-write rendezvous handshake
   int rd_segment = 0;                // FI_IWARPX_RD_SEGMENT (0: by path)
   transport::FaultSpec fault;        // FI_IWARPX_FAULT (datagram endpoints; parsed)
   bool fault_invalid = false;        // FI_IWARPX_FAULT did not parse: endpoints refuse to open

@@ -51,6 +51,7 @@ int RdmEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fi
   c.channel.qp.sq_size = kPerPeerSq;
   c.channel.qp.rq_size = 2 * kBouncesPerPeer;
   c.bounce_size = static_cast<size_t>(p.rdm_eager);
+  c.rndv_write = p.rndv_write;
   c.bounces_per_peer = kBouncesPerPeer;
   c.rc.threshold_msgs = static_cast<uint64_t>(p.rc_threshold_msgs);
   c.rc.threshold_bytes = static_cast<uint64_t>(p.rc_threshold_bytes);

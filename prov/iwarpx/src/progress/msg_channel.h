@@ -157,6 +157,8 @@ class MsgChannel final : public Pollable {
   [[nodiscard]] const std::optional<wire::MpaOutcome>& outcome() const;
   [[nodiscard]] transport::SockAddr local_address() const { return conn_->local_address(); }
   [[nodiscard]] transport::SockAddr peer_address() const { return conn_->peer_address(); }
+  // transport::Connection::unacknowledged_bytes of the connection.
+  [[nodiscard]] size_t unacknowledged_bytes() const { return conn_->unacknowledged_bytes(); }
   [[nodiscard]] const cm::CepError& setup_error() const { return cep_->error(); }
 
   // Pollable.

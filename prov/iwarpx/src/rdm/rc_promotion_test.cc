@@ -408,5 +408,66 @@ TEST_F(RcPromotionTest, BothDirectionsOnTheConnectionWithASmallSendQueue) {
   EXPECT_EQ(a.sink.recv_failed + b.sink.recv_failed, 0u);
 }
 
+// The RDMA-write rendezvous handshake (FI_IWARPX_RNDV=write) across the move
+// to the connection, through datagram faults: CTS answers every rendezvous,
+// on datagrams and on the connection, and nothing is lost or reordered.
+TEST_F(RcPromotionTest, WriteHandshakeMovesToTheConnectionThroughFaults) {
+  auto faults = transport::FaultSpec::Parse("drop=50,dup=20,reorder=30,corrupt=5,seed=21");
+  ASSERT_TRUE(faults.ok());
+  RdmConfig c = Config();
+  c.rndv_write = true;
+  Node& a = Add(c, *faults);
+  Node& b = Add(c, *faults);
+  Flow f = MakeFlow(a, b, 3000);
+  ASSERT_TRUE(Run({&f}, 120)) << Dump(a) << Dump(b);
+  f.Check();
+  const RdmCore::Counters& ca = a.core->counters();
+  EXPECT_EQ(ca.rc_switches, 1u);
+  EXPECT_GT(ca.ud_zcopy_msgs, 0u);
+  EXPECT_GT(ca.rc_rdma_msgs, 100u);
+  EXPECT_EQ(b.core->counters().cts_sent, ca.rts_sent);
+  EXPECT_EQ(ca.protocol_errors + b.core->counters().protocol_errors, 0u);
+}
+
+// Small send queues both ways: CTSes wait for room behind FINs and sends,
+// Writes and the FIN (W) behind them, on datagrams and on the connection.
+TEST_F(RcPromotionTest, WriteHandshakeBothDirectionsWithSmallSendQueues) {
+  RdmConfig c = Config();
+  c.rndv_write = true;
+  c.channel.qp.sq_size = 16;
+  c.rc.qp.sq_size = 16;
+  c.rc.threshold_msgs = 200;
+  Node& a = Add(c);
+  Node& b = Add(c);
+  Flow ab = MakeFlow(a, b, 1500);
+  Flow ba = MakeFlow(b, a, 1500);
+  ab.size_of = ba.size_of = [](size_t i) { return i % 3 == 0 ? size_t{30000} : size_t{100}; };
+  ASSERT_TRUE(Run({&ab, &ba})) << Dump(a) << Dump(b);
+  ab.Check();
+  ba.Check();
+  EXPECT_GT(a.core->counters().rc_rdma_msgs, 100u);
+  EXPECT_GT(a.core->counters().ud_zcopy_msgs, 10u);
+  EXPECT_GT(a.core->counters().cts_sent, 300u);
+  EXPECT_EQ(a.sink.recv_failed + b.sink.recv_failed, 0u);
+  EXPECT_EQ(a.core->counters().protocol_errors + b.core->counters().protocol_errors, 0u);
+}
+
+// The sender's setting decides: a read-handshake endpoint and a
+// write-handshake one exchange rendezvous both ways.
+TEST_F(RcPromotionTest, ReadAndWriteHandshakeEndpointsInteroperate) {
+  RdmConfig cw = Config("any:ud_sr,any:ud_zcopy");
+  cw.rndv_write = true;
+  Node& w = Add(cw);
+  Node& r = Add(Config("any:ud_sr,any:ud_zcopy"));
+  Flow wr = MakeFlow(w, r, 400);
+  Flow rw = MakeFlow(r, w, 400);
+  wr.size_of = rw.size_of = [](size_t i) { return i % 2 == 0 ? size_t{70000} : size_t{10}; };
+  ASSERT_TRUE(Run({&wr, &rw})) << Dump(w) << Dump(r);
+  wr.Check();
+  rw.Check();
+  EXPECT_EQ(r.core->counters().cts_sent, w.core->counters().rts_sent);  // answered w's RTSes
+  EXPECT_EQ(w.core->counters().cts_sent, 0u);  // r's RTSes asked for Reads
+}
+
 }  // namespace
 }  // namespace iwarpx::rdm

@@ -101,8 +101,12 @@ RdmCore::~RdmCore() {
 bool RdmCore::Settled() const {
   for (const auto& [addr, p] : peers_) {
     const RcLink* l = p->link.get();
-    if (l != nullptr && !l->dead && l->qp != nullptr && l->qp->state() != qp::QpState::kError &&
-        l->qp->wants_write()) {
+    if (l == nullptr || l->dead || l->qp == nullptr || l->qp->state() == qp::QpState::kError) {
+      continue;
+    }
+    // Handed to TCP is not enough: closing a socket with unread input resets
+    // it and drops what the peer's TCP has not acknowledged.
+    if (l->qp->wants_write() || (l->ch != nullptr && l->ch->unacknowledged_bytes() > 0)) {
       return false;
     }
   }
@@ -164,6 +168,7 @@ void RdmCore::PeerFailed(const progress::RdPeerKey& key, const rd::RdQp& qp) {
   // Its connection goes with it; both directions start over on datagrams.
   if (p.link) DropLink(p, ECONNRESET);
   DropReads(p, Via::kRd);
+  DropWriteRendezvous(p, Via::kRd, ECONNRESET);
   DropFins(p, Via::kRd);
   p.rx_switched = false;
   p.tx_on_rc = false;
@@ -316,8 +321,17 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
     h.op = wire::RdmOp::kRts;
     op.msg_id = (next_msg_gen_++ << 16) | *index;
     h.msg_id = op.msg_id;
+    op.size = h.size;
+    // The write handshake: no registration, the data goes by our Writes
+    // once the CTS names the receiver's buffer (rdm_core_write.cc).
+    op.write = config_.rndv_write;
+    h.write = op.write;
     for (size_t i = 0; i < count; ++i) {
       if (iov[i].iov_len == 0) continue;
+      if (op.write) {
+        op.iov[op.iov_count++] = iov[i];
+        continue;
+      }
       mem::RegionSpec spec;
       spec.host = static_cast<uint8_t*>(iov[i].iov_base);
       spec.length = iov[i].iov_len;
@@ -330,7 +344,7 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
       h.segments[op.stag_count] = {*stag, spec.base_to, spec.length};
       ++op.stag_count;
     }
-    h.segment_count = op.stag_count;
+    h.segment_count = op.write ? 0 : op.stag_count;
     auto n = wire::EncodeRdmHeader(h, op.header);
     if (!n.ok()) return undo(RdmStatus::kInvalid);
     wr.sgl.Add(op.header.data(), *n);
@@ -375,20 +389,29 @@ void RdmCore::OnSendComplete(Peer& p, Via via, uint64_t ctx) {
       if (i >= tx_.size() || !tx_[i].used) return;
       TxOp& op = tx_[i];
       op.sent = true;
-      if (!op.fin_seen) return;
+      if (op.write || !op.fin_seen) return;  // a write handshake completes with its FIN (W)
       const uint64_t context = op.context;
       op.used = false;
       tx_free_.push_back(static_cast<uint32_t>(i));
       sink_.SendDone(context);
       return;
     }
-    case Kind::kFin:
+    case Kind::kFin:  // our FIN, or our CTS (write handshake: free once written too)
       if (i < rndv_.size() && rndv_[i].used) {
-        rndv_[i].used = false;
-        rndv_free_.push_back(static_cast<uint32_t>(i));
+        rndv_[i].cts_done = true;
+        if (!rndv_[i].write_waiting) FreeRndv(static_cast<uint32_t>(i));
       }
       return;
+    case Kind::kFinW: {
+      if (i >= tx_.size() || !tx_[i].used || !tx_[i].write) return;
+      const uint64_t context = tx_[i].context;
+      tx_[i].used = false;
+      tx_free_.push_back(static_cast<uint32_t>(i));
+      sink_.SendDone(context);
+      return;
+    }
     case Kind::kUser: sink_.RmaDone(i); return;
+    case Kind::kWrite:
     case Kind::kBounce:
     case Kind::kRead:
     case Kind::kSwitch:
@@ -400,7 +423,7 @@ void RdmCore::OnSendComplete(Peer& p, Via via, uint64_t ctx) {
 void RdmCore::OnFin(Peer& p, const wire::RdmHeader& h) {
   const uint32_t i = h.msg_id & 0xFFFF;
   if (i >= tx_.size() || !tx_[i].used || tx_[i].kind != Kind::kRts || tx_[i].msg_id != h.msg_id ||
-      tx_[i].peer != p.id || tx_[i].fin_seen) {
+      tx_[i].peer != p.id || tx_[i].fin_seen || tx_[i].write) {
     ProtocolError(p, "FIN for no rendezvous of this peer");
     return;
   }
@@ -440,7 +463,15 @@ void RdmCore::Incoming(Peer& p, Via via, uint32_t b, size_t bytes, const wire::R
   switch (m.header.op) {
     case wire::RdmOp::kFin:
       Repost(p, via, b);
-      OnFin(p, m.header);
+      if (m.header.write) {
+        OnWritten(p, via, m.header);
+      } else {
+        OnFin(p, m.header);
+      }
+      return;
+    case wire::RdmOp::kCts:
+      Repost(p, via, b);
+      OnCts(p, via, m.header);
       return;
     case wire::RdmOp::kSwitch:
       if (via == Via::kRc) {
@@ -576,6 +607,11 @@ void RdmCore::StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src
   const uint64_t want = std::min<uint64_t>(h.size, capacity);
   op.result.len = want;
   op.result.truncated = h.size - want;
+  op.msg_id = h.msg_id;
+  if (h.write) {
+    StartWriteRendezvous(*p, *index, iov, r.count);
+    return;
+  }
   wire::RdmHeader fin;
   fin.op = wire::RdmOp::kFin;
   fin.msg_id = h.msg_id;
@@ -685,11 +721,22 @@ void RdmCore::OnError(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/, const qp:
       return;
     }
     case Kind::kFin:
+      // A CTS that failed: the receive waiting for the FIN (W) fails with the QP
+      // (DropWriteRendezvous); a FIN's rendezvous was reported already.
       if (i < rndv_.size() && rndv_[i].used) {
-        rndv_[i].used = false;
-        rndv_free_.push_back(static_cast<uint32_t>(i));
+        rndv_[i].cts_done = true;
+        if (!rndv_[i].write_waiting) FreeRndv(static_cast<uint32_t>(i));
       }
       return;
+    case Kind::kWrite: return;  // the FIN (W) behind it fails too, or the QP's failure fails the send
+    case Kind::kFinW: {
+      if (i >= tx_.size() || !tx_[i].used || !tx_[i].write) return;
+      const uint64_t context = tx_[i].context;
+      tx_[i].used = false;
+      tx_free_.push_back(static_cast<uint32_t>(i));
+      sink_.SendFailed(context, ErrnoOf(error));
+      return;
+    }
     case Kind::kRead:
       if (i >= rndv_.size() || !rndv_[i].used) return;
       rndv_[i].failed = true;

@@ -10,7 +10,14 @@
 //   UD-ZCopy goes RTS: the source iovecs are registered for remote read and
 //   described in the header, the receiver pulls them with RDMA Reads straight
 //   into the matched receive buffer and answers FIN, which completes the send
-//   (zero-copy rendezvous).
+//   (zero-copy rendezvous). With config.rndv_write (FI_IWARPX_RNDV=write,
+//   rdm_core_write.cc) the RTS asks for the RDMA-write handshake instead
+//   (seed 001 §5): the receiver registers the matched buffer for remote
+//   write and answers CTS naming it; the sender RDMA Writes the data and
+//   sends FIN (W) behind the Writes on the same QP, which completes the
+//   receive (RDMAP orders the Writes' placement before the FIN's delivery)
+//   and, once the QP took it, the send. The receiver follows whatever the
+//   RTS asks, so endpoints with different settings interoperate.
 // * Receives: each peer QP keeps `bounces_per_peer` bounce receives of
 //   bounce_size bytes posted. An arriving message is matched against posted
 //   receives (TagMatcher; untagged and tagged separately) in arrival order;
@@ -143,6 +150,9 @@ struct RdmConfig {
   uint32_t bounces_per_peer = 8;
   size_t unexpected_limit = size_t{64} << 20;  // bounce bytes unexpected messages may hold
   RcConfig rc;
+  // Rendezvous by the RDMA-write handshake (RTS, CTS, Writes, FIN) instead of
+  // the receiver's RDMA Reads (FI_IWARPX_RNDV=write); both UD-ZCopy and RC-RDMA.
+  bool rndv_write = false;
 };
 
 // One finished receive.
@@ -222,7 +232,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
 
   // Nothing this endpoint accepted for sending is still undelivered: every
   // RD QP has its data acknowledged (progress::RdChannel::Settled) and every
-  // connection's QP has handed all of it to TCP, or failed. The endpoint
+  // connection's QP has handed all of it to TCP and the peer's TCP has
+  // acknowledged it (SIOCOUTQ 0), or failed. The endpoint
   // drives progress until this holds (bounded by FI_IWARPX_LINGER) before it
   // closes, so a completed send — the last reply before fi_close — is not
   // lost with the copy kept for resending.
@@ -277,6 +288,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   struct Counters {
     uint64_t eager_sent = 0;
     uint64_t rts_sent = 0;
+    uint64_t cts_sent = 0;  // write handshakes this side answered
     uint64_t unexpected = 0;
     uint64_t protocol_errors = 0;
     uint64_t peers_failed = 0;
@@ -317,8 +329,10 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     kRead,
     kUser,
     kSwitch,
-    kFp,     // an EAGER message written into the peer's RC-FP ring
-    kCredit  // an explicit RC-FP credit update
+    kFp,      // an EAGER message written into the peer's RC-FP ring
+    kCredit,  // an explicit RC-FP credit update
+    kWrite,   // an RDMA Write of the write handshake (tx_ index)
+    kFinW     // the sender's FIN (W) after its Writes: completes the send (tx_ index)
   };
   // Which of a peer's QPs: the RD QP, or its connected one.
   enum class Via : uint8_t { kRd, kRc };
@@ -360,6 +374,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     std::array<uint8_t, wire::kRdmHeaderSize> switch_header{};
     std::array<std::deque<uint32_t>, 2> fin_wait;   // per Via: FINs waiting for room
     std::array<std::deque<uint32_t>, 2> read_wait;  // per Via: rendezvous with Reads to post
+    std::array<std::deque<uint32_t>, 2> write_wait;  // per Via: sends with Writes/FIN to post
     void OnSendComplete(uint64_t context) override {
       core->OnSendComplete(*this, Via::kRd, context);
     }
@@ -468,6 +483,22 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     std::array<uint8_t, wire::kRdmRtsMaxSize> header{};
     std::array<uint32_t, kMaxIov> stags{};
     uint8_t stag_count = 0;
+    // The write handshake (rdm_core_write.cc): the source pieces, the CTS's
+    // sink segments and where posting the Writes stopped; the FIN (W).
+    bool write = false;
+    bool cts_seen = false;
+    bool fin_posted = false;
+    uint64_t size = 0;  // the message's length (a CTS may take less, never more)
+    std::array<iovec, kMaxIov> iov{};
+    uint8_t iov_count = 0;
+    std::array<wire::RdmSegment, wire::kRdmMaxSegments> dst{};
+    uint8_t dst_count = 0;
+    uint8_t si = 0;
+    uint8_t di = 0;
+    uint64_t s_off = 0;
+    uint64_t d_off = 0;
+    uint64_t todo = 0;  // bytes not yet covered by a posted Write
+    std::array<uint8_t, wire::kRdmHeaderSize> fin{};
   };
   // A posted receive.
   struct RxOp {
@@ -498,7 +529,15 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     int err = 0;
     std::array<uint32_t, kMaxIov> stags{};
     uint8_t stag_count = 0;
-    std::array<uint8_t, wire::kRdmHeaderSize> fin{};
+    // The FIN (read handshake) or the CTS (write handshake) to send.
+    std::array<uint8_t, wire::kRdmRtsMaxSize> fin{};
+    uint8_t fin_len = wire::kRdmHeaderSize;
+    uint32_t msg_id = 0;
+    // Write handshake: the CTS is out (or waits for room) and the sender's
+    // FIN (W) has not arrived; cts_done: the CTS's send completed. The op is
+    // free once both are over.
+    bool write_waiting = false;
+    bool cts_done = false;
     // The Reads still to post (ContinueReads): the source segments, the
     // registered sink pieces and where the posting stopped.
     struct Piece {
@@ -644,6 +683,19 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   void FlushReads(Peer& p, Via via);
   // A QP failed: its waiting rendezvous fail.
   void DropReads(Peer& p, Via via);
+  // The write handshake (rdm_core_write.cc). Receiver: StartWriteRendezvous
+  // registers the sinks for remote write and sends the CTS; OnWritten is the
+  // sender's FIN (W). Sender: OnCts posts the Writes and the FIN (W) as the
+  // send queue allows (ContinueWrites; the rest waits in write_wait).
+  void StartWriteRendezvous(Peer& p, uint32_t index, const iovec* iov, size_t count);
+  void OnCts(Peer& p, Via via, const wire::RdmHeader& h);
+  bool ContinueWrites(Peer& p, uint32_t index);
+  void FlushWrites(Peer& p, Via via);
+  void OnWritten(Peer& p, Via via, const wire::RdmHeader& h);
+  // A QP of p failed: receives waiting for its FIN (W) fail, and its
+  // queued Writes are forgotten (their sends fail with the peer's sends).
+  void DropWriteRendezvous(Peer& p, Via via, int err);
+  void FreeRndv(uint32_t index);
   void OnFin(Peer& p, const wire::RdmHeader& h);
   void DeliverUnexpected(const RecvRequest& r, const iovec* iov, uint32_t unexp);
   void ReleaseUnexpected(uint32_t unexp);

@@ -196,6 +196,7 @@ void RdmCore::DropLink(Peer& p, int err) {
   for (const auto& [bounce, bytes] : p.held) FreeBounce(bounce);
   p.held.clear();
   p.read_wait[static_cast<size_t>(Via::kRc)].clear();  // their ops fail below
+  DropWriteRendezvous(p, Via::kRc, err);
   DropFins(p, Via::kRc);
   // What waits on the connection will hear nothing more from it.
   for (uint32_t i = 0; i < tx_.size(); ++i) {

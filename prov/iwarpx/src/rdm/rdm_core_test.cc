@@ -2,7 +2,8 @@
 // tagged messages in both posting orders (receive first, or unexpected),
 // ignore bits and directed receives, eager and rendezvous sizes up to 64 MiB
 // bit-exact, truncation, peek/claim/discard, remote write data, and a peer
-// that vanishes failing what waits on it.
+// that vanishes failing what waits on it; each with the read and the write
+// rendezvous handshake.
 #include "rdm/rdm_core.h"
 
 #include <chrono>
@@ -65,7 +66,9 @@ class Sink final : public RdmSink {
   std::vector<Event> ev;
 };
 
-class RdmCoreTest : public ::testing::Test {
+// Every test runs with both rendezvous protocols: the receiver's RDMA Reads
+// (read) and the RDMA-write handshake (write, FI_IWARPX_RNDV=write).
+class RdmCoreTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     auto e = progress::Engine::Create(clock_);
@@ -83,6 +86,7 @@ class RdmCoreTest : public ::testing::Test {
     c.channel.pd = 1;
     c.channel.qp.stream.send.dead_after_ns = dead_after_ns;
     c.bounce_size = 4096;
+    c.rndv_write = GetParam();
     std::lock_guard<std::mutex> lock(engine_->mu());
     a_.reset();
     b_.reset();
@@ -144,7 +148,7 @@ class RdmCoreTest : public ::testing::Test {
   std::unique_ptr<RdmCore> b_;
 };
 
-TEST_F(RdmCoreTest, EagerAndRendezvousInBothPostingOrders) {
+TEST_P(RdmCoreTest, EagerAndRendezvousInBothPostingOrders) {
   for (const size_t size : {size_t{0}, size_t{10}, size_t{4000}, size_t{70000}, size_t{1} << 20}) {
     SCOPED_TRACE(size);
     sa_.ev.clear();
@@ -178,9 +182,12 @@ TEST_F(RdmCoreTest, EagerAndRendezvousInBothPostingOrders) {
   }
   EXPECT_GT(a_->counters().rts_sent, 0u);
   EXPECT_GT(a_->counters().eager_sent, 0u);
+  // The protocol really used: CTS answers only in the write handshake.
+  EXPECT_EQ(b_->counters().cts_sent > 0, GetParam());
+  EXPECT_EQ(b_->counters().cts_sent, GetParam() ? a_->counters().rts_sent : 0u);
 }
 
-TEST_F(RdmCoreTest, SixtyFourMebibytesBitExact) {
+TEST_P(RdmCoreTest, SixtyFourMebibytesBitExact) {
   constexpr size_t kSize = size_t{64} << 20;
   std::vector<uint8_t> msg = Pattern(kSize, 9);
   std::vector<uint8_t> rx(kSize, 0);
@@ -192,7 +199,7 @@ TEST_F(RdmCoreTest, SixtyFourMebibytesBitExact) {
   EXPECT_TRUE(msg == rx);
 }
 
-TEST_F(RdmCoreTest, TagsIgnoreBitsDirectedReceivesAndOrder) {
+TEST_P(RdmCoreTest, TagsIgnoreBitsDirectedReceivesAndOrder) {
   std::vector<uint8_t> m1 = Pattern(100, 1), m2 = Pattern(100, 2), m3 = Pattern(100, 3);
   std::vector<uint8_t> r1(100), r2(100), r3(100);
   PeerId from_a = 0;
@@ -228,7 +235,7 @@ TEST_F(RdmCoreTest, TagsIgnoreBitsDirectedReceivesAndOrder) {
   EXPECT_FALSE(b_->CancelRecv(true, 3));
 }
 
-TEST_F(RdmCoreTest, TruncationReportsWhatDidNotFit) {
+TEST_P(RdmCoreTest, TruncationReportsWhatDidNotFit) {
   for (const size_t size : {size_t{3000}, size_t{300000}}) {
     SCOPED_TRACE(size);
     sb_.ev.clear();
@@ -244,7 +251,7 @@ TEST_F(RdmCoreTest, TruncationReportsWhatDidNotFit) {
   ASSERT_TRUE(RunUntil([&] { return sa_.Count(Event::kSendDone) == 2; }));
 }
 
-TEST_F(RdmCoreTest, PeekClaimAndDiscard) {
+TEST_P(RdmCoreTest, PeekClaimAndDiscard) {
   std::vector<uint8_t> m1 = Pattern(50, 1), m2 = Pattern(60, 2);
   ASSERT_EQ(Send(*a_, *b_, m1, 1, true, 7), RdmStatus::kOk);
   ASSERT_EQ(Send(*a_, *b_, m2, 2, true, 8), RdmStatus::kOk);
@@ -273,7 +280,7 @@ TEST_F(RdmCoreTest, PeekClaimAndDiscard) {
   EXPECT_EQ(b_->Peek(r, 0, &out), RdmStatus::kNoMessage);
 }
 
-TEST_F(RdmCoreTest, ManyMessagesThroughFaultsInOrder) {
+TEST_P(RdmCoreTest, ManyMessagesThroughFaultsInOrder) {
   auto f = transport::FaultSpec::Parse("drop=50,dup=20,reorder=30,corrupt=5,seed=12");
   ASSERT_TRUE(f.ok());
   Open(*f);
@@ -322,7 +329,7 @@ TEST_F(RdmCoreTest, ManyMessagesThroughFaultsInOrder) {
   for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(seen[i], 1) << i;
 }
 
-TEST_F(RdmCoreTest, VanishedPeerFailsWhatWaitsOnIt) {
+TEST_P(RdmCoreTest, VanishedPeerFailsWhatWaitsOnIt) {
   Open({}, 300'000'000);
   std::vector<uint8_t> big = Pattern(100000, 1);
   std::vector<uint8_t> small = Pattern(10, 2);
@@ -343,7 +350,7 @@ TEST_F(RdmCoreTest, VanishedPeerFailsWhatWaitsOnIt) {
   EXPECT_EQ(a_->counters().peers_failed, 1u);
 }
 
-TEST_F(RdmCoreTest, MultiReceiveBufferFillsInOrderAndReleasesBelowTheMinimum) {
+TEST_P(RdmCoreTest, MultiReceiveBufferFillsInOrderAndReleasesBelowTheMinimum) {
   // Three messages arrive before the buffer is posted (unexpected), the rest after.
   constexpr size_t kMsg = 900;
   constexpr size_t kCount = 12;
@@ -387,6 +394,11 @@ TEST_F(RdmCoreTest, MultiReceiveBufferFillsInOrderAndReleasesBelowTheMinimum) {
   EXPECT_EQ(multi_seen, 11u);
   EXPECT_EQ(buf[11 * kMsg], 0xEE);  // nothing written past the last message
 }
+
+INSTANTIATE_TEST_SUITE_P(Rndv, RdmCoreTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? "write" : "read";
+                         });
 
 }  // namespace
 }  // namespace iwarpx::rdm

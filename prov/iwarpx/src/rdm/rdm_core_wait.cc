@@ -19,7 +19,7 @@ qp::QpStatus RdmCore::PostFin(Peer& p, Via via, uint32_t index) {
   qp::QueuePair* q = QpOf(p, via);
   if (q == nullptr) return qp::QpStatus::kBadState;
   qp::SendWr wr;
-  wr.sgl.Add(rndv_[index].fin.data(), wire::kRdmHeaderSize);
+  wr.sgl.Add(rndv_[index].fin.data(), rndv_[index].fin_len);  // a FIN, or a CTS
   wr.context = Ctx(Kind::kFin, index);
   const qp::QpStatus st = q->PostSend(wr);
   if (st == qp::QpStatus::kOk) Kick(p, via);
@@ -50,7 +50,10 @@ void RdmCore::ScheduleFlush(Peer& p, Via via) {
   // On the connection also: a credit update to write, or a close to finish.
   const bool credit = via == Via::kRc && p.link != nullptr &&
                       ((p.link->fp != nullptr && p.link->fp->credit_wanted) || p.link->back_got);
-  if ((p.read_wait[v].empty() && p.fin_wait[v].empty() && !credit) || !deferred_added_) return;
+  if ((p.read_wait[v].empty() && p.fin_wait[v].empty() && p.write_wait[v].empty() && !credit) ||
+      !deferred_added_) {
+    return;
+  }
   flush_.emplace_back(p.id, via);
   engine_.Update(deferred_);
 }
@@ -63,6 +66,7 @@ void RdmCore::RunDeferred() {
     if (Peer* p = PeerById(id); p != nullptr) {
       FlushReads(*p, via);
       FlushFins(*p, via);
+      FlushWrites(*p, via);
       if (via == Via::kRc) {
         FlushFpCredit(*p);
         MaybeCloseIdle(*p);
@@ -74,8 +78,7 @@ void RdmCore::RunDeferred() {
 
 void RdmCore::DropFins(Peer& p, Via via) {
   for (const uint32_t index : p.fin_wait[static_cast<size_t>(via)]) {
-    rndv_[index].used = false;
-    rndv_free_.push_back(index);
+    if (rndv_[index].used) FreeRndv(index);  // a CTS's receive was failed first
   }
   p.fin_wait[static_cast<size_t>(via)].clear();
 }

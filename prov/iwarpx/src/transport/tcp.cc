@@ -1,8 +1,10 @@
 #include "transport/tcp.h"
 
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -148,6 +150,12 @@ IoResult TcpConnection::RecvV(std::span<const iovec> iov) {
 
 Status TcpConnection::ShutdownWrite() {
   return Status{::shutdown(fd_.get(), SHUT_WR) == 0 ? 0 : errno};
+}
+
+size_t TcpConnection::unacknowledged_bytes() const {
+  int n = 0;
+  if (::ioctl(fd_.get(), SIOCOUTQ, &n) != 0 || n < 0) return 0;
+  return static_cast<size_t>(n);
 }
 
 Result<int, IoError> TcpConnection::SetSendBufferSize(int bytes) {

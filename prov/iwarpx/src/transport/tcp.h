@@ -79,6 +79,7 @@ class TcpConnection final : public Connection {
   [[nodiscard]] bool connected() const override { return connected_; }
   IoResult FinishConnect() override;
   Status ShutdownWrite() override;
+  [[nodiscard]] size_t unacknowledged_bytes() const override;
   [[nodiscard]] int fd() const override { return fd_.get(); }
   [[nodiscard]] SockAddr local_address() const override { return local_; }
   [[nodiscard]] SockAddr peer_address() const override { return peer_; }

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -172,6 +173,39 @@ TEST_P(TcpTest, LargeTransferWithPartialWrites) {
   }
   EXPECT_EQ(got, data);
   EXPECT_GT(partial_writes, 0u);
+}
+
+// What an RDM endpoint's close waits for on a connection: bytes SendV took
+// but the peer's TCP has not acknowledged. A peer that reads nothing fills
+// its receive buffer, so the rest stays in ours: counted until it reads.
+TEST_P(TcpTest, UnacknowledgedBytesCountWhatThePeersTcpHasNotTaken) {
+  Pair p = Connect(Where());
+  ASSERT_TRUE(p.server);
+  auto* client = dynamic_cast<TcpConnection*>(p.client.get());
+  auto* server = dynamic_cast<TcpConnection*>(p.server.get());
+  ASSERT_TRUE(client && server);
+  ASSERT_TRUE(server->SetRecvBufferSize(16 * 1024).ok());
+  EXPECT_EQ(p.client->unacknowledged_bytes(), 0u);
+  std::vector<uint8_t> chunk(64 * 1024, 0x5a);
+  size_t sent = 0;
+  for (int i = 0; i < 1000; ++i) {  // until the socket refuses: both buffers full
+    const iovec v = Iov(chunk.data(), chunk.size());
+    const IoResult r = p.client->SendV({&v, 1});
+    if (r.status == IoStatus::kWouldBlock) break;
+    ASSERT_TRUE(r.ok());
+    sent += r.bytes;
+  }
+  ASSERT_GT(sent, 0u);
+  EXPECT_GT(p.client->unacknowledged_bytes(), 0u) << "the peer reads nothing: bytes must wait";
+  EXPECT_LE(p.client->unacknowledged_bytes(), sent);
+  // The peer reads everything: the count drains to 0 (bounded wait).
+  std::vector<uint8_t> got(sent);
+  ASSERT_TRUE(RecvAll(*p.server, got.data(), sent));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (p.client->unacknowledged_bytes() != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(p.client->unacknowledged_bytes(), 0u);
 }
 
 TEST_P(TcpTest, PeerCloseIsClosedAfterData) {

@@ -124,6 +124,12 @@ class Connection {
 
   // Half-close: the peer's RecvV sees kClosed after the data already sent.
   virtual Status ShutdownWrite() = 0;
+  // Bytes the LLP took (SendV returned them) that the peer's stack has not
+  // acknowledged yet: TCP's unsent plus unacknowledged send queue (SIOCOUTQ).
+  // A close while it is non-zero can lose them (a socket closed with unread
+  // input sends RST and drops its send queue), so an endpoint that promised
+  // delivery waits for 0 first. 0 where the LLP cannot tell.
+  [[nodiscard]] virtual size_t unacknowledged_bytes() const { return 0; }
 
   [[nodiscard]] virtual int fd() const = 0;
   // Empty SockAddr until connected.

@@ -4,23 +4,32 @@ namespace iwarpx::wire {
 
 namespace {
 
+// The segments of an RTS or CTS add up to `size` (no overflow).
+bool SegmentsAddUp(const RdmHeader& h) {
+  if (h.segment_count > kRdmMaxSegments) return false;
+  uint64_t sum = 0;
+  for (uint8_t i = 0; i < h.segment_count; ++i) {
+    if (h.segments[i].len > UINT64_MAX - sum) return false;
+    sum += h.segments[i].len;
+  }
+  return sum == h.size;
+}
+
+bool HasSegments(RdmOp op) { return op == RdmOp::kRts || op == RdmOp::kCts; }
+
 bool Valid(const RdmHeader& h) {
   if (!h.tagged && h.tag != 0) return false;
   if (!h.has_data && h.data != 0) return false;
   switch (h.op) {
-    case RdmOp::kEager: return h.segment_count == 0 && h.msg_id == 0;
-    case RdmOp::kRts: {
-      if (h.segment_count == 0 || h.segment_count > kRdmMaxSegments) return false;
-      uint64_t sum = 0;
-      for (uint8_t i = 0; i < h.segment_count; ++i) {
-        if (h.segments[i].len > UINT64_MAX - sum) return false;
-        sum += h.segments[i].len;
-      }
-      return sum == h.size;
-    }
+    case RdmOp::kEager: return h.segment_count == 0 && h.msg_id == 0 && !h.write;
+    case RdmOp::kRts:
+      if (h.write) return h.segment_count == 0;
+      return h.segment_count != 0 && SegmentsAddUp(h);
+    case RdmOp::kCts: return !h.tagged && !h.has_data && !h.write && SegmentsAddUp(h);
     case RdmOp::kFin: return !h.tagged && !h.has_data && h.segment_count == 0;
     case RdmOp::kSwitch:
-      return !h.tagged && !h.has_data && h.segment_count == 0 && h.msg_id == 0 && h.size == 0;
+      return !h.tagged && !h.has_data && !h.write && h.segment_count == 0 && h.msg_id == 0 &&
+             h.size == 0;
   }
   return false;
 }
@@ -28,7 +37,7 @@ bool Valid(const RdmHeader& h) {
 }  // namespace
 
 size_t RdmHeaderLength(const RdmHeader& h) {
-  if (h.op != RdmOp::kRts) return kRdmHeaderSize;
+  if (!HasSegments(h.op)) return kRdmHeaderSize;
   return kRdmHeaderSize + 4 + size_t{h.segment_count} * kRdmSegmentSize;
 }
 
@@ -40,6 +49,7 @@ Result<size_t, WireError> EncodeRdmHeader(const RdmHeader& h, MutableByteSpan ou
   uint16_t flags = 0;
   if (h.tagged) flags |= kRdmFlagTagged;
   if (h.has_data) flags |= kRdmFlagData;
+  if (h.write) flags |= kRdmFlagWrite;
   w.WriteU8(kRdmVersion);
   w.WriteU8(static_cast<uint8_t>(h.op));
   w.WriteBe16(flags);
@@ -47,7 +57,7 @@ Result<size_t, WireError> EncodeRdmHeader(const RdmHeader& h, MutableByteSpan ou
   w.WriteBe64(h.tag);
   w.WriteBe64(h.data);
   w.WriteBe64(h.size);
-  if (h.op == RdmOp::kRts) {
+  if (HasSegments(h.op)) {
     w.WriteU8(h.segment_count);
     w.WriteZeros(3);
     for (uint8_t i = 0; i < h.segment_count; ++i) {
@@ -71,7 +81,7 @@ Result<RdmMessage, WireError> DecodeRdmMessage(ByteSpan bytes) {
   version = bytes[0];
   op = bytes[1];
   if (version != kRdmVersion) return Err{WireError::kRdmBadVersion};
-  if (op < static_cast<uint8_t>(RdmOp::kEager) || op > static_cast<uint8_t>(RdmOp::kSwitch)) {
+  if (op < static_cast<uint8_t>(RdmOp::kEager) || op > static_cast<uint8_t>(RdmOp::kCts)) {
     return Err{WireError::kRdmBadOp};
   }
   if (bytes.size() < kRdmHeaderSize) return Err{WireError::kTruncated};
@@ -84,8 +94,10 @@ Result<RdmMessage, WireError> DecodeRdmMessage(ByteSpan bytes) {
   h.op = static_cast<RdmOp>(op);
   h.tagged = (flags & kRdmFlagTagged) != 0;
   h.has_data = (flags & kRdmFlagData) != 0;
+  h.write = (flags & kRdmFlagWrite) != 0;
   if ((flags & kRdmFlagsReserved) != 0) return Err{WireError::kRdmReservedBits};
-  if (h.op == RdmOp::kRts) {
+  if (h.write && h.op != RdmOp::kRts && h.op != RdmOp::kFin) return Err{WireError::kRdmReservedBits};
+  if (HasSegments(h.op)) {
     uint8_t count = 0;
     uint8_t reserved[3] = {};
     if (!r.ReadBytes(MutableByteSpan(&count, 1)) || !r.ReadBytes(MutableByteSpan(reserved, 3))) {
@@ -94,7 +106,7 @@ Result<RdmMessage, WireError> DecodeRdmMessage(ByteSpan bytes) {
     if (reserved[0] != 0 || reserved[1] != 0 || reserved[2] != 0) {
       return Err{WireError::kRdmReservedBits};
     }
-    if (count == 0 || count > kRdmMaxSegments) return Err{WireError::kRdmBadLength};
+    if (count > kRdmMaxSegments) return Err{WireError::kRdmBadLength};
     h.segment_count = count;
     for (uint8_t i = 0; i < count; ++i) {
       uint32_t pad = 0;
@@ -114,6 +126,10 @@ Result<RdmMessage, WireError> DecodeRdmMessage(ByteSpan bytes) {
       m.payload = bytes.subspan(kRdmHeaderSize);
       return m;
     case RdmOp::kRts:
+      if (!Valid(h)) return Err{WireError::kRdmBadLength};
+      break;
+    case RdmOp::kCts:
+      if (h.tagged || h.has_data) return Err{WireError::kRdmReservedBits};
       if (!Valid(h)) return Err{WireError::kRdmBadLength};
       break;
     case RdmOp::kFin:

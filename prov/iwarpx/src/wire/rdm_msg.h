@@ -14,8 +14,16 @@
 //  RTS:   32 count(8) 1..4 | 33 reserved(24)=0 |
 //         count x { stag(32) | reserved(32)=0 | to(64) | len(64) };
 //         the lengths add up to `size`; msg_id names the transfer.
+//         With flag W (write handshake) count is 0: the sender will RDMA
+//         Write the data once the receiver answers with a CTS.
 //  FIN:   header only: msg_id of the RTS answered, size = bytes read,
-//         flags/tag/data 0.
+//         flags/tag/data 0. FIN with W: the RTS sender's "written": its
+//         RDMA Writes into the CTS's segments precede it on the same QP,
+//         size = bytes written.
+//  CTS:   the receiver's answer to an RTS with W: msg_id of the RTS, size =
+//         bytes it takes (at most the RTS's; 0 when it cannot take any),
+//         then the RTS layout with count 0..4 segments of its registered
+//         sink memory (remote write) adding up to `size`; T, D, W clear.
 //  SWITCH: header only, every field 0: the sender's later messages to this
 //         peer come on their connected QP (docs/design.md "Connected channels
 //         in the RDM endpoint").
@@ -45,9 +53,10 @@ inline constexpr size_t kRdmRtsMaxSize = kRdmHeaderSize + 4 + kRdmMaxSegments * 
 
 inline constexpr uint16_t kRdmFlagTagged = 0x8000;  // T
 inline constexpr uint16_t kRdmFlagData = 0x4000;    // D
-inline constexpr uint16_t kRdmFlagsReserved = 0x3FFF;
+inline constexpr uint16_t kRdmFlagWrite = 0x2000;   // W: RTS and FIN of the write handshake
+inline constexpr uint16_t kRdmFlagsReserved = 0x1FFF;
 
-enum class RdmOp : uint8_t { kEager = 1, kRts = 2, kFin = 3, kSwitch = 4 };
+enum class RdmOp : uint8_t { kEager = 1, kRts = 2, kFin = 3, kSwitch = 4, kCts = 5 };
 
 struct RdmSegment {
   uint32_t stag = 0;
@@ -60,11 +69,12 @@ struct RdmHeader {
   RdmOp op = RdmOp::kEager;
   bool tagged = false;
   bool has_data = false;
+  bool write = false;  // W (RTS, FIN)
   uint32_t msg_id = 0;
   uint64_t tag = 0;
   uint64_t data = 0;
   uint64_t size = 0;
-  // RTS only.
+  // RTS and CTS only.
   uint8_t segment_count = 0;
   std::array<RdmSegment, kRdmMaxSegments> segments{};
 };
@@ -74,13 +84,15 @@ struct RdmMessage {
   ByteSpan payload;  // EAGER: the `size` bytes after the header (a view)
 };
 
-// Bytes the header of `h` takes (32, or 36 + 24 per segment for an RTS).
+// Bytes the header of `h` takes (32, or 36 + 24 per segment for RTS, CTS).
 size_t RdmHeaderLength(const RdmHeader& h);
 
 // Writes the header of `h` (not the EAGER payload) to `out`; returns its
 // length. kInvalidArgument for what the format cannot carry (RTS without
-// 1..4 segments or whose lengths do not add up to size, FIN with T/D, tag
-// without T, data without D), kNoSpace if `out` is too small.
+// 1..4 segments — 0 with W — or whose lengths do not add up to size, CTS
+// with T/D/W, more than 4 segments or lengths not adding up, FIN with T/D,
+// W on EAGER/SWITCH/CTS, tag without T, data without D), kNoSpace if `out`
+// is too small.
 Result<size_t, WireError> EncodeRdmHeader(const RdmHeader& h, MutableByteSpan out);
 
 // Decodes one whole received Send.

@@ -91,6 +91,131 @@ TEST(RdmMsgTest, SwitchIsAZeroHeaderAndNothingElse) {
   EXPECT_EQ(EncodeRdmHeader(s, out).error(), WireError::kInvalidArgument);
 }
 
+// The RDMA-write handshake: RTS with W and no segments, the receiver's CTS
+// with its sink segments, and the FIN with W.
+TEST(RdmMsgTest, WriteHandshakeRtsCtsAndFinRoundTrip) {
+  RdmHeader r;
+  r.op = RdmOp::kRts;
+  r.write = true;
+  r.tagged = true;
+  r.tag = 9;
+  r.msg_id = 0x10002;
+  r.size = 1 << 20;
+  std::vector<uint8_t> bytes = Encode(r);
+  ASSERT_EQ(bytes.size(), 36u);
+  EXPECT_EQ(bytes[2], 0xA0);  // T|W
+  auto m = DecodeRdmMessage(bytes);
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(m->header.write);
+  EXPECT_EQ(m->header.segment_count, 0);
+  EXPECT_EQ(m->header.size, uint64_t{1} << 20);
+
+  RdmHeader c;
+  c.op = RdmOp::kCts;
+  c.msg_id = r.msg_id;
+  c.size = 1000;
+  c.segment_count = 2;
+  c.segments[0] = {0xAB, 0x7000, 600};
+  c.segments[1] = {0xCD, 0x9000, 400};
+  bytes = Encode(c);
+  ASSERT_EQ(bytes.size(), 32u + 4 + 48);
+  EXPECT_EQ(bytes[1], 5);
+  EXPECT_EQ(bytes[2], 0);
+  m = DecodeRdmMessage(bytes);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->header.op, RdmOp::kCts);
+  EXPECT_FALSE(m->header.write);
+  EXPECT_EQ(m->header.segments[1], c.segments[1]);
+  RdmHeader none = c;  // a receiver that takes nothing
+  none.size = 0;
+  none.segment_count = 0;
+  bytes = Encode(none);
+  ASSERT_EQ(bytes.size(), 36u);
+  ASSERT_TRUE(DecodeRdmMessage(bytes).ok());
+
+  RdmHeader f;
+  f.op = RdmOp::kFin;
+  f.write = true;
+  f.msg_id = r.msg_id;
+  f.size = 1000;
+  bytes = Encode(f);
+  ASSERT_EQ(bytes.size(), kRdmHeaderSize);
+  m = DecodeRdmMessage(bytes);
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(m->header.write);
+  EXPECT_EQ(m->header.op, RdmOp::kFin);
+}
+
+TEST(RdmMsgTest, WriteHandshakeRefusals) {
+  std::vector<uint8_t> out(kRdmRtsMaxSize);
+  RdmHeader h;
+  h.op = RdmOp::kRts;
+  h.write = true;
+  h.size = 10;
+  h.segment_count = 1;  // W: no segments
+  h.segments[0].len = 10;
+  EXPECT_EQ(EncodeRdmHeader(h, out).error(), WireError::kInvalidArgument);
+  h = {};
+  h.op = RdmOp::kCts;
+  h.tagged = true;  // CTS with T
+  EXPECT_EQ(EncodeRdmHeader(h, out).error(), WireError::kInvalidArgument);
+  h.tagged = false;
+  h.write = true;  // CTS with W
+  EXPECT_EQ(EncodeRdmHeader(h, out).error(), WireError::kInvalidArgument);
+  h.write = false;
+  h.size = 5;  // no segments for 5 bytes
+  EXPECT_EQ(EncodeRdmHeader(h, out).error(), WireError::kInvalidArgument);
+  for (const RdmOp op : {RdmOp::kEager, RdmOp::kSwitch}) {
+    h = {};
+    h.op = op;
+    h.write = true;
+    EXPECT_EQ(EncodeRdmHeader(h, out).error(), WireError::kInvalidArgument);
+  }
+
+  // Decoder: W where it has no meaning, a CTS whose lengths do not add up or
+  // that carries T/D, too many segments, an RTS with W and segments.
+  RdmHeader e;
+  e.size = 1;
+  std::vector<uint8_t> eager = Encode(e, std::vector<uint8_t>{1});
+  eager[2] |= 0x20;
+  EXPECT_EQ(DecodeRdmMessage(eager).error(), WireError::kRdmReservedBits);
+  RdmHeader sw;
+  sw.op = RdmOp::kSwitch;
+  std::vector<uint8_t> sb = Encode(sw);
+  sb[2] |= 0x20;
+  EXPECT_EQ(DecodeRdmMessage(sb).error(), WireError::kRdmReservedBits);
+  RdmHeader c;
+  c.op = RdmOp::kCts;
+  c.msg_id = 3;
+  c.size = 8;
+  c.segment_count = 1;
+  c.segments[0] = {1, 0, 8};
+  const std::vector<uint8_t> cts = Encode(c);
+  ASSERT_TRUE(DecodeRdmMessage(cts).ok());
+  auto bad = cts;
+  bad[2] |= 0x20;  // W on a CTS
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmReservedBits);
+  bad = cts;
+  bad[59] = 9;  // lengths no longer add up
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadLength);
+  bad = cts;
+  bad[32] = 5;
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadLength);
+  bad = cts;
+  bad[2] |= 0x80;  // T
+  bad[15] = 1;
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmReservedBits);
+  EXPECT_EQ(DecodeRdmMessage(ByteSpan(cts.data(), cts.size() - 1)).error(), WireError::kTruncated);
+  RdmHeader r;
+  r.op = RdmOp::kRts;
+  r.size = 8;
+  r.segment_count = 1;
+  r.segments[0] = {1, 0, 8};
+  bad = Encode(r);
+  bad[2] |= 0x20;  // W with a segment
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadLength);
+}
+
 TEST(RdmMsgTest, EncoderRefusesWhatTheFormatCannotCarry) {
   std::vector<uint8_t> out(kRdmRtsMaxSize);
   RdmHeader h;
@@ -121,7 +246,7 @@ TEST(RdmMsgTest, DecoderRefusesBadInputInOrder) {
   bad[0] = 2;
   EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadVersion);
   bad = good;
-  bad[1] = 5;
+  bad[1] = 6;
   EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadOp);
   bad[1] = 0;
   EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadOp);
