@@ -275,14 +275,14 @@ void LogParams() {
       "FI_IWARPX_PROGRESS_THREAD=%d FI_IWARPX_BUSY_POLL=%d FI_IWARPX_MAX_MR=%zu "
       "FI_IWARPX_DGRAM_CRC=%d FI_IWARPX_FAULT=%s FI_IWARPX_RD_TIMEOUT=%d "
       "FI_IWARPX_RD_LINGER=%d FI_IWARPX_RD_LEND=%d FI_IWARPX_RD_SEGMENT=%d FI_IWARPX_RDM_EAGER=%d "
-           "FI_IWARPX_RNDV=%s "
+      "FI_IWARPX_RNDV=%s "
       "FI_IWARPX_SEND_RULES=%s FI_IWARPX_RC_THRESHOLD_MSGS=%d "
       "FI_IWARPX_RC_THRESHOLD_BYTES=%d FI_IWARPX_MAX_RC=%d FI_IWARPX_STATS=%d\n",
       p.mpa_crc, p.mpa_rev, p.mpa_markers, p.ird, p.ord, p.mulpdu, p.progress_thread, p.busy_poll,
       p.max_mr, p.dgram_crc, p.fault_invalid ? "(invalid)" : (p.fault.any() ? "(set)" : "none"),
-      p.rd_timeout_ms, p.rd_linger_ms, p.rd_lend, p.rd_segment, p.rdm_eager, p.rndv_write ? "write" : "read",
-      p.send_rules.empty() ? "(default)" : p.send_rules.c_str(), p.rc_threshold_msgs,
-      p.rc_threshold_bytes, p.max_rc, p.stats);
+      p.rd_timeout_ms, p.rd_linger_ms, p.rd_lend, p.rd_segment, p.rdm_eager,
+      p.rndv_write ? "write" : "read", p.send_rules.empty() ? "(default)" : p.send_rules.c_str(),
+      p.rc_threshold_msgs, p.rc_threshold_bytes, p.max_rc, p.stats);
 }
 
 void Cleanup() {}

@@ -466,7 +466,7 @@ TEST_F(RcPromotionTest, ReadAndWriteHandshakeEndpointsInteroperate) {
   wr.Check();
   rw.Check();
   EXPECT_EQ(r.core->counters().cts_sent, w.core->counters().rts_sent);  // answered w's RTSes
-  EXPECT_EQ(w.core->counters().cts_sent, 0u);  // r's RTSes asked for Reads
+  EXPECT_EQ(w.core->counters().cts_sent, 0u);                           // r's RTSes asked for Reads
 }
 
 }  // namespace

@@ -728,7 +728,8 @@ void RdmCore::OnError(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/, const qp:
         if (!rndv_[i].write_waiting) FreeRndv(static_cast<uint32_t>(i));
       }
       return;
-    case Kind::kWrite: return;  // the FIN (W) behind it fails too, or the QP's failure fails the send
+    case Kind::kWrite:
+      return;  // the FIN (W) behind it fails too, or the QP's failure fails the send
     case Kind::kFinW: {
       if (i >= tx_.size() || !tx_[i].used || !tx_[i].write) return;
       const uint64_t context = tx_[i].context;

@@ -372,8 +372,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t next_try_bytes = 0;
     PeerStats stats;  // a failed session's RD counters added by PeerFailed
     std::array<uint8_t, wire::kRdmHeaderSize> switch_header{};
-    std::array<std::deque<uint32_t>, 2> fin_wait;   // per Via: FINs waiting for room
-    std::array<std::deque<uint32_t>, 2> read_wait;  // per Via: rendezvous with Reads to post
+    std::array<std::deque<uint32_t>, 2> fin_wait;    // per Via: FINs waiting for room
+    std::array<std::deque<uint32_t>, 2> read_wait;   // per Via: rendezvous with Reads to post
     std::array<std::deque<uint32_t>, 2> write_wait;  // per Via: sends with Writes/FIN to post
     void OnSendComplete(uint64_t context) override {
       core->OnSendComplete(*this, Via::kRd, context);

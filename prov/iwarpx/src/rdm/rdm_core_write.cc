@@ -150,7 +150,8 @@ bool RdmCore::ContinueWrites(Peer& p, uint32_t index) {
   while (op.todo > 0 && op.si < op.iov_count && op.di < op.dst_count) {
     const iovec& src = op.iov[op.si];
     const wire::RdmSegment& dst = op.dst[op.di];
-    const uint64_t n = std::min({src.iov_len - op.s_off, dst.len - op.d_off, op.todo, kMaxWriteChunk});
+    const uint64_t n =
+        std::min({src.iov_len - op.s_off, dst.len - op.d_off, op.todo, kMaxWriteChunk});
     if (n > 0) {
       qp::WriteWr wr;
       wr.context = Ctx(Kind::kWrite, index);

@@ -15,7 +15,9 @@ bool SegmentsAddUp(const RdmHeader& h) {
   return sum == h.size;
 }
 
-bool HasSegments(RdmOp op) { return op == RdmOp::kRts || op == RdmOp::kCts; }
+bool HasSegments(RdmOp op) {
+  return op == RdmOp::kRts || op == RdmOp::kCts;
+}
 
 bool Valid(const RdmHeader& h) {
   if (!h.tagged && h.tag != 0) return false;
@@ -96,7 +98,8 @@ Result<RdmMessage, WireError> DecodeRdmMessage(ByteSpan bytes) {
   h.has_data = (flags & kRdmFlagData) != 0;
   h.write = (flags & kRdmFlagWrite) != 0;
   if ((flags & kRdmFlagsReserved) != 0) return Err{WireError::kRdmReservedBits};
-  if (h.write && h.op != RdmOp::kRts && h.op != RdmOp::kFin) return Err{WireError::kRdmReservedBits};
+  if (h.write && h.op != RdmOp::kRts && h.op != RdmOp::kFin)
+    return Err{WireError::kRdmReservedBits};
   if (HasSegments(h.op)) {
     uint8_t count = 0;
     uint8_t reserved[3] = {};
