@@ -332,8 +332,9 @@ int osc_iwarpx_acc_run(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc
                        bool packed, osc_iwarpx_request_t* req);
 
 /* osc_iwarpx_acc_dtype.c: an accumulate whose origin, target or result type is a
- * non-contiguous derived type built of one predefined type (access and op already checked):
- * blocking, element runs taken segment by segment. */
+ * non-contiguous derived type built of one predefined type, pair types with holes included
+ * (access and op already checked): blocking; cut into elements of the predefined type, runs of
+ * elements adjacent at the target served by osc_iwarpx_acc_run. */
 typedef struct osc_iwarpx_acc_args_t {
   const void* origin; /* NULL for MPI_NO_OP */
   int ocount;
@@ -392,6 +393,11 @@ bool osc_iwarpx_epoch_covers(osc_iwarpx_module_t* m, int target);
 int osc_iwarpx_amo_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc_iwarpx_amo_t* a);
 int osc_iwarpx_rma_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write, void* local,
                         uint64_t remote, size_t len, const osc_iwarpx_rwin_t* w);
+/* The same for every segment of segs (remote addresses inside w): segment [x, x + len) moves
+ * to/from local + (x - remote); all in flight at once, one wait. */
+int osc_iwarpx_rma_segs_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write,
+                             char* local, uint64_t remote, const osc_iwarpx_segs_t* segs,
+                             const osc_iwarpx_rwin_t* w);
 
 /* osc_iwarpx_range.c: where a target displacement points and which remote memory holds it.
  * target_addr: window base + disp * disp_unit (dynamic windows: disp is the absolute address);
