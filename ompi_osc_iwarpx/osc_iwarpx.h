@@ -67,6 +67,7 @@ typedef struct osc_iwarpx_fabric_t {
   struct fid_ep* ep;
   bool virt_addr;      /* FI_MR_VIRT_ADDR: remote addresses are virtual */
   size_t max_msg;      /* ep_attr->max_msg_size: larger transfers are split */
+  size_t inject_size;  /* tx_attr->inject_size: MPI_Put writes up to it go as fi_inject_write */
   uint32_t native_ops; /* 1 << FI_SUM/FI_BOR/FI_BAND/FI_BXOR the provider offers (u32+u64) */
   uint8_t addr[OSC_IWARPX_MAX_ADDR];
   size_t addrlen;
@@ -163,6 +164,8 @@ typedef struct osc_iwarpx_module_t {
   uint64_t* post_seen;          /* [size]: posts of rank i consumed by our starts */
   uint64_t complete_seen;       /* completes consumed by our waits */
   uint64_t puts, gets, put_bytes, get_bytes, atomics; /* counters printed at free */
+  uint64_t completion_reads; /* remote-completion reads posted behind MPI_Put writes */
+  uint64_t wait_turns;       /* progress turns spent waiting in flush/unlock/fence/complete */
 } osc_iwarpx_module_t;
 
 /* A request of MPI_Rput/MPI_Rget. */
