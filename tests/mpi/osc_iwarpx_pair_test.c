@@ -17,9 +17,9 @@
  *     initial one) is fetched exactly once or left in memory — a lost update shows up as a
  *     token fetched twice;
  *  2. every op (MAXLOC, MINLOC, REPLACE, NO_OP) x every call it is allowed in (NO_OP: the
- *     fetching ones), one origin per target (right neighbour) under an exclusive lock: a vector origin, an indexed target with out-of-order
- *     blocks, a contiguous-derived result; new contents checked against MPI_Reduce_local,
- *     fetched values = old contents;
+ *     fetching ones), one origin per target (right neighbour) under an exclusive lock: a
+ *     vector origin, an indexed target with out-of-order blocks, a contiguous-derived result;
+ *     new contents checked against MPI_Reduce_local, fetched values = old contents;
  *  3. misuse: a vector whose last element crosses the window's end, and a displacement
  *     beyond it, are MPI_ERR_RMA_RANGE with nothing written.
  */
