@@ -21,7 +21,9 @@
  *     vector origin, an indexed target with out-of-order blocks, a contiguous-derived result;
  *     new contents checked against MPI_Reduce_local, fetched values = old contents;
  *  3. misuse: a vector whose last element crosses the window's end, and a displacement
- *     beyond it, are MPI_ERR_RMA_RANGE with nothing written.
+ *     beyond it, are MPI_ERR_RMA_RANGE with nothing written;
+ *  4. a dynamic window: a vector of MPI_SHORT_INT, pair types resized to their size (elements
+ *     packed, so one convertor segment holds several), a vector across the region's end.
  */
 #include <mpi.h>
 #include <stddef.h>
@@ -483,6 +485,122 @@ static void test_errors(MPI_Win win, uint8_t* mem) {
   CHECK(all_bytes(mem + WIN_BYTES - 256, 256, 0x3C), "rejected accumulates wrote the window");
 }
 
+/* ---- 4. dynamic window, resized types ---------------------------------------------------- */
+
+/* One dynamic window, a 512-byte region attached per rank, addresses by allgather; on the right
+ * neighbour's region: Get_accumulate(MAXLOC) through a vector of MPI_SHORT_INT (padding inside
+ * each element); Accumulate(MAXLOC) through MPI_DOUBLE_INT / MPI_LONG_INT /
+ * MPI_LONG_DOUBLE_INT resized to their size (elements packed: the convertor reports one segment
+ * holding several elements, which must be cut at element boundaries, not at holes); a vector
+ * crossing the region's end is MPI_ERR_RMA_RANGE with nothing written. */
+/* MAXLOC origin values for the resized slots: element 1 below the target's -1. */
+static long rval(size_t i, int e) {
+  return e == 1 ? -5 : 1000 * (long)i + e;
+}
+
+static void test_dynamic(void) {
+  enum { REG = 512, VOFF = 64, ROFF = 256 };
+  const int right = (g_rank + 1) % g_size;
+  uint8_t* region = malloc(REG);
+  memset(region, GAP, REG);
+  MPI_Win win;
+  MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+  MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+  MPI_Win_attach(win, region, REG);
+  MPI_Aint mine = 0, *addr = malloc(sizeof(MPI_Aint) * (size_t)g_size);
+  MPI_Get_address(region, &mine);
+  MPI_Allgather(&mine, 1, MPI_AINT, addr, 1, MPI_AINT, MPI_COMM_WORLD);
+  size_t n = 0;
+  const pair_t* c = cases(&n);
+  const pair_t* si = &c[2]; /* MPI_SHORT_INT */
+  /* Our region as the left neighbour will see it: three packed (-1, -1) elements per resized
+   * slot, two MPI_SHORT_INT at VOFF, VOFF + 3 ext. */
+  for (size_t i = 0; i < n; ++i) {
+    if (i != 0 && i != 1 && i != 3) continue;
+    for (int e = 0; e < 3; ++e) {
+      put_elem(&c[i], region + ROFF + 80 * (i == 3 ? 2 : i) + e * (c[i].vsize + 4), -1, -1);
+    }
+  }
+  for (int j = 0; j < 2; ++j) init_elem(si, region + VOFF + 3 * j * si->ext, PAD_T, 100 * j, 7);
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Datatype svec;
+  MPI_Type_vector(2, 1, 3, MPI_SHORT_INT, &svec);
+  MPI_Type_commit(&svec);
+  uint8_t org[4 * 32], res[4 * 32];
+  memset(org, PAD_O, sizeof(org));
+  memset(res, PAD_R, sizeof(res));
+  put_elem(si, org, 50, 1);           /* > 0: replaces element 0 */
+  put_elem(si, org + si->ext, 50, 2); /* < 100: element 1 stays */
+  MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win);
+  int rc = MPI_Get_accumulate(org, 2, MPI_SHORT_INT, res, 2, MPI_SHORT_INT, right,
+                              addr[right] + VOFF, 1, svec, MPI_MAXLOC, win);
+  CHECK(rc == MPI_SUCCESS, "dynamic MPI_SHORT_INT vector: rc %d", rc);
+  /* Resized to their size: three packed elements of each type, 80 bytes apart. */
+  for (size_t i = 0; i < n; ++i) {
+    if (i != 0 && i != 1 && i != 3) continue; /* padding at the end only */
+    const pair_t* p = &c[i];
+    MPI_Datatype packed;
+    MPI_Type_create_resized(p->dt, 0, (MPI_Aint)(p->vsize + 4), &packed);
+    MPI_Type_commit(&packed);
+    uint8_t o3[3 * 32];
+    for (int e = 0; e < 3; ++e) init_elem(p, o3 + e * p->ext, PAD_O, rval(i, e), e + 20);
+    rc = MPI_Accumulate(o3, 3, p->dt, right, addr[right] + ROFF + 80 * (MPI_Aint)(i == 3 ? 2 : i),
+                        3, packed, MPI_MAXLOC, win);
+    CHECK(rc == MPI_SUCCESS, "%s resized to its size: rc %d", p->name, rc);
+    MPI_Type_free(&packed);
+  }
+  /* Crossing the region's end: the second element starts 6 bytes before it. */
+  rc = MPI_Accumulate(org, 2, MPI_SHORT_INT, right, addr[right] + REG - 6 - 3 * 8, 1, svec,
+                      MPI_MAXLOC, win);
+  CHECK(osct_err_class(rc) == MPI_ERR_RMA_RANGE, "dynamic vector across the region's end: class %d",
+        osct_err_class(rc));
+  MPI_Win_unlock(right, win);
+  MPI_Barrier(MPI_COMM_WORLD);
+  /* Our region, written by the left neighbour. */
+  long v;
+  int k;
+  get_elem(si, region + VOFF, &v, &k);
+  CHECK(v == 50 && k == 1, "dynamic vector element 0: (%ld, %d)", v, k);
+  get_elem(si, region + VOFF + 3 * si->ext, &v, &k);
+  CHECK(v == 100 && k == 7, "dynamic vector element 1: (%ld, %d)", v, k);
+  CHECK(pads_ok(si, region + VOFF, 1, PAD_T) &&
+            pads_ok(si, region + VOFF + 3 * si->ext, 1, PAD_T) &&
+            all_bytes(region + VOFF + si->ext, 2 * si->ext, GAP),
+        "dynamic vector: padding or gap written");
+  get_elem(si, res, &v, &k);
+  long v1;
+  int k1;
+  get_elem(si, res + si->ext, &v1, &k1);
+  CHECK(v == 0 && k == 7 && v1 == 100 && k1 == 7 && pads_ok(si, res, 2, PAD_R),
+        "dynamic vector: fetched (%ld, %d) (%ld, %d) or result padding written", v, k, v1, k1);
+  for (size_t i = 0; i < n; ++i) {
+    if (i != 0 && i != 1 && i != 3) continue;
+    const pair_t* p = &c[i];
+    const size_t sz = p->vsize + 4;
+    const uint8_t* at = region + ROFF + 80 * (i == 3 ? 2 : i);
+    int ok = 1;
+    for (int e = 0; e < 3; ++e) {
+      uint8_t want[32];
+      if (e == 1) { /* the origin's -5 lost: the target's (-1, -1) stays */
+        init_elem(p, want, 0, -1, -1);
+      } else {
+        init_elem(p, want, 0, rval(i, e), e + 20);
+      }
+      ok &= memcmp(at + e * sz, want, p->vsize == 16 ? 10 : p->vsize) == 0 &&
+            memcmp(at + e * sz + p->koff, want + p->koff, 4) == 0;
+    }
+    CHECK(ok, "%s resized to its size: wrong contents", p->name);
+    CHECK(all_bytes(at + 3 * sz, 8, GAP), "%s resized: bytes after the last element written",
+          p->name);
+  }
+  CHECK(all_bytes(region + REG - 32, 32, GAP), "rejected dynamic accumulate wrote the region");
+  MPI_Type_free(&svec);
+  MPI_Win_detach(win, region);
+  MPI_Win_free(&win);
+  free(addr);
+  free(region);
+}
+
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -510,5 +628,6 @@ int main(int argc, char** argv) {
   }
   test_errors(win, mem);
   MPI_Win_free(&win);
+  test_dynamic();
   return osct_finish("osc_iwarpx_pair_test", "");
 }

@@ -35,7 +35,7 @@ case $prog in
   */osc_iwarpx_dyn_test) windows=1 tag=osc_iwarpx_dyn_test ;;
   */osc_iwarpx_acc_test) windows=1 tag=osc_iwarpx_acc_test ;;
   */osc_iwarpx_misc_test) windows=4 tag=osc_iwarpx_misc_test ;;
-  */osc_iwarpx_pair_test) windows=1 tag=osc_iwarpx_pair_test ;;
+  */osc_iwarpx_pair_test) windows=2 tag=osc_iwarpx_pair_test ;;
   */osc_iwarpx_flush_test) windows=1 tag=osc_iwarpx_flush_test ;;
 esac
 for v in $(env | sed -n 's/^\(OMPI_MCA_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
