@@ -31,7 +31,7 @@ windows=10 # windows osc_iwarpx_test creates
 tag=osc_iwarpx_test # its OK line
 run="$prog"
 case $prog in
-  *.py) windows=4 run="/usr/bin/python3 $prog" ;;
+  *.py) windows=5 run="/usr/bin/python3 $prog" ;;
   */osc_iwarpx_dyn_test) windows=1 tag=osc_iwarpx_dyn_test ;;
   */osc_iwarpx_acc_test) windows=1 tag=osc_iwarpx_acc_test ;;
   */osc_iwarpx_misc_test) windows=4 tag=osc_iwarpx_misc_test ;;
