@@ -13,10 +13,10 @@
  * communicator.
  *  - Put/Get/Rput/Rget (any datatype; derived ones flattened into segments) are fi_write / fi_read
  * straight into / out of the target window, bounds-checked against the target's size
- * (OMPI_ERR_RMA_RANGE, nothing sent). Rput writes carry FI_DELIVERY_COMPLETE (the request means
- * remote completion); MPI_Put writes complete locally and are made remote by one 8-byte read per
- * target when a flush/unlock/fence/complete waits (osc_iwarpx_wait_target/_all): RDMAP answers a
- * read only after the writes before it on the same stream are placed.
+ * (OMPI_ERR_RMA_RANGE, nothing sent). Writes (MPI_Put, MPI_Rput) complete locally (an Rput
+ * request means local completion, as in MPI) and are made remote by one 8-byte read per target
+ * when a flush/unlock/fence/complete waits (osc_iwarpx_wait_target/_all): RDMAP answers a read
+ * only after the writes before it on the same stream are placed.
  *  - Accumulate family: every predefined op and type; osc_iwarpx_atomic.c picks, from the
  *    element type and target alignment only, native remote atomics, a compare-and-swap loop,
  *    or the target's accumulate lock (the last two in osc_iwarpx_acc_general.c).

@@ -15,13 +15,16 @@
  *  - osc_iwarpx_acc_locked: any other element (1/2-byte types, long double, pair types with
  *    holes such as MPI_DOUBLE_INT, unaligned targets): the target's accumulate lock word
  *    (state region, acc_lock) is taken with FI_CSWAP(0 -> rank + 1) (retried, progressing),
- *    the target range RDMA-read, combined locally, RDMA-written back with remote completion,
- *    then the lock released (FI_ATOMIC_WRITE 0). All accesses to elements of such a type take
+ *    the target range RDMA-read, combined locally, RDMA-written back, then the lock released
+ *    (FI_ATOMIC_WRITE 0) behind the writes on the same stream: the target executes the release
+ *    only after they are placed, so its completion is their remote completion and the next
+ *    holder reads our result (3 round trips: lock, read, write + release; no
+ *    remote-completion read of its own). All accesses to elements of such a type take
  *    this path, so they are atomic against each other. Only data bytes are written back, and
  *    only data bytes are copied into `result`: the padding of pair types (e.g. the 4 bytes
  *    after MPI_DOUBLE_INT's int, the 2 inside MPI_SHORT_INT) is never touched at the target
  *    nor in the result buffer (one RDMA write per stretch of data bytes, all in flight at
- *    once, waited for together before the release).
+ *    once).
  * Both are blocking: the call returns after remote completion (request-based calls return an
  * already completed request). Fetching calls get the value before the operation in `result`.
  */
@@ -218,6 +221,9 @@ int osc_iwarpx_acc_locked(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t,
     combine(a, a->origin, buf, a->count, a->span);
     write = true;
   }
+  /* The write-back completes locally only: the release below travels the same ordered stream,
+   * and the target executes an Atomic Request only after the writes before it are placed
+   * (RDMAP queues it like a Read Request), so whoever takes the lock next reads our result. */
   if (rc == OMPI_SUCCESS && write) {
     rc = osc_iwarpx_rma_segs_sync(m, t, true, buf, a->remote, &data, &a->rw);
   }

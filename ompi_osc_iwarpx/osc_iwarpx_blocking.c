@@ -2,8 +2,12 @@
  * osc/iwarpx blocking helpers for protocols that need an answer before going on (dynamic
  * windows' region table, the general accumulate path): one remote atomic, or RMA transfers
  * (one, or one per segment of a list, all in flight at once), posted and waited for (driving
- * opal_progress). Writes made this way complete remotely (FI_DELIVERY_COMPLETE). They count in the
- * target's `outstanding` like every other operation. A failed completion is OMPI_ERROR.
+ * opal_progress). Writes made this way complete LOCALLY (the buffer may be reused); they count
+ * in the target's `unflushed`, and any later read or atomic of ours to that target is served
+ * only after they are placed (one ordered stream; RDMAP queues Read and Atomic Requests behind
+ * earlier writes), which is how a caller makes them remote (the general accumulate path: its
+ * lock release). They count in the target's `outstanding` like every other operation. A failed
+ * completion is OMPI_ERROR.
  */
 // clang-format off
 #include "ompi_config.h" /* first, see osc_iwarpx.h */

@@ -2,10 +2,11 @@
  * osc/iwarpx operation posting and waiting. Every operation (but a small MPI_Put write, below)
  * carries an osc_iwarpx_op_t context and is counted in its window's and its target's
  * `outstanding` until its completion is reaped by osc_iwarpx_progress.
- * Remote completion: reads and atomics complete at their response. Rput writes carry
- * FI_DELIVERY_COMPLETE (their request means remote completion). MPI_Put writes complete locally
- * (the provider holds the data; those of at most inject_size bytes go as fi_inject_write and
- * have no completion and no context at all) and count in the target's `unflushed`; whoever
+ * Remote completion: reads and atomics complete at their response. Writes complete locally (the
+ * provider holds the data; MPI_Put writes of at most inject_size bytes go as fi_inject_write and
+ * have no completion and no context at all; an MPI_Rput request completes with its writes'
+ * local completion, which is all MPI promises for it) and count in the target's `unflushed`;
+ * whoever
  * waits for a target (flush, unlock, fence, PSCW complete, free) first posts ONE 8-byte read of the
  * target's state region behind them: RDMAP answers a read only after every earlier write on
  * the same stream is placed, so its completion is the remote completion of all of them. One
@@ -128,15 +129,14 @@ int osc_iwarpx_post_rma_key(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool
                              .data = 0};
     ssize_t ret;
     for (;;) {
-      ret = write
-                ? fi_writemsg(f->ep, &msg, FI_COMPLETION | (req != NULL ? FI_DELIVERY_COMPLETE : 0))
-                : fi_readmsg(f->ep, &msg, FI_COMPLETION);
+      ret =
+          write ? fi_writemsg(f->ep, &msg, FI_COMPLETION) : fi_readmsg(f->ep, &msg, FI_COMPLETION);
       if (ret != -FI_EAGAIN) break;
       opal_progress();
     }
     const int rc = check_post(ret, write ? "fi_writemsg" : "fi_readmsg", op);
     if (rc != OMPI_SUCCESS) return rc;
-    if (write && req == NULL) OPAL_THREAD_ADD_FETCH64(&t->unflushed, 1); /* after the post */
+    if (write) OPAL_THREAD_ADD_FETCH64(&t->unflushed, 1); /* after the post */
     p += chunk;
     remote += chunk;
     len -= chunk;

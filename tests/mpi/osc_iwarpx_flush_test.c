@@ -15,7 +15,9 @@
  * returns, and after a barrier the data must be there in every case.
  * Cases: 8, 64 (= the provider's inject_size: fi_inject_write) and 65 bytes with flush, 4 KiB
  * with flush_all, 300,000 bytes (many datagrams) with unlock, a burst of 64 puts of 8 bytes
- * covered by one flush, 8 bytes with PSCW complete, 16 bytes with unlock. At 3+ ranks rank 2
+ * covered by one flush, 8 bytes with PSCW complete, 16 bytes with unlock, and MPI_Rput +
+ * MPI_Wait (an Rput request means local completion only) of 8 bytes before a flush and of
+ * 4 x 4 KiB before a flush_all. At 3+ ranks rank 2
  * also reads the 8-byte case with MPI_Get once rank 0 says its flush returned. Then every
  * rank puts into and gets from its right neighbour (so each rank does puts, gets, atomics).
  */
@@ -39,17 +41,20 @@ typedef struct {
   int bytes, puts; /* puts of `bytes` each, at consecutive offsets */
   enum sync_kind sync;
   const char* name;
+  int rput; /* MPI_Rput + MPI_Wait each (local completion only) instead of MPI_Put */
 } flush_case_t;
 
 static const flush_case_t k_cases[] = {
-    {8, 1, S_FLUSH, "8 B flush"},
-    {64, 1, S_FLUSH, "64 B flush"},
-    {65, 1, S_FLUSH, "65 B flush"},
-    {4096, 1, S_FLUSH_ALL, "4 KiB flush_all"},
-    {300000, 1, S_UNLOCK, "300000 B unlock"},
-    {8, 64, S_FLUSH, "64 x 8 B flush"},
-    {8, 1, S_COMPLETE, "8 B complete"},
-    {16, 1, S_UNLOCK, "16 B unlock"},
+    {8, 1, S_FLUSH, "8 B flush", 0},
+    {64, 1, S_FLUSH, "64 B flush", 0},
+    {65, 1, S_FLUSH, "65 B flush", 0},
+    {4096, 1, S_FLUSH_ALL, "4 KiB flush_all", 0},
+    {300000, 1, S_UNLOCK, "300000 B unlock", 0},
+    {8, 64, S_FLUSH, "64 x 8 B flush", 0},
+    {8, 1, S_COMPLETE, "8 B complete", 0},
+    {16, 1, S_UNLOCK, "16 B unlock", 0},
+    {8, 1, S_FLUSH, "8 B Rput + Wait, flush", 1},
+    {4096, 4, S_FLUSH_ALL, "4 x 4 KiB Rput + Wait, flush_all", 1},
 };
 #define NCASES ((int)(sizeof(k_cases) / sizeof(k_cases[0])))
 
@@ -138,7 +143,14 @@ static void run_case(int c, MPI_Win win, uint8_t* mem, volatile uint64_t* flags,
     int rc = MPI_SUCCESS;
     for (int i = 0; rc == MPI_SUCCESS && i < k->puts; ++i) {
       const size_t off = (size_t)i * (size_t)k->bytes;
-      rc = MPI_Put(src + off, k->bytes, MPI_BYTE, target, (MPI_Aint)off, k->bytes, MPI_BYTE, win);
+      if (k->rput) {
+        MPI_Request rq = MPI_REQUEST_NULL;
+        rc = MPI_Rput(src + off, k->bytes, MPI_BYTE, target, (MPI_Aint)off, k->bytes, MPI_BYTE, win,
+                      &rq);
+        if (rc == MPI_SUCCESS) rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+      } else {
+        rc = MPI_Put(src + off, k->bytes, MPI_BYTE, target, (MPI_Aint)off, k->bytes, MPI_BYTE, win);
+      }
     }
     CHECK(rc == MPI_SUCCESS, "%s: put rc %d", k->name, rc);
     switch (k->sync) {
