@@ -13,10 +13,10 @@
  * communicator.
  *  - Put/Get/Rput/Rget (any datatype; derived ones flattened into segments) are fi_write / fi_read
  * straight into / out of the target window, bounds-checked against the target's size
- * (OMPI_ERR_RMA_RANGE, nothing sent). Rput writes carry FI_DELIVERY_COMPLETE (the request means
- * remote completion); MPI_Put writes complete locally and are made remote by one 8-byte read per
- * target when a flush/unlock/fence/complete waits (osc_iwarpx_wait_target/_all): RDMAP answers a
- * read only after the writes before it on the same stream are placed.
+ * (OMPI_ERR_RMA_RANGE, nothing sent). Writes (MPI_Put, MPI_Rput) complete locally (an Rput
+ * request means local completion, as in MPI) and are made remote by one 8-byte read per target
+ * when a flush/unlock/fence/complete waits (osc_iwarpx_wait_target/_all): RDMAP answers a read
+ * only after the writes before it on the same stream are placed.
  *  - Accumulate family: every predefined op and type; osc_iwarpx_atomic.c picks, from the
  *    element type and target alignment only, native remote atomics, a compare-and-swap loop,
  *    or the target's accumulate lock (the last two in osc_iwarpx_acc_general.c).
@@ -67,6 +67,7 @@ typedef struct osc_iwarpx_fabric_t {
   struct fid_ep* ep;
   bool virt_addr;      /* FI_MR_VIRT_ADDR: remote addresses are virtual */
   size_t max_msg;      /* ep_attr->max_msg_size: larger transfers are split */
+  size_t inject_size;  /* tx_attr->inject_size: MPI_Put writes up to it go as fi_inject_write */
   uint32_t native_ops; /* 1 << FI_SUM/FI_BOR/FI_BAND/FI_BXOR the provider offers (u32+u64) */
   uint8_t addr[OSC_IWARPX_MAX_ADDR];
   size_t addrlen;
@@ -163,6 +164,8 @@ typedef struct osc_iwarpx_module_t {
   uint64_t* post_seen;          /* [size]: posts of rank i consumed by our starts */
   uint64_t complete_seen;       /* completes consumed by our waits */
   uint64_t puts, gets, put_bytes, get_bytes, atomics; /* counters printed at free */
+  uint64_t completion_reads; /* remote-completion reads posted behind MPI_Put writes */
+  uint64_t wait_turns;       /* progress turns spent waiting in flush/unlock/fence/complete */
 } osc_iwarpx_module_t;
 
 /* A request of MPI_Rput/MPI_Rget. */
@@ -332,8 +335,9 @@ int osc_iwarpx_acc_run(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc
                        bool packed, osc_iwarpx_request_t* req);
 
 /* osc_iwarpx_acc_dtype.c: an accumulate whose origin, target or result type is a
- * non-contiguous derived type built of one predefined type (access and op already checked):
- * blocking, element runs taken segment by segment. */
+ * non-contiguous derived type built of one predefined type, pair types with holes included
+ * (access and op already checked): blocking; cut into elements of the predefined type, runs of
+ * elements adjacent at the target served by osc_iwarpx_acc_run. */
 typedef struct osc_iwarpx_acc_args_t {
   const void* origin; /* NULL for MPI_NO_OP */
   int ocount;
@@ -392,6 +396,11 @@ bool osc_iwarpx_epoch_covers(osc_iwarpx_module_t* m, int target);
 int osc_iwarpx_amo_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, const osc_iwarpx_amo_t* a);
 int osc_iwarpx_rma_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write, void* local,
                         uint64_t remote, size_t len, const osc_iwarpx_rwin_t* w);
+/* The same for every segment of segs (remote addresses inside w): segment [x, x + len) moves
+ * to/from local + (x - remote); all in flight at once, one wait. */
+int osc_iwarpx_rma_segs_sync(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write,
+                             char* local, uint64_t remote, const osc_iwarpx_segs_t* segs,
+                             const osc_iwarpx_rwin_t* w);
 
 /* osc_iwarpx_range.c: where a target displacement points and which remote memory holds it.
  * target_addr: window base + disp * disp_unit (dynamic windows: disp is the absolute address);

@@ -15,11 +15,16 @@
  *  - osc_iwarpx_acc_locked: any other element (1/2-byte types, long double, pair types with
  *    holes such as MPI_DOUBLE_INT, unaligned targets): the target's accumulate lock word
  *    (state region, acc_lock) is taken with FI_CSWAP(0 -> rank + 1) (retried, progressing),
- *    the target range RDMA-read, combined locally, RDMA-written back with remote completion,
- *    then the lock released (FI_ATOMIC_WRITE 0). All accesses to elements of such a type take
- *    this path, so they are atomic against each other. The write-back covers the whole span,
- *    padding bytes of pair types included (written with the value read under the lock, or,
- *    for MPI_REPLACE, the origin's padding).
+ *    the target range RDMA-read, combined locally, RDMA-written back, then the lock released
+ *    (FI_ATOMIC_WRITE 0) behind the writes on the same stream: the target executes the release
+ *    only after they are placed, so its completion is their remote completion and the next
+ *    holder reads our result (3 round trips: lock, read, write + release; no
+ *    remote-completion read of its own). All accesses to elements of such a type take
+ *    this path, so they are atomic against each other. Only data bytes are written back, and
+ *    only data bytes are copied into `result`: the padding of pair types (e.g. the 4 bytes
+ *    after MPI_DOUBLE_INT's int, the 2 inside MPI_SHORT_INT) is never touched at the target
+ *    nor in the result buffer (one RDMA write per stretch of data bytes, all in flight at
+ *    once).
  * Both are blocking: the call returns after remote completion (request-based calls return an
  * already completed request). Fetching calls get the value before the operation in `result`.
  */
@@ -28,6 +33,7 @@
 // clang-format on
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,13 +162,42 @@ static int lock_word(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, enum fi_op 
   return osc_iwarpx_amo_sync(m, t, &amo);
 }
 
+/* The data bytes of the run a (count elements of a->dt in extent layout at a->remote) as
+ * target segments: the whole span for types without holes, else one per stretch of data. */
+static int data_segs(const osc_iwarpx_acc_t* a, osc_iwarpx_segs_t* out) {
+  if (a->count > (size_t)INT32_MAX) return OMPI_ERR_NOT_SUPPORTED;
+  if (ompi_datatype_is_contiguous_memory_layout(a->dt, (int32_t)a->count)) {
+    out->v = malloc(sizeof(*out->v));
+    if (out->v == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+    out->v[0] = (struct iovec){.iov_base = (void*)(uintptr_t)a->remote, .iov_len = a->span};
+    out->n = out->cap = 1;
+    out->bytes = a->span;
+    return OMPI_SUCCESS;
+  }
+  return osc_iwarpx_flatten(a->dt, (int)a->count, (const void*)(uintptr_t)a->remote, out);
+}
+
+/* result (laid out like the run at `remote`) gets the data bytes of buf, padding untouched. */
+static void copy_data(const osc_iwarpx_segs_t* data, uint64_t remote, void* result,
+                      const char* buf) {
+  for (size_t i = 0; i < data->n; ++i) {
+    const size_t off = (size_t)((uint64_t)(uintptr_t)data->v[i].iov_base - remote);
+    memcpy((char*)result + off, buf + off, data->v[i].iov_len);
+  }
+}
+
 int osc_iwarpx_acc_locked(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t,
                           const osc_iwarpx_acc_t* a) {
   if (a->span == 0) return OMPI_SUCCESS;
+  osc_iwarpx_segs_t data = {0}; /* the data bytes of the span at the target */
   char* buf = malloc(a->span);
-  if (buf == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+  int rc = buf != NULL ? data_segs(a, &data) : OMPI_ERR_OUT_OF_RESOURCE;
+  if (rc != OMPI_SUCCESS) {
+    free(data.v);
+    free(buf);
+    return rc;
+  }
   const uint64_t me = (uint64_t)m->rank + 1;
-  int rc;
   for (;;) {
     uint64_t holder = 0;
     rc = lock_word(m, t, FI_CSWAP, me, 0, &holder);
@@ -170,11 +205,12 @@ int osc_iwarpx_acc_locked(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t,
     opal_progress(); /* held by rank holder - 1: try again */
   }
   if (rc != OMPI_SUCCESS) {
+    free(data.v);
     free(buf);
     return rc; /* not taken: nothing to release */
   }
   rc = osc_iwarpx_rma_sync(m, t, false, buf, a->remote, a->span, &a->rw);
-  if (rc == OMPI_SUCCESS && a->result != NULL) memcpy(a->result, buf, a->span);
+  if (rc == OMPI_SUCCESS && a->result != NULL) copy_data(&data, a->remote, a->result, buf);
   bool write = false;
   if (rc == OMPI_SUCCESS && a->compare != NULL) {
     size_t es = 0;
@@ -185,11 +221,15 @@ int osc_iwarpx_acc_locked(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t,
     combine(a, a->origin, buf, a->count, a->span);
     write = true;
   }
+  /* The write-back completes locally only: the release below travels the same ordered stream,
+   * and the target executes an Atomic Request only after the writes before it are placed
+   * (RDMAP queues it like a Read Request), so whoever takes the lock next reads our result. */
   if (rc == OMPI_SUCCESS && write) {
-    rc = osc_iwarpx_rma_sync(m, t, true, buf, a->remote, a->span, &a->rw);
+    rc = osc_iwarpx_rma_segs_sync(m, t, true, buf, a->remote, &data, &a->rw);
   }
   /* Release even after a failed transfer, or the target's accumulates would stop for good. */
   const int rel = lock_word(m, t, FI_ATOMIC_WRITE, 0, 0, NULL);
+  free(data.v);
   free(buf);
   return rc != OMPI_SUCCESS ? rc : rel;
 }

@@ -1,12 +1,12 @@
 /*
  * osc/iwarpx accumulate family (MPI_Accumulate, MPI_Raccumulate, MPI_Get_accumulate,
  * MPI_Rget_accumulate, MPI_Fetch_and_op, MPI_Compare_and_swap). Origin, target (and result)
- * must be built of one predefined type (predefined, or derived contiguous ones such as
- * MPI_Type_contiguous; pair types with holes like MPI_DOUBLE_INT as themselves); other derived
- * types are MPI_ERR_UNSUPPORTED_OPERATION, an op Open MPI does not define on the type
- * MPI_ERR_OP. The path is a function of the element type and target address only, so every
- * access to one element of one basic type takes the same kind of path (MPI's atomicity rule:
- * same op or MPI_NO_OP, same basic type):
+ * must be built of one predefined type (any derived type of it: non-contiguous ones, pair
+ * types with holes such as a vector of MPI_DOUBLE_INT included, go through
+ * osc_iwarpx_acc_dtype.c); a mix of predefined types is MPI_ERR_UNSUPPORTED_OPERATION, an op
+ * Open MPI does not define on the type MPI_ERR_OP. The path is a function of the element type and
+ * target address only, so every access to one element of one basic type takes the same kind of path
+ * (MPI's atomicity rule: same op or MPI_NO_OP, same basic type):
  *  - native (one remote atomic per element, non-blocking): elements of 4 or 8 bytes, aligned:
  *    MPI_REPLACE -> FI_ATOMIC_WRITE, MPI_NO_OP -> FI_ATOMIC_READ, MPI_Compare_and_swap ->
  *    FI_CSWAP for any such type; MPI_SUM/MPI_BAND/MPI_BOR/MPI_BXOR -> FI_SUM/FI_BAND/FI_BOR/
@@ -130,7 +130,12 @@ static int accumulate_common(const char* call, const void* origin, int ocount,
                              struct ompi_win_t* win, struct ompi_request_t** request) {
   osc_iwarpx_module_t* m = (osc_iwarpx_module_t*)win->w_osc_module;
   const bool fetching = result != NULL;
-  if (op == MPI_NO_OP && !fetching) return OMPI_SUCCESS; /* MPI_Accumulate(MPI_NO_OP): no-op */
+  if (op == MPI_NO_OP && !fetching) { /* MPI_(R)accumulate(MPI_NO_OP): nothing to do */
+    if (request == NULL) return OMPI_SUCCESS;
+    osc_iwarpx_request_t* req = osc_iwarpx_request_new(); /* completes in finish */
+    return req != NULL ? osc_iwarpx_request_finish(req, OMPI_SUCCESS, request)
+                       : OMPI_ERR_OUT_OF_RESOURCE;
+  }
   const bool noop = op == MPI_NO_OP;
   /* MPI_NO_OP ignores the origin buffer: validate the access against the result buffer. */
   const void* vbuf = noop ? result : origin;

@@ -8,7 +8,9 @@
  *   range inside the target's window or one of its attached regions (dynamic windows,
  *   osc_iwarpx_range.c) (OMPI_ERR_RMA_RANGE). osc_iwarpx_resolve (also used by the
  *   accumulate calls) rejects non-contiguous datatypes (MPI_ERR_UNSUPPORTED_OPERATION).
- * Rput/Rget requests complete when every chunk has completed (remotely, for writes).
+ * Rput/Rget requests complete when every chunk has completed: an Rput's writes locally (MPI's
+ * rule for Rput; a flush, unlock, fence or complete makes them remote), an Rget's reads at their
+ * response.
  */
 // clang-format off
 #include "ompi_config.h" /* first, see osc_iwarpx.h */

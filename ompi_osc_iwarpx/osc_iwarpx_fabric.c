@@ -104,6 +104,7 @@ static int fabric_open(osc_iwarpx_fabric_t* f) {
   f->virt_addr = (mr_mode & FI_MR_VIRT_ADDR) != 0;
   f->max_msg = info->ep_attr->max_msg_size;
   if (f->max_msg == 0) f->max_msg = (size_t)1 << 30;
+  f->inject_size = info->tx_attr != NULL ? info->tx_attr->inject_size : 0;
 
   struct iwx_ofi o = held(f);
   int ret = iwx_ofi_open_domain(&o, log_fail, NULL);
@@ -138,9 +139,9 @@ int osc_iwarpx_fabric_get(osc_iwarpx_fabric_t** out) {
     return OMPI_ERROR;
   }
   opal_output_verbose(1, c->output,
-                      "osc:iwarpx: endpoint ready on provider %s (max_msg_size %zu, %s "
-                      "remote addresses)",
-                      f->info->fabric_attr->prov_name, f->max_msg,
+                      "osc:iwarpx: endpoint ready on provider %s (max_msg_size %zu, "
+                      "inject_size %zu, %s remote addresses)",
+                      f->info->fabric_attr->prov_name, f->max_msg, f->inject_size,
                       f->virt_addr ? "virtual" : "offset");
   c->fabric = f;
   *out = f;
@@ -202,7 +203,11 @@ static int read_error(osc_iwarpx_fabric_t* f) {
   opal_output_verbose(1, mca_osc_iwarpx_component.output,
                       "osc:iwarpx: operation failed: %s (%d, provider errno %d)",
                       fi_strerror(e.err), e.err, e.prov_errno);
-  if (e.op_context != NULL) complete_op(e.op_context, OMPI_ERROR);
+  if (e.op_context != NULL) {
+    complete_op(e.op_context, OMPI_ERROR);
+  } else { /* an MPI_Put's fi_inject_write (no context): counted, its flush read fails too */
+    OPAL_THREAD_ADD_FETCH64(&mca_osc_iwarpx_component.errors, 1);
+  }
   return 1;
 }
 

@@ -1,11 +1,13 @@
 /*
- * osc/iwarpx operation posting and waiting. Every operation carries an osc_iwarpx_op_t
- * context and is counted in its window's and its target's `outstanding` until its completion
- * is reaped by osc_iwarpx_progress.
- * Remote completion: reads and atomics complete at their response. Rput writes carry
- * FI_DELIVERY_COMPLETE (their request means remote completion). MPI_Put writes complete locally
- * (the provider holds the data) and count in the target's `unflushed`; whoever waits for a
- * target (flush, unlock, fence, PSCW complete, free) first posts ONE 8-byte read of the
+ * osc/iwarpx operation posting and waiting. Every operation (but a small MPI_Put write, below)
+ * carries an osc_iwarpx_op_t context and is counted in its window's and its target's
+ * `outstanding` until its completion is reaped by osc_iwarpx_progress.
+ * Remote completion: reads and atomics complete at their response. Writes complete locally (the
+ * provider holds the data; MPI_Put writes of at most inject_size bytes go as fi_inject_write and
+ * have no completion and no context at all; an MPI_Rput request completes with its writes'
+ * local completion, which is all MPI promises for it) and count in the target's `unflushed`;
+ * whoever
+ * waits for a target (flush, unlock, fence, PSCW complete, free) first posts ONE 8-byte read of the
  * target's state region behind them: RDMAP answers a read only after every earlier write on
  * the same stream is placed, so its completion is the remote completion of all of them. One
  * round trip per flush instead of one hidden read per write (FI_DELIVERY_COMPLETE makes the
@@ -81,10 +83,34 @@ int osc_iwarpx_post_rma(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool wri
   return osc_iwarpx_post_rma_key(m, t, write, local, remote, len, &w, req);
 }
 
+/* A small MPI_Put write: fi_inject_write copies the bytes at the call and writes no
+ * completion, so there is no context to allocate, nothing counted in `outstanding` and no CQ
+ * entry to reap; like every MPI_Put write it counts in `unflushed`, and the remote-completion
+ * read that flush/unlock/fence/complete post behind it completes it (the QP sends the read
+ * after the write, and RDMAP answers it only after the write is placed). An error of the write
+ * comes back as a CQ error entry without a context (counted in osc_iwarpx_fabric.c). */
+static int post_put_inject(osc_iwarpx_fabric_t* f, osc_iwarpx_target_t* t, const void* local,
+                           uint64_t addr, size_t len, uint64_t key) {
+  ssize_t ret;
+  while ((ret = fi_inject_write(f->ep, local, len, t->addr, addr, key)) == -FI_EAGAIN) {
+    opal_progress();
+  }
+  if (ret != 0) {
+    opal_output_verbose(1, mca_osc_iwarpx_component.output, "osc:iwarpx: fi_inject_write: %s (%zd)",
+                        fi_strerror((int)-ret), ret);
+    return OMPI_ERROR;
+  }
+  OPAL_THREAD_ADD_FETCH64(&t->unflushed, 1); /* after the post */
+  return OMPI_SUCCESS;
+}
+
 int osc_iwarpx_post_rma_key(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool write, void* local,
                             uint64_t remote, size_t len, const osc_iwarpx_rwin_t* w,
                             osc_iwarpx_request_t* req) {
   osc_iwarpx_fabric_t* f = mca_osc_iwarpx_component.fabric;
+  if (write && req == NULL && len > 0 && len <= f->inject_size) {
+    return post_put_inject(f, t, local, f->virt_addr ? remote : remote - w->base, len, w->key);
+  }
   char* p = local;
   while (len > 0) {
     const size_t chunk = len < f->max_msg ? len : f->max_msg;
@@ -103,15 +129,14 @@ int osc_iwarpx_post_rma_key(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool
                              .data = 0};
     ssize_t ret;
     for (;;) {
-      ret = write
-                ? fi_writemsg(f->ep, &msg, FI_COMPLETION | (req != NULL ? FI_DELIVERY_COMPLETE : 0))
-                : fi_readmsg(f->ep, &msg, FI_COMPLETION);
+      ret =
+          write ? fi_writemsg(f->ep, &msg, FI_COMPLETION) : fi_readmsg(f->ep, &msg, FI_COMPLETION);
       if (ret != -FI_EAGAIN) break;
       opal_progress();
     }
     const int rc = check_post(ret, write ? "fi_writemsg" : "fi_readmsg", op);
     if (rc != OMPI_SUCCESS) return rc;
-    if (write && req == NULL) OPAL_THREAD_ADD_FETCH64(&t->unflushed, 1); /* after the post */
+    if (write) OPAL_THREAD_ADD_FETCH64(&t->unflushed, 1); /* after the post */
     p += chunk;
     remote += chunk;
     len -= chunk;
@@ -259,14 +284,17 @@ static void post_fence(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t) {
                            .data = 0};
   ssize_t ret;
   while ((ret = fi_readmsg(f->ep, &msg, FI_COMPLETION)) == -FI_EAGAIN) opal_progress();
-  if (check_post(ret, "fi_readmsg (remote-completion read)", op) != OMPI_SUCCESS)
+  if (check_post(ret, "fi_readmsg (remote-completion read)", op) != OMPI_SUCCESS) {
     OPAL_THREAD_ADD_FETCH64(&mca_osc_iwarpx_component.errors, 1);
+  } else {
+    m->completion_reads++;
+  }
 }
 
 void osc_iwarpx_wait_target(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t) {
   do {
     post_fence(m, t);
-    for (unsigned turn = 0; t->outstanding > 0;) wait_turn(&turn);
+    for (unsigned turn = 0; t->outstanding > 0; ++m->wait_turns) wait_turn(&turn);
   } while (t->unflushed > 0); /* a write another thread posted meanwhile */
 }
 
@@ -274,7 +302,7 @@ void osc_iwarpx_wait_all(osc_iwarpx_module_t* m) {
   bool again;
   do {
     for (int i = 0; i < m->size; ++i) post_fence(m, &m->targets[i]);
-    for (unsigned turn = 0; m->outstanding > 0;) wait_turn(&turn);
+    for (unsigned turn = 0; m->outstanding > 0; ++m->wait_turns) wait_turn(&turn);
     again = false;
     for (int i = 0; i < m->size && !again; ++i) again = m->targets[i].unflushed > 0;
   } while (again);

@@ -177,10 +177,11 @@ int osc_iwarpx_free(struct ompi_win_t* win) {
   int rc = m->comm->c_coll->coll_barrier(m->comm, m->comm->c_coll->coll_barrier_module);
   opal_output_verbose(1, c->output,
                       "osc:iwarpx: window freed: rank %d: %llu puts (%llu bytes), %llu gets "
-                      "(%llu bytes), %llu atomics",
+                      "(%llu bytes), %llu atomics, %llu remote-completion reads, %llu wait turns",
                       m->rank, (unsigned long long)m->puts, (unsigned long long)m->put_bytes,
                       (unsigned long long)m->gets, (unsigned long long)m->get_bytes,
-                      (unsigned long long)m->atomics);
+                      (unsigned long long)m->atomics, (unsigned long long)m->completion_reads,
+                      (unsigned long long)m->wait_turns);
   win->w_osc_module = NULL;
   module_release(m);
   if (OPAL_THREAD_ADD_FETCH32(&c->windows, -1) == 0) osc_iwarpx_progress_enable(false);

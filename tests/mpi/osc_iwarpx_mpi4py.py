@@ -1,12 +1,15 @@
 """mpi4py one-sided checks for osc iwarpx (run by osc_iwarpx_test.sh with /usr/bin/python3).
 
-mpi4py initialises MPI with MPI_THREAD_MULTIPLE, the level osc pt2pt refuses. Four windows:
+mpi4py initialises MPI with MPI_THREAD_MULTIPLE, the level osc pt2pt refuses. Five windows:
 Win.Allocate (Put with Fence, Get under a shared Lock, Accumulate(SUM) from all ranks under
 Lock_all), Win.Create over a bytearray (Put under an exclusive Lock from every rank into its own
 slot at rank 0, then Flush/Unlock), a Post/Start/Complete/Wait ring, and Win.Create_dynamic
-(Attach, Accumulate(SUM) and Fetch_and_op(SUM) on doubles from every rank, Detach).
+(Attach, Accumulate(SUM) and Fetch_and_op(SUM) on doubles from every rank, Detach), and
+Win.Allocate with Get_accumulate(MAXLOC) through a vector of MPI.DOUBLE_INT from every rank
+(padding bytes at target and in the result untouched).
 Rank 0 prints "osc_iwarpx_test: OK <n> ranks (mpi4py)" only if every rank passed.
 """
+import struct
 from array import array
 
 from mpi4py import MPI
@@ -111,6 +114,41 @@ if rank == 0 and (dyn[0] != 5.0 * size or dyn[1] != 2.5 * size or dyn[2] != 10.0
     errors.append("dynamic Accumulate(SUM, DOUBLE): %s" % list(dyn))
 comm.Barrier()
 win.Detach(dyn)
+win.Free()
+
+# Pair type inside a derived type: Get_accumulate(MAXLOC) from every rank through a vector of
+# MPI.DOUBLE_INT at rank 0 (3 elements, stride 2); the 4 padding bytes of every element (0xA5)
+# and the gap elements (0xEE) at the target, and the result's padding (0xC3), must survive.
+DI = struct.Struct("=di4x")  # MPI_DOUBLE_INT: double, int, 4 bytes of padding (extent 16)
+win = MPI.Win.Allocate(128, 1, comm=comm)
+tmem = memoryview(win.tomemory()).cast("B")
+if rank == 0:
+    tmem[:] = b"\xee" * 128
+    for j in range(3):
+        tmem[32 * j : 32 * j + 16] = DI.pack(-1.0, -1)[:12] + b"\xa5" * 4
+vec = MPI.DOUBLE_INT.Create_vector(3, 1, 2).Commit()
+comm.Barrier()
+win.Lock_all()
+for i in range(10):
+    org = b"".join(DI.pack(float(i * size + rank), rank)[:12] + b"\x5a" * 4 for _ in range(3))
+    res = bytearray(b"\xc3" * 48)
+    win.Get_accumulate([bytearray(org), 3, MPI.DOUBLE_INT], [res, 3, MPI.DOUBLE_INT], 0,
+                       target=(0, 1, vec), op=MPI.MAXLOC)
+    if any(res[16 * j + 12 : 16 * j + 16] != b"\xc3" * 4 for j in range(3)):
+        errors.append("MAXLOC on a DOUBLE_INT vector: result padding written")
+win.Unlock_all()
+comm.Barrier()
+if rank == 0:
+    top = 9 * size + size - 1
+    for j in range(3):
+        el = bytes(tmem[32 * j : 32 * j + 16])
+        v, k = struct.unpack("=di", el[:12])
+        if (v, k) != (float(top), size - 1) or el[12:] != b"\xa5" * 4:
+            errors.append("DOUBLE_INT vector element %d: (%g, %d), padding %s" % (j, v, k, el[12:]))
+        if bytes(tmem[32 * j + 16 : 32 * j + 32]) != b"\xee" * 16:
+            errors.append("DOUBLE_INT vector: gap element %d written" % j)
+comm.Barrier()
+vec.Free()
 win.Free()
 
 for e in errors:

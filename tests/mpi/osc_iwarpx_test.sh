@@ -1,10 +1,13 @@
 #!/bin/sh
 # Usage: osc_iwarpx_test.sh <mpirun> <Open MPI component dir> <build mca dir> <provider dir>
 #                           <osc_iwarpx_test | osc_iwarpx_dyn_test | osc_iwarpx_acc_test |
-#                            osc_iwarpx_misc_test | osc_iwarpx_mpi4py.py>
+#                            osc_iwarpx_misc_test | osc_iwarpx_pair_test | osc_iwarpx_flush_test |
+#                            osc_iwarpx_mpi4py.py>
 #                           <ranks> <tcp|iwarpx|control>
 # (osc_iwarpx_dyn_test: dynamic windows; osc_iwarpx_acc_test: the general accumulate path;
-# osc_iwarpx_misc_test: info keys, fence asserts, misuse; see
+# osc_iwarpx_misc_test: info keys, fence asserts, misuse; osc_iwarpx_pair_test: pair types
+# inside derived datatypes for the accumulate family; osc_iwarpx_flush_test: remote completion
+# of MPI_Put while the target is out of MPI; see
 # their headers; same checks, each its own OK line.)
 # The project's one-sided component (ompi_osc_iwarpx) runs osc_iwarpx_test (fence Put/Get
 # 1 B..4 MiB, exclusive lock with concurrent updates, lock_all + flush, Rput/Rget, range and
@@ -28,10 +31,12 @@ windows=10 # windows osc_iwarpx_test creates
 tag=osc_iwarpx_test # its OK line
 run="$prog"
 case $prog in
-  *.py) windows=4 run="/usr/bin/python3 $prog" ;;
+  *.py) windows=5 run="/usr/bin/python3 $prog" ;;
   */osc_iwarpx_dyn_test) windows=1 tag=osc_iwarpx_dyn_test ;;
   */osc_iwarpx_acc_test) windows=1 tag=osc_iwarpx_acc_test ;;
   */osc_iwarpx_misc_test) windows=4 tag=osc_iwarpx_misc_test ;;
+  */osc_iwarpx_pair_test) windows=2 tag=osc_iwarpx_pair_test ;;
+  */osc_iwarpx_flush_test) windows=1 tag=osc_iwarpx_flush_test ;;
 esac
 for v in $(env | sed -n 's/^\(OMPI_MCA_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 for f in "$mca_dir/mca_osc_iwarpx.so" "$FI_PROVIDER_PATH/libiwarpx-fi.so" "$prog"; do
