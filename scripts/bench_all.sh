@@ -12,7 +12,7 @@
 #   btl    Open MPI btl iwarpx vs btl tcp                scripts/bench_btl.sh
 #   osc    Open MPI osc iwarpx vs osc pt2pt              scripts/bench_osc.sh (its own plots)
 #   sctp   fi_pingpong -e msg, FI_IWARPX_LLP=sctp vs tcp scripts/bench_pingpong.sh --ep msg;
-#          "not available: <reason>" while the provider has no FI_IWARPX_LLP parameter
+#          "not available: <reason>" when the provider offers no FI_IWARPX_LLP (an old build)
 #   scale  one RDM endpoint and N peers: memory per peer, hot-peer latency  scripts/bench_scale.sh
 #
 #   --quick        small sizes, few iterations, one run each (minutes; numbers are a smoke

@@ -101,6 +101,8 @@ bench_mpirun() {
 #   sctp    FI_EP_MSG over SCTP, RFC 5043 (FI_IWARPX_LLP=sctp; usrsctp where the kernel has none)
 #   fp      size<=2048:rc_fp,size<=8192:rc_sr,any:ud_sr,any:ud_zcopy, connection at the first
 #           message: up to 2 KiB by RDMA Write into the peer's RC-FP ring, larger ones as rc
+#   write   the default chain with the RDMA-write rendezvous handshake (FI_IWARPX_RNDV=write)
+#   rc-write  rc with the RDMA-write rendezvous handshake
 # Benchmarks take them as providers named iwarpx+MODE (bench_pingpong.sh, bench_rdm_bw.sh).
 bench_iwarpx_mode() {
   case $1 in
@@ -112,6 +114,9 @@ bench_iwarpx_mode() {
     sctp) echo "FI_IWARPX_LLP=sctp" ;;
     fp) printf '%s\n' "FI_IWARPX_SEND_RULES=size<=2048:rc_fp,size<=8192:rc_sr,any:ud_sr,any:ud_zcopy" \
           FI_IWARPX_RC_THRESHOLD_MSGS=1 FI_IWARPX_MAX_RC=4096 FI_IWARPX_MAX_FASTPATH=4096 ;;
+    write) echo "FI_IWARPX_RNDV=write" ;;
+    rc-write) printf '%s\n' "FI_IWARPX_SEND_RULES=size<=8192:rc_sr,any:ud_sr,any:ud_zcopy" \
+          FI_IWARPX_RC_THRESHOLD_MSGS=1 FI_IWARPX_MAX_RC=4096 FI_IWARPX_RNDV=write ;;
     *) return 1 ;;
   esac
 }
