@@ -7,6 +7,7 @@
 // whose HoldStream() delays one stream's messages the way SCTP does while a
 // chunk of that stream is retransmitted.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <map>
 #include <random>
@@ -23,6 +24,9 @@ namespace iwarpx::qp::test {
 namespace {
 
 using Kind = Completion::Kind;
+
+// Send payload bytes per segment at max_fpdu_payload 1024.
+constexpr size_t kSeg = 1006;
 
 SendWr SendOn(uint64_t context, Bytes& data, uint16_t stream) {
   SendWr s;
@@ -119,7 +123,7 @@ TEST(QpSctpStreamsTest, SmallSendOvertakesLargeOneHeldOnAnotherStream) {
   std::vector<Bytes> rbufs(2, Bytes(16384, 0));
   PostRecvs(p.b, rbufs, 100);
   std::mt19937 rng(9);
-  Bytes large = RandomBytes(rng, 12 * 1006);  // 12 segments
+  Bytes large = RandomBytes(rng, 12 * kSeg);  // 12 segments
   Bytes small = RandomBytes(rng, 100);
   p.b.conn->HoldStream(1, 3);  // three segments of stream 1 get through
   ASSERT_EQ(p.a.qp->PostSend(SendOn(1, large, 1)), QpStatus::kOk);
@@ -131,8 +135,9 @@ TEST(QpSctpStreamsTest, SmallSendOvertakesLargeOneHeldOnAnotherStream) {
   EXPECT_EQ(recvs[0].bytes, small.size());
   EXPECT_TRUE(std::equal(small.begin(), small.end(), rbufs[1].begin()));
   // The large Send claimed the first receive and is placed in part.
-  EXPECT_TRUE(std::equal(large.begin(), large.begin() + 3 * 1006, rbufs[0].begin()));
-  EXPECT_EQ(rbufs[0][3 * 1006], 0);
+  EXPECT_TRUE(std::equal(large.begin(), large.begin() + static_cast<ptrdiff_t>(3 * kSeg),
+                         rbufs[0].begin()));
+  EXPECT_EQ(rbufs[0][3 * kSeg], 0);
   // Its receive is still open, so no slot is free yet.
   Bytes extra(10);
   RecvWr r;
@@ -164,7 +169,7 @@ TEST(QpSctpStreamsTest, ControlOnOneStreamTheSmallSendWaits) {
   std::vector<Bytes> rbufs(2, Bytes(16384, 0));
   PostRecvs(p.b, rbufs, 100);
   std::mt19937 rng(9);
-  Bytes large = RandomBytes(rng, 12 * 1006);
+  Bytes large = RandomBytes(rng, 12 * kSeg);
   Bytes small = RandomBytes(rng, 100);
   p.b.conn->HoldStream(0, 3);
   ASSERT_EQ(p.a.qp->PostSend(SendOn(1, large, 0)), QpStatus::kOk);

@@ -19,9 +19,6 @@ namespace iwarpx::qp::test {
 namespace {
 
 using Kind = Completion::Kind;
-using ::iwarpx::testing::FakeSctpConnection;
-using ::iwarpx::testing::MakeFakeSctpPair;
-using ::iwarpx::testing::RandomBytes;
 
 TEST(QpSctpTest, EachSegmentIsOneMessageWithoutMpaFraming) {
   QpConfig cfg;
