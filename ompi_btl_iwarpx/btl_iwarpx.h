@@ -33,6 +33,7 @@
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
+#include <rdma/fi_ext_iwarpx.h>
 
 #include "opal/class/opal_free_list.h"
 #include "opal/class/opal_hash_table.h"
@@ -124,6 +125,11 @@ struct mca_btl_base_endpoint_t {
    * it (a message, the association coming up, a probe delivered), the RDM probe. */
   double sctp_sent_at;
   double sctp_heard_at;
+  /* Streams of the association used for sends (btl_iwarpx_sctp_streams, at most what the
+   * provider's tx_streams reports): 0 until known (stream 0 only), then 1..16; and the next
+   * bulk stream, round robin over 1..sctp_streams-1. */
+  uint16_t sctp_streams;
+  uint16_t sctp_next_stream;
   bool probe_inflight;
   mca_btl_iwarpx_ctx_t probe_ctx;
 };
@@ -181,6 +187,7 @@ typedef struct mca_btl_iwarpx_stats_t {
   volatile int64_t mr_live;       /* MRs open now (cached + in use) */
   /* SCTP point-to-point: messages (also counted above), associations up, wake-ups sent. */
   volatile int64_t sctp_sends, sctp_recvs, sctp_connections, sctp_wakes, sctp_probes;
+  volatile int64_t sctp_stream_sends; /* of sctp_sends, on a stream other than 0 */
 } mca_btl_iwarpx_stats_t;
 
 /* The FI_EP_MSG side of btl_iwarpx_p2p=sctp (btl_iwarpx_sctp.c): its own fabric/domain (the
@@ -195,6 +202,12 @@ typedef struct mca_btl_iwarpx_sctp_t {
   int recvs_per_peer;
   volatile int64_t queued; /* fragments in endpoint queues */
   size_t sendi_limit;      /* largest sendi message: MSG inject_size - header, <= SENDI_MAX */
+  /* Streams (btl_iwarpx_sctp_streams, _stream_threshold): the provider's FI_IWARPX_SCTP_OPS
+   * (NULL: every message on stream 0), streams wanted per association, and the size above
+   * which a message goes on a stream other than 0. */
+  struct fi_iwarpx_sctp_ops* ops;
+  int streams;
+  size_t stream_threshold;
   double next_liveness_check;
 } mca_btl_iwarpx_sctp_t;
 
@@ -237,6 +250,8 @@ typedef struct mca_btl_iwarpx_component_t {
   int mr_cache_max;                     /* btl_iwarpx_mr_cache_max: MRs before evicting */
   size_t local_reg_threshold;           /* btl_iwarpx_local_registration_threshold */
   char* if_include;                     /* btl_iwarpx_if_include, NULL/empty = wildcard */
+  int sctp_streams;                     /* btl_iwarpx_sctp_streams */
+  size_t sctp_stream_threshold;         /* btl_iwarpx_sctp_stream_threshold */
   mca_btl_iwarpx_module_t* module;      /* the one module, NULL when disqualified */
   opal_mutex_t progress_lock;           /* btl_progress trylock */
 } mca_btl_iwarpx_component_t;

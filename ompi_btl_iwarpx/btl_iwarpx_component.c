@@ -68,6 +68,8 @@ mca_btl_iwarpx_component_t mca_btl_iwarpx_component = {
     .mr_cache = true,
     .mr_cache_max = 4096,
     .local_reg_threshold = SIZE_MAX,
+    .sctp_streams = 4,
+    .sctp_stream_threshold = 4096,
     .module = NULL,
 };
 
@@ -163,6 +165,26 @@ static int iwarpx_register(void) {
       "unreachable); set it for runs across hosts",
       MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1, MCA_BASE_VAR_SCOPE_READONLY,
       &c->if_include);
+
+  c->sctp_streams = 4;
+  (void)mca_base_component_var_register(
+      v, "sctp_streams",
+      "With btl_iwarpx_p2p=sctp: SCTP streams used per association (1-16, at most what the "
+      "association negotiated). Messages up to btl_iwarpx_sctp_stream_threshold bytes (ob1's "
+      "control and small messages) go on stream 0; larger ones round robin on streams 1..n-1, "
+      "so a large message does not hold up a small one. Streams are ordered each on its own, "
+      "not with each other (ob1 reorders by its sequence numbers). 1: every message on stream "
+      "0, in order",
+      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+      &c->sctp_streams);
+
+  c->sctp_stream_threshold = 4096;
+  (void)mca_base_component_var_register(
+      v, "sctp_stream_threshold",
+      "With btl_iwarpx_p2p=sctp and btl_iwarpx_sctp_streams > 1: messages of more than this "
+      "many bytes go on streams 1..n-1, the others on stream 0",
+      MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+      &c->sctp_stream_threshold);
 
   /* btl_iwarpx_{exclusivity,flags,atomic_flags,eager_limit,...}, bound to the template. */
   return mca_btl_base_param_register(&c->super.btl_version, &mca_btl_iwarpx_module_template.super);

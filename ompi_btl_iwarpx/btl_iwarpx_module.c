@@ -240,6 +240,11 @@ static int iwarpx_finalize(mca_btl_base_module_t* btl) {
         (long)m->stats.sctp_connections, (long)m->stats.sctp_sends, (long)m->stats.sends,
         (long)m->stats.sctp_recvs, (long)m->stats.recvs, (long)m->stats.sctp_wakes,
         (long)m->stats.sctp_probes);
+    opal_output_verbose(1, c->output,
+                        "btl:iwarpx: finalize: sctp streams: %ld of the %ld messages over SCTP "
+                        "on streams 1..%d",
+                        (long)m->stats.sctp_stream_sends, (long)m->stats.sctp_sends,
+                        m->sctp->streams - 1);
   }
   OPAL_THREAD_LOCK(&c->progress_lock);
   c->module = NULL;

@@ -70,6 +70,33 @@ static struct fi_info* getinfo(void) {
                          log_fail, NULL);
 }
 
+/* btl_iwarpx_sctp_streams: the provider's stream extension, or every message on stream 0. */
+static void open_streams(mca_btl_iwarpx_sctp_t* s, const mca_btl_iwarpx_component_t* c) {
+  s->streams = c->sctp_streams;
+  if (s->streams < 1 || s->streams > 16) {
+    opal_output_verbose(1, c->output,
+                        "btl:iwarpx: btl_iwarpx_sctp_streams=%d is not in 1..16: using %d",
+                        s->streams, s->streams < 1 ? 1 : 16);
+    s->streams = s->streams < 1 ? 1 : 16;
+  }
+  s->stream_threshold = c->sctp_stream_threshold;
+  s->ops = NULL;
+  if (s->streams > 1) {
+    const int ret = fi_open_ops(&s->domain->fid, FI_IWARPX_SCTP_OPS, 0, (void**)&s->ops, NULL);
+    if (ret != 0 || s->ops == NULL || s->ops->size < sizeof(struct fi_iwarpx_sctp_ops)) {
+      opal_output_verbose(1, c->output,
+                          "btl:iwarpx: the provider has no %s (%s): every message on stream 0",
+                          FI_IWARPX_SCTP_OPS, ret != 0 ? fi_strerror(-ret) : "old table");
+      s->ops = NULL;
+      s->streams = 1;
+    }
+  }
+  opal_output_verbose(1, c->output,
+                      "btl:iwarpx: sctp: up to %d streams per association, messages over %zu "
+                      "bytes on streams 1..%d",
+                      s->streams, s->stream_threshold, s->streams - 1);
+}
+
 int mca_btl_iwarpx_sctp_open(mca_btl_iwarpx_module_t* m) {
   mca_btl_iwarpx_component_t* c = &mca_btl_iwarpx_component;
   m->sctp = calloc(1, sizeof(*m->sctp));
@@ -112,6 +139,7 @@ int mca_btl_iwarpx_sctp_open(mca_btl_iwarpx_module_t* m) {
   if (s->info->rx_attr->size > 0 && (size_t)s->recvs_per_peer > s->info->rx_attr->size) {
     s->recvs_per_peer = (int)s->info->rx_attr->size;
   }
+  open_streams(s, c);
   return OPAL_SUCCESS;
 }
 

@@ -15,10 +15,16 @@
  *   association per pair, and no tie-break. The connect carries the same 16 bytes as private
  *   data; a request from a proc we do not know, from a higher name, or for a pair that already
  *   has an association is rejected (logged).
- * - Sends to an SCTP peer are queued in order until FI_CONNECTED and posted in order after;
- *   every fragment to that peer goes on its one association (stream 0, ordered), so ob1's
- *   per-peer order holds. sendi injects on the association only when it is up and nothing is
- *   queued (never on the RDM endpoint, which would overtake the queue).
+ * - Sends to an SCTP peer are queued in order until FI_CONNECTED and posted in order after,
+ *   every fragment to that peer on its one association. Streams (btl_iwarpx_sctp_streams n,
+ *   through the provider's FI_IWARPX_SCTP_OPS): a fragment of up to
+ *   btl_iwarpx_sctp_stream_threshold bytes goes on stream 0, a larger one round robin on
+ *   streams 1..n-1 (n at most the association's streams, asked at the first such fragment);
+ *   the peer completes each stream's messages independently, so ob1 sees messages of
+ *   different streams in any order (its sequence numbers reorder matches). n = 1, or a
+ *   provider without the extension: stream 0 only, in order. sendi injects on stream 0 of the
+ *   association only when it is up and nothing is queued (never on the RDM endpoint, which
+ *   would overtake the queue).
  * - Receives: recvs_per_peer buffers of max_send_size + header posted on each association;
  *   the in-band header (mca_btl_iwarpx_sctp_hdr_t) is checked, bad messages are dropped with a
  *   log line.

@@ -19,6 +19,26 @@
 
 #define IWX_HDR sizeof(mca_btl_iwarpx_sctp_hdr_t)
 
+/* The stream of a message of len bytes to ep (btl_iwarpx_sctp_streams): stream 0 up to the
+ * threshold, else round robin over 1..n-1 of the streams the association has; stream 0 while
+ * the provider cannot say yet how many. Lock held. */
+static uint16_t pick_stream(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep, size_t len) {
+  const mca_btl_iwarpx_sctp_t* s = m->sctp;
+  if (s->ops == NULL || s->streams <= 1 || len <= s->stream_threshold) return 0;
+  if (ep->sctp_streams == 0) {
+    uint16_t n = 0;
+    if (s->ops->tx_streams(ep->msg_ep, &n) != 0 || n == 0) return 0;
+    ep->sctp_streams = n < (uint16_t)s->streams ? n : (uint16_t)s->streams;
+    opal_output_verbose(10, mca_btl_iwarpx_component.output,
+                        "btl:iwarpx: sctp: %u streams to %s (the association has %u)",
+                        ep->sctp_streams, OPAL_NAME_PRINT(ep->proc->proc_name), n);
+  }
+  if (ep->sctp_streams <= 1) return 0;
+  const uint16_t stream = (uint16_t)(1 + ep->sctp_next_stream % (ep->sctp_streams - 1));
+  ep->sctp_next_stream = (uint16_t)(ep->sctp_next_stream + 1);
+  return stream;
+}
+
 /* One fragment on the association: 0, -FI_EAGAIN, or another error. Lock held. */
 static ssize_t post(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep,
                     mca_btl_iwarpx_frag_t* frag) {
@@ -26,8 +46,18 @@ static ssize_t post(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoint_t* ep,
       {.iov_base = &frag->sctp_hdr, .iov_len = IWX_HDR},
       {.iov_base = frag->segment.seg_addr.pval, .iov_len = frag->segment.seg_len},
   };
-  const ssize_t ret = fi_sendv(ep->msg_ep, iov, NULL, 2, 0, &frag->ctx);
+  const uint16_t stream = pick_stream(m, ep, frag->segment.seg_len);
+  ssize_t ret;
+  if (stream == 0) {
+    ret = fi_sendv(ep->msg_ep, iov, NULL, 2, 0, &frag->ctx);
+  } else {
+    const struct fi_msg msg = {
+        .msg_iov = iov, .desc = NULL, .iov_count = 2, .addr = 0, .context = &frag->ctx};
+    ret = m->sctp->ops->sendmsg(ep->msg_ep, &msg, FI_COMPLETION, stream);
+    if (ret == -FI_EAGAIN) ep->sctp_next_stream = (uint16_t)(ep->sctp_next_stream - 1);
+  }
   if (ret == 0) {
+    if (stream != 0) OPAL_THREAD_ADD_FETCH64(&m->stats.sctp_stream_sends, 1);
     OPAL_THREAD_ADD_FETCH64(&m->stats.sends, 1);
     OPAL_THREAD_ADD_FETCH64(&m->stats.sctp_sends, 1);
     OPAL_THREAD_ADD_FETCH64(&m->stats.send_bytes, (int64_t)frag->segment.seg_len);

@@ -9,6 +9,8 @@
  * Operations (open them with fi_open_ops on an iwarpx domain):
  *   FI_IWARPX_STATS_OPS  struct fi_iwarpx_stats_ops: an endpoint's counters
  *                        and (v3) its RDM peers' per-channel counters.
+ *   FI_IWARPX_SCTP_OPS   struct fi_iwarpx_sctp_ops: the SCTP stream of each
+ *                        send on an FI_EP_MSG endpoint over SCTP (0.4).
  */
 #ifndef FI_EXT_IWARPX_H
 #define FI_EXT_IWARPX_H
@@ -27,7 +29,7 @@ extern "C" {
 #define FI_IWARPX_PROV_NAME "iwarpx"
 
 /* Version of this extension interface (major << 16 | minor). */
-#define FI_IWARPX_EXT_VERSION ((0 << 16) | 3)
+#define FI_IWARPX_EXT_VERSION ((0 << 16) | 4)
 
 /*
  * Provider-specific protocol (fi_ep_attr.protocol, FI_PROV_SPECIFIC range of
@@ -207,6 +209,46 @@ struct fi_iwarpx_stats_ops {
   int (*peer_count)(struct fid_ep* ep, size_t* count);
   int (*peer_stats)(struct fid_ep* ep, size_t index, struct fi_iwarpx_peer_stats* stats,
                     size_t len);
+};
+
+/*
+ * SCTP streams of an FI_EP_MSG endpoint over SCTP (FI_PROTO_IWARPX_SCTP),
+ * extension version 0.4.
+ *
+ *   struct fi_iwarpx_sctp_ops *ops;
+ *   fi_open_ops(&domain->fid, FI_IWARPX_SCTP_OPS, 0, (void **)&ops, NULL);
+ *   uint16_t n;
+ *   ops->tx_streams(ep, &n);                 once connected: n >= 1
+ *   ops->sendmsg(ep, &msg, flags, stream);   stream < n
+ *
+ * An association has several SCTP streams, each ordered on its own. Every
+ * iwarpx message normally travels on stream 0 and keeps the full RDMAP
+ * ordering. sendmsg is fi_sendmsg (same msg, flags and completions; no
+ * FI_REMOTE_CQ_DATA, which SCTP endpoints do not have) with the segments of
+ * this one send on `stream`. A send on stream k != 0 is ordered only with the
+ * other sends on stream k: the peer may place and complete it before or after
+ * any message on another stream (no FI_ORDER_SAS, RAW, WAW, ... across
+ * streams), so a message on one stream is never held up by a large or
+ * delayed message on another. The peer consumes its posted receives in the
+ * order messages *begin* to arrive, and completes each when it is whole:
+ * receive completions can come in another order than the receives were
+ * posted. Streams are only for sends: RMA, atomics and everything else stay
+ * on stream 0, so a send that must follow a write is sent on stream 0.
+ *
+ * tx_streams sets *count to the streams sendmsg may use on `ep`: 1..16
+ * (min(the association's outbound streams, 16)) once connected, 1 on an
+ * endpoint over TCP, and returns 0; -FI_EOPBADSTATE before the endpoint is
+ * connected; -FI_EINVAL (logged) for a NULL argument or an endpoint that is
+ * not an iwarpx FI_EP_MSG endpoint. sendmsg returns what fi_sendmsg returns,
+ * and -FI_EINVAL (logged) for a stream >= tx_streams or a non-zero stream on
+ * a TCP endpoint. Both take the endpoint's lock; safe from any thread.
+ */
+#define FI_IWARPX_SCTP_OPS "iwarpx_sctp_v1"
+
+struct fi_iwarpx_sctp_ops {
+  size_t size; /* sizeof(struct fi_iwarpx_sctp_ops) of the provider */
+  int (*tx_streams)(struct fid_ep* ep, uint16_t* count);
+  ssize_t (*sendmsg)(struct fid_ep* ep, const struct fi_msg* msg, uint64_t flags, uint16_t stream);
 };
 
 #ifdef __cplusplus

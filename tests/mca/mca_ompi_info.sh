@@ -38,13 +38,14 @@ for fw in btl osc; do
   case $fw in
     btl)
       check btl '^mca:btl:iwarpx:version:"api:3\.1\.0"' "BTL API 3.1.0"
-      params="btl_iwarpx_verbose btl_iwarpx_enable btl_iwarpx_num_recvs btl_iwarpx_p2p btl_iwarpx_send_rules btl_iwarpx_mr_cache btl_iwarpx_mr_cache_max btl_iwarpx_local_registration_threshold btl_iwarpx_if_include btl_iwarpx_exclusivity btl_iwarpx_eager_limit btl_iwarpx_rndv_eager_limit btl_iwarpx_max_send_size btl_iwarpx_put_limit btl_iwarpx_get_limit"
+      params="btl_iwarpx_verbose btl_iwarpx_enable btl_iwarpx_num_recvs btl_iwarpx_p2p btl_iwarpx_send_rules btl_iwarpx_mr_cache btl_iwarpx_mr_cache_max btl_iwarpx_local_registration_threshold btl_iwarpx_if_include btl_iwarpx_sctp_streams btl_iwarpx_sctp_stream_threshold btl_iwarpx_exclusivity btl_iwarpx_eager_limit btl_iwarpx_rndv_eager_limit btl_iwarpx_max_send_size btl_iwarpx_put_limit btl_iwarpx_get_limit"
       check btl '^mca:btl:iwarpx:param:btl_iwarpx_p2p:enumerator:value:0:datagram$' "p2p offers datagram"
       check btl '^mca:btl:iwarpx:param:btl_iwarpx_p2p:enumerator:value:1:sctp$' "p2p offers sctp"
       check btl '^mca:btl:iwarpx:param:btl_iwarpx_p2p:value:datagram$' "p2p defaults to datagram"
       check btl '^mca:btl:iwarpx:param:btl_iwarpx_send_rules:help:.*FI_IWARPX_SEND_RULES.*issue 5' \
         "send_rules help names the variable and issue 5"
-      check btl '^mca:btl:iwarpx:param:btl_iwarpx_mr_cache:value:true$' "mr_cache defaults to true" ;;
+      check btl '^mca:btl:iwarpx:param:btl_iwarpx_mr_cache:value:true$' "mr_cache defaults to true"
+      check btl '^mca:btl:iwarpx:param:btl_iwarpx_sctp_streams:value:4$' "sctp_streams defaults to 4" ;;
     osc)
       check osc '^mca:osc:iwarpx:version:"api:3\.0\.0"' "OSC API 3.0.0"
       params="osc_iwarpx_verbose osc_iwarpx_priority" ;;

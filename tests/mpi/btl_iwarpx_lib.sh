@@ -35,6 +35,11 @@
 #       R = U > 0 and A > 0; the provider's "connecting to ... over sctp" lines (one per
 #       association, on its initiator) number half the sum of A, and none says "over tcp".
 #       Prints "ok: ..." or "FAIL: ..." lines; returns 0 or 1.
+#   iwx_check_sctp_streams LOG NP
+#       proves messages went on SCTP streams other than 0 (btl_iwarpx_sctp_streams > 1): NP
+#       "finalize: sctp streams: M of the S messages over SCTP on streams 1..K" lines, K >= 1,
+#       M <= S on every rank and M > 0 summed over the ranks. Prints "ok: ..." or "FAIL: ...";
+#       returns 0 or 1.
 #   iwx_count LOG ERE
 #       prints how many times the extended regex ERE matches in LOG. mpirun forwards the ranks'
 #       output in pieces, so two ranks' lines can end up on one line of the log: count and
@@ -150,6 +155,25 @@ iwx_check_sctp() {
       print "ok: every message over SCTP: " sent " sent on " assoc / 2 " associations (" connects " provider connects over sctp)"
     }' || _fail=1
   return $_fail
+}
+
+iwx_check_sctp_streams() {
+  _log=$1
+  _np=$2
+  _stats=$(iwx_matches "$_log" 'finalize: sctp streams: [0-9]+ of the [0-9]+ messages over SCTP on streams 1\.\.[0-9]+' |
+    sed 's/.*: \([0-9]*\) of the \([0-9]*\) messages over SCTP on streams 1\.\.\([0-9]*\).*/\1 \2 \3/')
+  printf '%s\n' "$_stats" | awk -v np="$_np" '
+    NF == 3 {
+      n++; on += $1; all += $2
+      if ($1 > $2) { print "FAIL: a rank counts " $1 " of " $2 " messages on streams 1.." $3; bad = 1 }
+      if ($3 < 1) { print "FAIL: a rank uses no stream but 0 (streams 1.." $3 ")"; bad = 1 }
+    }
+    END {
+      if (n != np) { print "FAIL: " n " SCTP stream counter lines, expected " np; exit 1 }
+      if (on == 0) { print "FAIL: no message on an SCTP stream other than 0 (of " all ")"; exit 1 }
+      if (bad) exit 1
+      print "ok: " on " of " all " SCTP messages on streams other than 0"
+    }'
 }
 
 iwx_count() {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Usage: mpit_test.sh <mpirun> <Open MPI component dir> <build mca dir> <provider dir> <mpit>
-#                     <ranks> run|tcp-control|sctp|sctp-control [sub-test...]
+#                     <ranks> run|tcp-control|sctp|sctp-control|sctp-1stream [sub-test...]
 # Runs the project's MPI acceptance program mpit (tests/mpi/mpit_*.c; all default sub-tests, or
 # the ones named) with <ranks> ranks over --mca pml ob1 --mca btl self,iwarpx on loopback
 # (btl_iwarpx_lib.sh: oversubscribed, no binding, yield when idle), bounded by 200 s.
@@ -16,8 +16,12 @@
 #              point-to-point traffic went over SCTP associations (every message of every
 #              rank, and the provider's own "connecting ... over sctp" lines match the
 #              associations the BTL counted).
+#              iwx_check_sctp_streams must show messages on SCTP streams other than 0
+#              (btl_iwarpx_sctp_streams, default 4: messages over 4 KiB go on streams 1..3).
 # sctp-control: the same run with p2p left on datagrams: mpit must pass and iwx_check_sctp
 #              must fail (the proof that it can).
+# sctp-1stream: p2p over SCTP with btl_iwarpx_sctp_streams 1: mpit and iwx_check_sctp must
+#              pass and iwx_check_sctp_streams must fail (every message on stream 0).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=btl_iwarpx_lib.sh
@@ -41,6 +45,8 @@ if [ "$mode" = tcp-control ]; then
   extra="--mca btl_tcp_exclusivity 4096 --mca btl_tcp_if_include lo"
 elif [ "$mode" = sctp ]; then
   extra="--mca btl_iwarpx_p2p sctp"
+elif [ "$mode" = sctp-1stream ]; then
+  extra="--mca btl_iwarpx_p2p sctp --mca btl_iwarpx_sctp_streams 1"
 elif [ "$mode" != run ] && [ "$mode" != sctp-control ]; then
   echo "FAIL: unknown mode '$mode'"
   exit 2
@@ -69,7 +75,7 @@ grep -q "mpit: OK $np ranks" "$log" || { echo "FAIL: no final OK line from rank 
 rdma=none
 case " $tests " in *" p2p "*) rdma=rdma ;; esac
 # Over SCTP small messages go by sendi (inject on the association): required with p2p.
-[ "$mode" = sctp ] && [ "$rdma" = rdma ] && rdma=rdma,sendi
+case $mode in sctp | sctp-1stream) [ "$rdma" = rdma ] && rdma=rdma,sendi ;; esac
 check=0
 iwx_check_btl "$log" "$np" "$rdma" || check=1
 if [ "$mode" = tcp-control ]; then
@@ -85,8 +91,19 @@ fi
 case $mode in
   sctp)
     iwx_check_sctp "$log" "$np" || fail=1
+    iwx_check_sctp_streams "$log" "$np" || fail=1
     [ $fail -eq 0 ] && echo "PASS: mpit ($tests) over btl self,iwarpx, p2p over SCTP, $np ranks"
     exit $fail
+    ;;
+  sctp-1stream)
+    iwx_check_sctp "$log" "$np" || fail=1
+    [ $fail -eq 0 ] || exit 1
+    if iwx_check_sctp_streams "$log" "$np"; then
+      echo "FAIL: the stream check passed although btl_iwarpx_sctp_streams was 1"
+      exit 1
+    fi
+    echo "PASS: p2p over SCTP on one stream carried mpit ($tests) and the stream check refused it"
+    exit 0
     ;;
   sctp-control)
     [ $fail -eq 0 ] || exit 1

@@ -15,6 +15,7 @@
 #include "ofi/dgram_ep.h"
 #include "ofi/dgram_sep.h"
 #include "ofi/ep.h"
+#include "ofi/ext_sctp.h"
 #include "ofi/ext_stats.h"
 #include "ofi/fabric.h"
 #include "ofi/getinfo.h"
@@ -82,6 +83,7 @@ int QueryCollective(struct fid_domain* /*domain*/, enum fi_collective_op /*coll*
 
 int DomainOpsOpen(struct fid* /*fid*/, const char* name, uint64_t flags, void** ops,
                   void* /*context*/) {
+  if (IsSctpOpsName(name)) return OpenSctpOps(name, flags, ops);
   return OpenStatsOps(name, flags, ops);
 }
 

@@ -117,8 +117,12 @@ class Endpoint final : public progress::ChannelSink {
                    uint64_t flags);
   // FI_REMOTE_CQ_DATA in `flags`: a send with remote CQ data `data`
   // (fi_senddata; -FI_EOPNOTSUPP unless the connection negotiated it).
+  // `stream`: the SCTP stream (FI_IWARPX_SCTP_OPS, ext_sctp.h); 0 for the
+  // fi_ops_msg calls.
   ssize_t PostSend(const struct iovec* iov, size_t count, fi_addr_t dest, void* context,
-                   uint64_t flags, uint64_t data);
+                   uint64_t flags, uint64_t data, uint16_t stream = 0);
+  // FI_IWARPX_SCTP_OPS tx_streams: 0 and *count, or -FI_EOPBADSTATE.
+  int TxStreams(uint16_t* count);
   // The RmaOps/AtomicOps calls (rma_ops.h); the shared body is qp_post.h.
   ssize_t PostWrite(const struct iovec* iov, size_t count, fi_addr_t dest, uint64_t addr,
                     uint64_t key, void* context, uint64_t flags, uint64_t data);

@@ -82,8 +82,17 @@ ssize_t Endpoint::PostRecv(const struct iovec* iov, size_t count, fi_addr_t /*sr
   return 0;
 }
 
+int Endpoint::TxStreams(uint16_t* count) {
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  ssize_t err = 0;
+  qp::QueuePair* qp = ReadyQp("fi_iwarpx_sctp_ops.tx_streams", &err);
+  if (qp == nullptr) return -FI_EOPBADSTATE;
+  *count = qp->tx_streams();
+  return 0;
+}
+
 ssize_t Endpoint::PostSend(const struct iovec* iov, size_t count, fi_addr_t /*dest*/, void* context,
-                           uint64_t flags, uint64_t data) {
+                           uint64_t flags, uint64_t data, uint16_t stream) {
   const bool with_data = (flags & FI_REMOTE_CQ_DATA) != 0;
   const char* call = with_data ? "fi_senddata" : "fi_send";
   if (const ssize_t r = CheckTxFlags(flags, call); r != 0) return r;
@@ -98,6 +107,11 @@ ssize_t Endpoint::PostSend(const struct iovec* iov, size_t count, fi_addr_t /*de
   ssize_t err = 0;
   qp::QueuePair* qp = ReadyQp(call, &err);
   if (qp == nullptr) return err;
+  if (stream >= qp->tx_streams()) {
+    IWX_WARN(ep_data, "%s: SCTP stream %u, but the endpoint has %u\n", call,
+             static_cast<unsigned>(stream), static_cast<unsigned>(qp->tx_streams()));
+    return -FI_EINVAL;
+  }
   uint32_t index = 0;
   Slot* s = reporter_.AllocTx(&index);
   if (s == nullptr) return -FI_EAGAIN;
@@ -107,6 +121,7 @@ ssize_t Endpoint::PostSend(const struct iovec* iov, size_t count, fi_addr_t /*de
   wr.flags = WrFlagsFor(flags);
   wr.with_imm = with_data;
   wr.imm = data;
+  wr.stream = stream;
   const ssize_t ret = QpStatusToFi(qp->PostSend(wr), call);
   if (ret != 0) {
     reporter_.FreeTx(index);

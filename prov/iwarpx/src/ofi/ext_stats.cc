@@ -101,8 +101,8 @@ int OpenStatsOps(const char* name, uint64_t flags, void** ops) {
   if (name == nullptr || (std::strcmp(name, FI_IWARPX_STATS_OPS) != 0 &&
                           std::strcmp(name, FI_IWARPX_STATS_OPS_V2) != 0 &&
                           std::strcmp(name, FI_IWARPX_STATS_OPS_V1) != 0)) {
-    IWX_WARN(domain, "fi_open_ops: unknown operations \"%s\" (iwarpx offers \"%s\")\n",
-             name != nullptr ? name : "(null)", FI_IWARPX_STATS_OPS);
+    IWX_WARN(domain, "fi_open_ops: unknown operations \"%s\" (iwarpx offers \"%s\", \"%s\")\n",
+             name != nullptr ? name : "(null)", FI_IWARPX_STATS_OPS, FI_IWARPX_SCTP_OPS);
     return -FI_ENOSYS;
   }
   if (flags != 0 || ops == nullptr) {

@@ -322,6 +322,7 @@ QueuePair::Dispatch QueuePair::DispatchTagged(bool read_response) {
 }
 
 QueuePair::Dispatch QueuePair::DispatchSend() {
+  if (framing_) return DispatchSendSctp();
   const wire::DdpHeader& h = rx_seg_.ddp;
   if (rx_imm_due_) {
     RxFail(wire::term::kRdmapUnexpectedOpcode);  // the announced Immediate Data is due
@@ -347,7 +348,83 @@ QueuePair::Dispatch QueuePair::DispatchSend() {
   return Dispatch::kProceed;
 }
 
+QueuePair::RxMsg* QueuePair::FindRxMsg(uint32_t msn) {
+  for (RxMsg& m : rx_msgs_) {
+    if (m.active && m.msn == msn) return &m;
+  }
+  return nullptr;
+}
+
+// SCTP (queue_pair.h, "Streams on SCTP"): the first segment of a message
+// claims the next posted receive, a later one continues its message.
+QueuePair::Dispatch QueuePair::DispatchSendSctp() {
+  const wire::DdpHeader& h = rx_seg_.ddp;
+  RxMsg* m = FindRxMsg(h.msn);
+  if (m == nullptr) {
+    if (h.mo != 0) {
+      RxFail(wire::term::kDdpUntaggedInvalidMo);
+      return Dispatch::kFailed;
+    }
+    if (rq_next_ == rq_tail_) {
+      rx_wait_recv_ = true;
+      return Dispatch::kBlock;  // stop reading until PostRecv
+    }
+    for (RxMsg& slot : rx_msgs_) {
+      if (!slot.active) {
+        m = &slot;
+        break;
+      }
+    }
+    if (m == nullptr) {  // more messages in progress than streams: cannot happen
+      RxFail(wire::term::kDdpUntaggedMsnRange);
+      return Dispatch::kFailed;
+    }
+    *m = RxMsg{true, h.msn, rq_next_++, 0};
+  } else if (h.mo != m->mo) {  // a reused MSN, or a gap the framing missed
+    RxFail(wire::term::kDdpUntaggedInvalidMo);
+    return Dispatch::kFailed;
+  }
+  rx_wait_recv_ = false;
+  const RqEntry& r = rq_[m->rq_seq % rq_.size()];
+  if (rx_payload_len_ > r.length || h.mo > r.length - rx_payload_len_) {
+    RxFail(wire::term::kDdpUntaggedTooLong);
+    return Dispatch::kFailed;
+  }
+  rx_msg_ = m;
+  rx_dest_ = RxDest::kRecv;
+  rx_sgl_ = &r.sgl;
+  rx_sgl_offset_ = h.mo;
+  return Dispatch::kProceed;
+}
+
+// SCTP: Immediate Data (stream 0 only, one segment) claims a receive too; no
+// Send with Immediate Data here (never negotiated on SCTP).
+QueuePair::Dispatch QueuePair::DispatchImmediateSctp() {
+  if (FindRxMsg(rx_seg_.ddp.msn) != nullptr) {
+    RxFail(wire::term::kDdpUntaggedMsnRange);
+    return Dispatch::kFailed;
+  }
+  if (rq_next_ == rq_tail_) {
+    rx_wait_recv_ = true;
+    return Dispatch::kBlock;
+  }
+  rx_wait_recv_ = false;
+  return Dispatch::kProceed;
+}
+
+void QueuePair::CompleteRecvSctp(uint64_t seq, size_t bytes, const RecvInfo& info) {
+  RqEntry& r = rq_[seq % rq_.size()];
+  r.done = true;
+  const uint64_t context = r.context;
+  while (rq_head_ < rq_next_ && rq_[rq_head_ % rq_.size()].done) {
+    rq_[rq_head_ % rq_.size()].done = false;
+    ++rq_head_;
+  }
+  sink_.OnRecvComplete(context, bytes, info);
+}
+
 QueuePair::Dispatch QueuePair::DispatchImmediate() {
+  if (framing_) return DispatchImmediateSctp();
   // RFC 7306: QN 0 and the Send MSN sequence; consumes a posted receive.
   const wire::DdpHeader& h = rx_seg_.ddp;
   if (h.msn != rx_msn_send_ || rx_send_mo_ != 0) {
@@ -439,6 +516,22 @@ void QueuePair::RxFpduComplete() {
     case wire::RdmapOpcode::kSendWithInvalidate:
     case wire::RdmapOpcode::kSendWithSe:
     case wire::RdmapOpcode::kSendWithSeAndInvalidate: {
+      if (framing_) {
+        RxMsg& m = *rx_msg_;
+        m.mo += rx_payload_len_;
+        if (!h.last) break;
+        if (rx_seg_.info().carries_invalidate && !stags_.Invalidate(h.rsvd_ulp1_4, pd_)) {
+          RxFail(wire::term::kRdmapCannotInvalidateOp);
+          return;
+        }
+        m.active = false;
+        RecvInfo info;
+        info.solicited = rx_seg_.info().solicited_event;
+        info.invalidated = rx_seg_.info().carries_invalidate;
+        info.invalidated_stag = info.invalidated ? h.rsvd_ulp1_4 : 0;
+        CompleteRecvSctp(m.rq_seq, m.mo, info);
+        break;
+      }
       rx_send_mo_ += rx_payload_len_;
       if (!h.last) break;
       if (rx_seg_.info().carries_invalidate && !stags_.Invalidate(h.rsvd_ulp1_4, pd_)) {
@@ -468,6 +561,14 @@ void QueuePair::RxFpduComplete() {
     }
     case wire::RdmapOpcode::kImmediateData:
     case wire::RdmapOpcode::kImmediateDataWithSe: {
+      if (framing_) {
+        RecvInfo info;
+        info.has_imm = true;
+        info.imm = std::get<wire::ImmediateDataBody>(rx_seg_.body).data;
+        info.solicited = rx_seg_.info().solicited_event;
+        CompleteRecvSctp(rq_next_++, 0, info);
+        break;
+      }
       const RqEntry r = rq_[rq_head_ % rq_.size()];
       ++rq_head_;
       ++rx_msn_send_;
@@ -587,6 +688,8 @@ void QueuePair::ResetRxFpdu() {
   rx_dest_ = RxDest::kNone;
   rx_tagged_ = nullptr;
   rx_sgl_ = nullptr;
+  rx_msg_ = nullptr;
+  rx_wait_recv_ = false;
 }
 
 }  // namespace iwarpx::qp

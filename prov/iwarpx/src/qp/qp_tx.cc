@@ -75,6 +75,7 @@ bool QueuePair::SqHasWork() const {
 }
 
 bool QueuePair::BuildNext() {
+  tx_->stream = 0;
   if (terminate_queued_) {
     terminate_queued_ = false;
     BuildTerminate();
@@ -185,6 +186,7 @@ bool QueuePair::BuildSqFpdu() {
       p.last = last;
       p.imm_follows = last && e.has_imm;
       n = wire::EncodeSendHeader(p, tx_->header);
+      tx_->stream = e.stream;
     } else {
       n = wire::EncodeWriteHeader(e.remote_stag, e.remote_to + e.tx_done, last, tx_->header);
     }
@@ -312,6 +314,11 @@ bool QueuePair::Frame() {
                                  config_.max_fpdu_payload);
   if (!framing.ok()) return false;  // cannot happen: segments are cut to fit
   tx_->framing = *framing;
+  if (framing_ && tx_->stream != 0) {
+    SctpFraming::SetImageStream(
+        tx_->framing.trailer_bytes.data() + tx_->framing.trailer_size - wire::kFpduCrcSize,
+        tx_->stream);
+  }
   ++tx_stats_.fpdus;
   for (size_t i = 1; i < count; ++i) tx_stats_.payload_bytes += parts[i].size();
   const ByteSpan prefix = tx_->framing.prefix();

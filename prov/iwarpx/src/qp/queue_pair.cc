@@ -135,6 +135,9 @@ void QueuePair::GrowSq() {
 QpStatus QueuePair::PostSend(const SendWr& wr) {
   if (!wr.sgl.Valid() || wr.sgl.Length() > UINT32_MAX) return QpStatus::kInvalid;
   if (wr.with_imm && !mpa_.send_imm) return QpStatus::kNotNegotiated;
+  if (wr.stream != 0 && (!framing_ || wr.stream >= framing_->tx_streams() || wr.with_imm)) {
+    return QpStatus::kInvalid;
+  }
   SqEntry e;
   e.op = SqOp::kSend;
   e.context = wr.context;
@@ -143,6 +146,7 @@ QpStatus QueuePair::PostSend(const SendWr& wr) {
   e.length = wr.sgl.Length();
   e.has_imm = wr.with_imm;
   e.imm = wr.imm;
+  e.stream = wr.stream;
   return PostSq(e);
 }
 
@@ -235,6 +239,7 @@ QpStatus QueuePair::PostRecv(const RecvWr& wr) {
   r.context = wr.context;
   r.sgl = wr.sgl;
   r.length = wr.sgl.Length();
+  r.done = false;
   ++rq_tail_;
   // Resume a receive path stopped for lack of a receive: its staged bytes
   // get no new socket readiness (queue_pair.h, "No receive posted").
@@ -276,7 +281,9 @@ bool QueuePair::wants_progress() const {
 
 // Stopped on an untagged Send (or Immediate Data) with no receive posted.
 bool QueuePair::RxBlocked() const {
-  return rx_hdr_done_ && !rx_dispatched_ && rq_head_ == rq_tail_;
+  if (!rx_hdr_done_ || rx_dispatched_) return false;
+  if (framing_) return rx_wait_recv_ && rq_next_ == rq_tail_;
+  return rq_head_ == rq_tail_;
 }
 
 // --- State machine -------------------------------------------------------
@@ -382,9 +389,12 @@ void QueuePair::FlushAll(const WcError& error) {
   irq_head_ = irq_count_ = 0;
   rtr_pending_ = false;
   for (uint64_t i = rq_head_; i < rq_tail_; ++i) {
-    sink_.OnError(rq_[i % rq_.size()].context, WcOp::kRecv, error);
+    RqEntry& r = rq_[i % rq_.size()];
+    if (r.done) continue;  // SCTP: completed out of order already
+    sink_.OnError(r.context, WcOp::kRecv, error);
   }
-  rq_head_ = rq_tail_;
+  rq_head_ = rq_next_ = rq_tail_;
+  for (RxMsg& m : rx_msgs_) m.active = false;
   ResetRxFpdu();
 }
 

@@ -81,6 +81,17 @@
 // outcome must then have CRC and markers off (else kInvalid). A message the
 // framing refuses (wrong PPID, longer than a ULPDU) ends in a Terminate with
 // its cause, like a malformed FPDU on TCP (sctp_framing.h).
+// Streams on SCTP (SendWr::stream, docs/design.md "Streams for untagged
+// Sends"): a Send may travel on a stream other than 0, every other segment
+// stays on stream 0. On SCTP the receive side therefore takes QN 0 messages
+// (Sends, Immediate Data) as they arrive, interleaved across streams: the
+// first segment of a message claims the next posted receive (receives are
+// consumed in arrival order, not MSN order), later segments find their
+// message by MSN (the framing guarantees they come on its stream, in order),
+// and each message completes when its last segment is placed, whatever the
+// others are doing. At most kMaxSctpStreams messages are in progress at once
+// (one per stream); a reused MSN of a message in progress is refused. With
+// everything on stream 0 this is exactly the TCP behaviour (MSN order).
 // Not supported yet (Create returns kInvalid): the zero-length Send and Read
 // RTRs. RFC 7306: Immediate Data
 // (WriteWr::with_imm; SendWr::with_imm on a connection that negotiated the
@@ -90,6 +101,7 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -215,6 +227,11 @@ class QueuePair {
   // The negotiated MPA outcome (CRC, markers) this QP runs with.
   [[nodiscard]] const wire::MpaOutcome& mpa() const { return mpa_; }
   [[nodiscard]] const TermStats& term_stats() const { return term_stats_; }
+  // Streams a Send may use (SendWr::stream < this): the SCTP association's,
+  // at most kMaxSctpStreams; 1 over TCP.
+  [[nodiscard]] uint16_t tx_streams() const {
+    return framing_ ? std::max<uint16_t>(framing_->tx_streams(), 1) : 1;
+  }
   // Send queue entries a Post* could still take.
   [[nodiscard]] size_t sq_free() const { return sq_capacity_ - (sq_tail_ - sq_head_); }
 
@@ -254,11 +271,20 @@ class QueuePair {
     uint8_t result_shift = 0;
     bool xor_loop = false;     // AtomicWr::xor_loop: compare_data is the guess
     uint64_t xor_operand = 0;  // on the word, in the lane
+    uint16_t stream = 0;       // Send on SCTP: SendWr::stream
   };
   struct RqEntry {
     uint64_t context = 0;
     Sgl sgl;
     size_t length = 0;
+    bool done = false;  // SCTP: completed out of order, not yet retired
+  };
+  // SCTP: a QN 0 message being received (see the file comment).
+  struct RxMsg {
+    bool active = false;
+    uint32_t msn = 0;
+    uint64_t rq_seq = 0;  // the receive it claimed
+    size_t mo = 0;        // bytes placed so far
   };
   // An inbound Read Request being answered.
   struct IrqEntry {
@@ -300,6 +326,7 @@ class QueuePair {
     uint8_t lent_iov = 0;
     uint32_t lent_key = 0;
     bool stashed = false;  // its rest lives in tx_stash_ (and markers use it too)
+    uint16_t stream = 0;   // SCTP stream (SctpFraming, "Streams")
   };
   enum class RxDest : uint8_t { kNone, kTagged, kRecv };
   enum class Dispatch : uint8_t { kProceed, kBlock, kFailed };
@@ -369,6 +396,12 @@ class QueuePair {
   Dispatch DispatchTagged(bool read_response);
   Dispatch DispatchReadRequest();
   Dispatch DispatchImmediate();
+  Dispatch DispatchSendSctp();
+  Dispatch DispatchImmediateSctp();
+  // SCTP: reports receive `seq` (claimed in arrival order) and retires the
+  // completed prefix of the receive queue.
+  void CompleteRecvSctp(uint64_t seq, size_t bytes, const RecvInfo& info);
+  RxMsg* FindRxMsg(uint32_t msn);
   Dispatch DispatchAtomicRequest();
   Dispatch DispatchAtomicResponse();
   void RxFpduComplete();
@@ -410,10 +443,16 @@ class QueuePair {
   uint32_t tx_msn_send_ = 1;
   uint32_t tx_msn_read_ = 1;
   uint32_t tx_msn_atomic_resp_ = 1;
-  // Receive queue.
+  // Receive queue. On SCTP receives are claimed in arrival order from
+  // rq_next_ on and complete out of order (RqEntry::done); rq_head_ is the
+  // oldest not yet completed. Over TCP rq_next_ stays unused.
   std::vector<RqEntry> rq_;
   uint64_t rq_head_ = 0;
+  uint64_t rq_next_ = 0;
   uint64_t rq_tail_ = 0;
+  std::array<RxMsg, kMaxSctpStreams> rx_msgs_{};  // SCTP: messages in progress
+  RxMsg* rx_msg_ = nullptr;                       // SCTP: the current segment's
+  bool rx_wait_recv_ = false;  // SCTP: the current segment waits for a posted receive
   // Outstanding outbound Reads (SQ slots), in request order.
   std::vector<uint64_t> orq_;  // SQ sequence numbers
   // An XOR compare-and-swap loop in progress (AtomicWr::xor_loop) holds the

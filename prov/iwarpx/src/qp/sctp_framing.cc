@@ -8,7 +8,9 @@
 #include <cstring>
 
 #include "qp/work_request.h"
+#include "wire/ddp.h"
 #include "wire/fpdu.h"
+#include "wire/rdmap.h"
 
 namespace iwarpx::qp {
 
@@ -83,15 +85,26 @@ size_t CopyToIov(std::span<const iovec> iov, size_t* at, const uint8_t* src, siz
 SctpFraming::SctpFraming(transport::SctpConnection& sctp)
     : sctp_(sctp), rx_buf_(std::make_unique_for_overwrite<uint8_t[]>(wire::kMaxUlpduLength)) {}
 
+uint16_t SctpFraming::tx_streams() const {
+  return std::min(sctp_.outbound_streams(), kMaxSctpStreams);
+}
+
+void SctpFraming::SetImageStream(uint8_t* crc_field, uint16_t stream) {
+  crc_field[0] = 0;
+  crc_field[1] = 0;
+  crc_field[2] = static_cast<uint8_t>(stream >> 8);
+  crc_field[3] = static_cast<uint8_t>(stream & 0xFF);
+}
+
 transport::IoResult SctpFraming::SendV(std::span<const iovec> iov) {
   const size_t total = transport::TotalLength(iov);
   IovCursor cur(iov);
   size_t pos = 0;
   transport::MessageInfo info;
   info.ppid = kSctpPpidDdpSegment;
-  info.stream = 0;  // every segment: see "Streams" in the header
   info.unordered = false;
   bool blocked = false;
+  bool bad_stream = false;
   while (total - pos >= wire::kFpduLengthSize) {
     std::array<uint8_t, wire::kFpduLengthSize> len_bytes{};
     IovCursor peek = cur;
@@ -99,6 +112,18 @@ transport::IoResult SctpFraming::SendV(std::span<const iovec> iov) {
     const size_t len = (size_t{len_bytes[0]} << 8) | len_bytes[1];
     const size_t image = wire::FpduWireLength(len);
     if (total - pos < image) break;
+    // The stream, from the image's CRC field (its last 4 bytes).
+    std::array<uint8_t, wire::kFpduCrcSize> field{};
+    IovCursor at = cur;
+    at.Skip(image - field.size());
+    at.Copy(field.size(), field.data());
+    const uint32_t stream = (uint32_t{field[0]} << 24) | (uint32_t{field[1]} << 16) |
+                            (uint32_t{field[2]} << 8) | field[3];
+    if (stream != 0 && stream >= tx_streams()) {
+      bad_stream = true;
+      break;
+    }
+    info.stream = static_cast<uint16_t>(stream);
     // A ULPDU is the DDP header plus at most kMaxSge payload pieces, or one
     // stashed piece: kMaxSge + 2 always suffices.
     std::array<iovec, kMaxSge + 2> parts{};
@@ -115,8 +140,10 @@ transport::IoResult SctpFraming::SendV(std::span<const iovec> iov) {
     pos += image;
   }
   if (pos > 0 || total == 0) return transport::IoResult::Ok(pos);
-  // Nothing taken: blocked, or the first image is incomplete (a caller bug).
-  return blocked ? transport::IoResult::WouldBlock() : transport::IoResult::Error(EMSGSIZE);
+  // Nothing taken: blocked, or the first image is incomplete or names a
+  // stream the association does not have (caller bugs).
+  if (blocked) return transport::IoResult::WouldBlock();
+  return transport::IoResult::Error(bad_stream ? EINVAL : EMSGSIZE);
 }
 
 transport::IoResult SctpFraming::ReceiveMessage() {
@@ -125,8 +152,11 @@ transport::IoResult SctpFraming::ReceiveMessage() {
     transport::MessageInfo info;
     const transport::IoResult r = sctp_.RecvMsg(std::span<const iovec>(&v, 1), info);
     if (r.status != transport::IoStatus::kOk) return r;
-    if (rx_fill_ == 0) rx_ppid_ = info.ppid;
-    if (info.ppid != kSctpPpidDdpSegment || info.ppid != rx_ppid_) {
+    if (rx_fill_ == 0) {
+      rx_ppid_ = info.ppid;
+      rx_stream_ = info.stream;
+    }
+    if (info.ppid != kSctpPpidDdpSegment || info.ppid != rx_ppid_ || info.stream != rx_stream_) {
       Refuse(wire::term::kLlpInvalidReqRep);
       return transport::IoResult::Error(EPROTO);
     }
@@ -140,10 +170,57 @@ transport::IoResult SctpFraming::ReceiveMessage() {
   }
   msg_len_ = rx_fill_;
   rx_fill_ = 0;
+  if (!AdmitOnStream()) return transport::IoResult::Error(EPROTO);
   image_len_ = wire::FpduWireLength(msg_len_);
   image_off_ = 0;
   ++messages_received_;
   return transport::IoResult::Ok(msg_len_);
+}
+
+bool SctpFraming::AdmitOnStream() {
+  if (rx_stream_ >= kMaxSctpStreams) {
+    Refuse(wire::term::kLlpInvalidReqRep);
+    return false;
+  }
+  auto h = wire::DecodeDdpHeader(ByteSpan(rx_buf_.get(), msg_len_));
+  if (!h.ok()) return true;  // the QP refuses it, as a malformed FPDU on TCP
+  const auto op = static_cast<wire::RdmapOpcode>(h->rsvd_ulp0 & wire::kRdmapOpcodeMask);
+  const bool send =
+      op == wire::RdmapOpcode::kSend || op == wire::RdmapOpcode::kSendWithInvalidate ||
+      op == wire::RdmapOpcode::kSendWithSe || op == wire::RdmapOpcode::kSendWithSeAndInvalidate;
+  const bool immediate =
+      op == wire::RdmapOpcode::kImmediateData || op == wire::RdmapOpcode::kImmediateDataWithSe;
+  const bool qn0 = !h->tagged && h->qn == wire::kQnSend && (send || immediate);
+  if (rx_stream_ != 0 && (!qn0 || !send)) {
+    Refuse(wire::term::kLlpInvalidReqRep);
+    return false;
+  }
+  if (!qn0) return true;
+  StreamRx& st = rx_streams_[rx_stream_];
+  if (st.open) {
+    // The message in progress on this stream must continue first.
+    if (h->msn != st.msn) {
+      Refuse(wire::term::kDdpUntaggedMsnRange);
+      return false;
+    }
+    if (h->mo != st.next_mo) {
+      Refuse(wire::term::kDdpUntaggedInvalidMo);
+      return false;
+    }
+  } else {
+    if (h->mo != 0) {
+      Refuse(wire::term::kDdpUntaggedInvalidMo);
+      return false;
+    }
+    if (static_cast<int32_t>(h->msn - st.msn) <= 0) {
+      Refuse(wire::term::kDdpUntaggedMsnRange);
+      return false;
+    }
+  }
+  st.msn = h->msn;
+  st.next_mo = uint64_t{h->mo} + (msg_len_ - h->size());
+  st.open = !h->last;
+  return true;
 }
 
 transport::IoResult SctpFraming::RecvV(std::span<const iovec> iov) {

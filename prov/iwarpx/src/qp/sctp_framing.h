@@ -13,20 +13,44 @@
 //
 // Transmit (SendV): the gather list holds whole FPDU images (2-byte
 // ULPDU_Length | ULPDU | PAD | CRC field). Each image becomes one SendMsg of
-// exactly its ULPDU (gathered, not copied here), PPID 16, stream 0, ordered.
-// SendMsg is whole-or-nothing, so a short count always ends at an image
-// boundary and the QP never has part of a segment outstanding. A gather list
-// whose first image is incomplete is a caller bug: kError EMSGSIZE.
+// exactly its ULPDU (gathered, not copied here), PPID 16, ordered, on the
+// stream the image's CRC field names (see "Streams"). SendMsg is
+// whole-or-nothing, so a short count always ends at an image boundary and the
+// QP never has part of a segment outstanding. A gather list whose first image
+// is incomplete, or names a stream the association does not have, is a
+// caller bug: kError EMSGSIZE / EINVAL.
 //
-// Streams: every segment, tagged or not, goes on stream 0, ordered. The
-// engine's receive checks rely on one ordered sequence per direction: a Read
-// Response's TO must continue the ORQ head's (a Read Response overtaking its
-// predecessor would be refused), Read and Atomic Responses must complete in
-// ORQ order, and RFC 5040 requires an RDMA Write to be placed before a later
-// Send completes — none of which holds once tagged segments travel on other
-// streams (ordered or not) without a cross-stream barrier in the receiver.
-// Spreading tagged segments over streams 1..n-1 is left for when the engine
-// has one (docs/design.md).
+// Streams (docs/design.md "Streams for untagged Sends"). Stream 0, ordered,
+// carries every segment except the untagged Sends a ULP put on another stream
+// (SendWr::stream, the FI_IWARPX_SCTP_OPS extension). The QP says which
+// stream an image goes on through the image's CRC field: CRC is never
+// negotiated on SCTP, so the 4-byte field is free between the QP and this
+// adapter; it holds the stream number big-endian (0: stream 0) and never goes
+// on the wire. Tagged segments stay on stream 0: the engine's receive checks
+// rely on one ordered sequence for them (a Read Response's TO must continue
+// the ORQ head's, Read and Atomic Responses complete in ORQ order), and a
+// Send that must be ordered after a Write stays on stream 0 with it.
+//
+// The receive side keeps, per stream, the untagged QN 0 message in progress
+// and refuses (Terminate, see below) what a correct sender never produces:
+//   - a stream >= kMaxSctpStreams: LLP / invalid request or reply;
+//   - on a stream other than 0, anything but a Send-family segment (tagged
+//     segments, Read/Atomic Requests and Responses, Immediate Data,
+//     Terminate): LLP / invalid request or reply;
+//   - a QN 0 message (Send family or Immediate Data, any stream) whose first
+//     segment has MO != 0 or whose next segment does not continue it (same
+//     MSN, MO = bytes so far): DDP untagged / invalid MO;
+//   - a new QN 0 message whose MSN is not beyond the last one seen on its
+//     stream (serial arithmetic; MSNs start at 1), or a segment with another
+//     MSN while a message is in progress on the stream: DDP untagged / MSN
+//     out of range.
+// Only the per-stream order of MSNs is checked: an MSN skipped, or one
+// reused on another stream, is not detected here (the QP refuses a reused
+// MSN while that message is still in progress); buffers are assigned by
+// arrival (queue_pair.h), so neither can misplace data.
+// So the segments of one message arrive in order on one stream and the QP
+// can match a continuation to its message by MSN alone. A segment whose DDP
+// header does not decode is passed on: the QP refuses it as on TCP.
 //
 // Receive (RecvV): one SCTP message is one segment. A message is received
 // whole into a per-connection buffer of wire::kMaxUlpduLength bytes (pieces
@@ -40,7 +64,8 @@
 //   - a PPID other than 16 (a session control message, PPID 17, after setup
 //     included): LLP / invalid request or reply;
 //   - a message longer than wire::kMaxUlpduLength (not end_of_message once
-//     the buffer is full): LLP / ULPDU length mismatch.
+//     the buffer is full): LLP / ULPDU length mismatch;
+//   - the stream rules above.
 // Messages already complete before a refused one are delivered first.
 //
 // Everything else (connect state, shutdown, fd) is the SctpConnection's.
@@ -50,6 +75,7 @@
 
 #include <sys/uio.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -64,6 +90,8 @@ namespace iwarpx::qp {
 
 // PPID of a DDP segment (RFC 5043, IANA "DDP Segment Chunk").
 inline constexpr uint32_t kSctpPpidDdpSegment = 16;
+// Streams an iwarpx QP sends on and accepts (0 .. kMaxSctpStreams - 1).
+inline constexpr uint16_t kMaxSctpStreams = 16;
 
 class SctpFraming final : public transport::Connection {
  public:
@@ -83,6 +111,11 @@ class SctpFraming final : public transport::Connection {
 
   // Set once an inbound message was refused (see the file comment).
   [[nodiscard]] const std::optional<wire::TermCause>& refusal() const { return refusal_; }
+  // Streams Sends may use towards the peer: min(the association's outbound
+  // streams, kMaxSctpStreams); 0 before the association is up.
+  [[nodiscard]] uint16_t tx_streams() const;
+  // Writes `stream` into the CRC field of an outgoing image (see "Streams").
+  static void SetImageStream(uint8_t* crc_field, uint16_t stream);
   // Segments sent and received so far (tests).
   [[nodiscard]] uint64_t messages_sent() const { return messages_sent_; }
   [[nodiscard]] uint64_t messages_received() const { return messages_received_; }
@@ -92,6 +125,18 @@ class SctpFraming final : public transport::Connection {
   // message is there (image set up), otherwise what stops it.
   transport::IoResult ReceiveMessage();
   void Refuse(wire::TermCause cause) { refusal_ = cause; }
+  // The stream rules for the complete message in rx_buf_ (msg_len_ bytes,
+  // received on rx_stream_); false after Refuse.
+  bool AdmitOnStream();
+
+  // Receive side, per stream: the last QN 0 message that started on it.
+  struct StreamRx {
+    bool open = false;     // its last segment has not arrived yet
+    uint32_t msn = 0;      // its MSN (0: none yet; MSNs start at 1)
+    uint64_t next_mo = 0;  // open: the MO its next segment must have
+  };
+  std::array<StreamRx, kMaxSctpStreams> rx_streams_{};
+  uint16_t rx_stream_ = 0;  // stream of the message being received
 
   transport::SctpConnection& sctp_;
   std::optional<wire::TermCause> refusal_;

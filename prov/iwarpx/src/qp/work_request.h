@@ -22,6 +22,16 @@
 //   Send's last segment announces an Immediate Data message carrying `imm`,
 //   which follows it. The target completes ONE receive (the Send's) with
 //   RecvInfo::has_imm and send_imm. The WR completes when both have been sent.
+// * Send `stream` (iWARP over SCTP only; docs/design.md "Streams for untagged
+//   Sends"): the SCTP stream every segment of this Send travels on. 0 (the
+//   default) is the ordered stream all other traffic uses, so the Send keeps
+//   every RDMAP ordering rule. On stream k != 0 the Send is ordered only with
+//   the other Sends on stream k: the peer places and completes it before or
+//   after any message on another stream, and a posted receive is consumed by
+//   whichever Send's first segment arrives first (libfabric receive matching
+//   without FI_ORDER_SAS). PostSend returns kInvalid for k != 0 on a
+//   connection that is not SCTP, for k >= the association's streams
+//   (SctpFraming::tx_streams()) and together with `with_imm`.
 // * RDMA Read: the sink is a tagged range of *local* registered memory
 //   (local_stag/local_to, registered in the QP's StagTable with kLocalWrite
 //   and the QP's protection domain); the source is remote_stag/remote_to at
@@ -81,6 +91,7 @@ struct SendWr {
   uint32_t flags = kWrSignaled;
   bool with_imm = false;
   uint64_t imm = 0;
+  uint16_t stream = 0;  // SCTP stream (see above)
 };
 
 struct RecvWr {

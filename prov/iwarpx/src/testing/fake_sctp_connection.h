@@ -11,7 +11,11 @@
 // end: queued messages are still delivered, then both ends' RecvMsg return
 // kClosed and SendMsg fails with EPIPE (SCTP has no half-close). Reset():
 // every later call fails with ECONNRESET. sent() records the info and size
-// of every message an end sent. fd() is -1 and doorbell() false: the fake is
+// of every message an end sent. HoldStream(s, n) lets n more messages of
+// stream s through and keeps the rest queued (in both directions) while later
+// messages of other streams are delivered past them, as SCTP does when a
+// stream waits for a lost chunk; ReleaseStream(s) lets them through again;
+// pending() counts deliverable messages only. fd() is -1 and doorbell() false: the fake is
 // driven by calling it. Test-only, header-only, not thread-safe.
 #pragma once
 
@@ -22,6 +26,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -49,6 +54,8 @@ class FakeSctpConnection final : public transport::SctpConnection {
     size_t send_capacity = 0;  // in messages; 0 = unlimited
     size_t max_per_recv = 0;   // 0 = unlimited
     uint16_t streams = 8;
+    // Held streams: how many more of their messages may be delivered.
+    std::map<uint16_t, size_t> held;
   };
 
   FakeSctpConnection(std::shared_ptr<Shared> shared, int side)
@@ -79,10 +86,14 @@ class FakeSctpConnection final : public transport::SctpConnection {
   transport::IoResult RecvMsg(std::span<const iovec> iov, transport::MessageInfo& info) override {
     if (shared_->reset) return transport::IoResult::Error(ECONNRESET);
     std::deque<Message>& q = shared_->queue[side_];
-    if (q.empty()) {
-      return shared_->shut ? transport::IoResult::Closed() : transport::IoResult::WouldBlock();
+    std::map<uint16_t, size_t> allowance = shared_->held;
+    auto it = std::find_if(q.begin(), q.end(),
+                           [&allowance](const Message& msg) { return Take(msg, allowance); });
+    if (it == q.end()) {
+      return shared_->shut && q.empty() ? transport::IoResult::Closed()
+                                        : transport::IoResult::WouldBlock();
     }
-    Message& m = q.front();
+    Message& m = *it;
     size_t budget = std::min(transport::TotalLength(iov), m.bytes.size() - m.offset);
     if (shared_->max_per_recv != 0) budget = std::min(budget, shared_->max_per_recv);
     size_t moved = 0;
@@ -95,7 +106,11 @@ class FakeSctpConnection final : public transport::SctpConnection {
     m.offset += moved;
     info = m.info;
     info.end_of_message = m.offset == m.bytes.size();
-    if (info.end_of_message) q.pop_front();
+    if (info.end_of_message) {
+      auto h = shared_->held.find(m.info.stream);
+      if (h != shared_->held.end() && h->second > 0) --h->second;
+      q.erase(it);
+    }
     return transport::IoResult::Ok(moved);
   }
 
@@ -133,14 +148,35 @@ class FakeSctpConnection final : public transport::SctpConnection {
     m.info = info;
     shared_->queue[side_].push_back(std::move(m));
   }
-  // Messages queued towards this end and not yet (completely) received.
-  [[nodiscard]] size_t pending() const { return shared_->queue[side_].size(); }
+  void HoldStream(uint16_t stream, size_t let_through = 0) { shared_->held[stream] = let_through; }
+  void ReleaseStream(uint16_t stream) { shared_->held.erase(stream); }
+  // Messages queued towards this end, not yet (completely) received and not
+  // on a held stream.
+  [[nodiscard]] size_t pending() const {
+    std::map<uint16_t, size_t> allowance = shared_->held;
+    size_t n = 0;
+    for (const Message& m : shared_->queue[side_]) {
+      if (Take(m, allowance)) ++n;
+    }
+    return n;
+  }
   [[nodiscard]] const std::vector<Sent>& sent() const { return shared_->sent[side_]; }
   // The oldest message queued towards this end (pending() > 0).
   [[nodiscard]] const Message& front() const { return shared_->queue[side_].front(); }
 
  private:
   static constexpr int kBasePort = 41000;
+
+  // Whether `m` may be delivered next, counting it against its stream's
+  // allowance (a message begun is always finished).
+  static bool Take(const Message& m, std::map<uint16_t, size_t>& allowance) {
+    if (m.offset > 0) return true;
+    auto h = allowance.find(m.info.stream);
+    if (h == allowance.end()) return true;
+    if (h->second == 0) return false;
+    --h->second;
+    return true;
+  }
 
   std::shared_ptr<Shared> shared_;
   int side_;
