@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <rdma/fi_ext_iwarpx.h>
 
 #include "rdm_fixture.h"
 
@@ -145,6 +146,26 @@ TEST_F(RdmTest, SendRecvEagerAndRendezvousSizes) {
 }
 
 // --- 2. Unexpected messages ----------------------------------------------------
+
+// The rendezvous protocol in use is the one FI_IWARPX_RNDV asks for: the
+// endpoint's rdm_rndv_write_msgs counts rendezvous sent by the RDMA-write
+// handshake. ctest runs this suite once with the default (read: 0) and once
+// with FI_IWARPX_RNDV=write and IWARPX_EXPECT_RNDV=write (every one of them).
+TEST_F(RdmTest, RendezvousProtocolIsTheOneAskedFor) {
+  const char* want = std::getenv("IWARPX_EXPECT_RNDV");
+  const bool write = want != nullptr && std::string(want) == "write";
+  constexpr size_t kBig = 3 * kEagerLimit;
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_NO_FATAL_FAILURE(SendOne(kBig + i, 40 + i));
+  fi_iwarpx_stats_ops* ops = nullptr;
+  ASSERT_EQ(fi_open_ops(&a_->domain->fid, FI_IWARPX_STATS_OPS, 0, reinterpret_cast<void**>(&ops),
+                        nullptr),
+            0);
+  fi_iwarpx_ep_stats st{};
+  ASSERT_EQ(ops->ep_stats(a_->ep, &st, sizeof(st)), 0);
+  EXPECT_EQ(st.rdm_rndv_write_msgs, write ? 3u : 0u)
+      << "FI_IWARPX_RNDV=" << (write ? "write" : "read (default)") << " not in effect";
+  EXPECT_EQ(st.rdm_ud_zcopy_msgs, 3u);
+}
 
 TEST_F(RdmTest, MessagesArrivingBeforeTheReceive) {
   const std::vector<size_t> sizes = {1, kEagerLimit, kEagerLimit + 1, 3 * kMiB};

@@ -29,7 +29,7 @@ extern "C" {
 #define FI_IWARPX_PROV_NAME "iwarpx"
 
 /* Version of this extension interface (major << 16 | minor). */
-#define FI_IWARPX_EXT_VERSION ((0 << 16) | 4)
+#define FI_IWARPX_EXT_VERSION ((0 << 16) | 5)
 
 /*
  * Provider-specific protocol (fi_ep_attr.protocol, FI_PROV_SPECIFIC range of
@@ -130,6 +130,10 @@ struct fi_iwarpx_ep_stats {
   /* RDM messages sent by RDMA Write into the peer's RC-FP ring
    * (FI_IWARPX_MAX_FASTPATH). */
   uint64_t rdm_rc_fp_msgs;
+  /* RDM rendezvous messages sent by the RDMA-write handshake
+   * (FI_IWARPX_RNDV=write: RTS, the receiver's CTS, Writes, FIN). Added in
+   * version 0.5, after the fields above: a shorter len still gets the prefix. */
+  uint64_t rdm_rndv_write_msgs;
 };
 
 /*

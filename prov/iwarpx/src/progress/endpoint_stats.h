@@ -72,7 +72,9 @@ namespace iwarpx::progress {
   X(mpa_bytes_received)                                                           \
   X(mpa_bad_crc)                                                                  \
   /* RDM messages by RDMA Write into the peer's RC-FP ring. */                    \
-  X(rdm_rc_fp_msgs)
+  X(rdm_rc_fp_msgs)                                                               \
+  /* RDM rendezvous messages sent by the RDMA-write handshake. */                 \
+  X(rdm_rndv_write_msgs)
 
 struct EndpointStats {
 #define IWARPX_STAT_FIELD(name) uint64_t name = 0;

@@ -361,6 +361,7 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
     MarkActive(p);
   }
   ++(op.kind == Kind::kEager ? counters_.eager_sent : counters_.rts_sent);
+  if (op.write) ++counters_.rndv_write_msgs;
   if (fp) {
     ++counters_.rc_fp_msgs;
   } else if (op.via == Via::kRc) {

@@ -288,7 +288,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   struct Counters {
     uint64_t eager_sent = 0;
     uint64_t rts_sent = 0;
-    uint64_t cts_sent = 0;  // write handshakes this side answered
+    uint64_t cts_sent = 0;         // write handshakes this side answered
+    uint64_t rndv_write_msgs = 0;  // RTS (W) sent: rendezvous by the write handshake
     uint64_t unexpected = 0;
     uint64_t protocol_errors = 0;
     uint64_t peers_failed = 0;
