@@ -228,6 +228,15 @@ TEST(UsrsctpDeadPeerTest, PeerStoppedForOneAndAHalfSecondsKeepsTheAssociation) {
   const End after = RunUntilEnd(*c, true, Clock::now(), std::chrono::seconds(6));
   EXPECT_EQ(after.status, IoStatus::kOk)
       << "failed after the peer resumed: errno " << after.err << " at " << after.seconds << " s";
+  // And it ends normally: the echoes drained, a graceful close the child
+  // sees as such (it exits 0 only after a clean kClosed).
+  (void)RunUntilEnd(*c, false, Clock::now(), std::chrono::seconds(2));
+  ASSERT_TRUE(c->ShutdownWrite().ok());
+  const End closed = RunUntilEnd(*c, false, Clock::now(), std::chrono::seconds(5));
+  EXPECT_EQ(closed.status, IoStatus::kClosed) << "errno " << closed.err;
+  const int status = child.WaitExit(kTestTimeoutMs);
+  EXPECT_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "child status " << status;
 }
 
 // The number without the limits (SCTP's defaults; zero keeps them), for the
