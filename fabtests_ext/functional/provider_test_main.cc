@@ -18,7 +18,10 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   for (int i = 1; i < argc; ++i) {
     constexpr const char* kEnv = "--env=";
-    if (std::strncmp(argv[i], kEnv, std::strlen(kEnv)) != 0) continue;
+    if (std::strncmp(argv[i], kEnv, std::strlen(kEnv)) != 0) {
+      std::fprintf(stderr, "unknown argument %s (want --env=NAME=VALUE)\n", argv[i]);
+      return 2;
+    }
     const std::string kv(argv[i] + std::strlen(kEnv));
     const size_t eq = kv.find('=');
     if (eq == 0 || eq == std::string::npos) {

@@ -58,11 +58,13 @@ void SctpCep::OnTimer() {
   Enter(CepState::kFailed);
 }
 
-Result<CepState, WireError> SctpCep::Accept(ByteSpan private_data) {
+Result<CepState, WireError> SctpCep::Accept(ByteSpan private_data, bool offer_send_imm) {
   if (role_ != MpaRole::kResponder || state_ != CepState::kRequestReceived) {
     return Err{WireError::kInvalidArgument};
   }
-  auto response = wire::RespondToSctpInitiate(policy_, initiate_, private_data);
+  wire::SctpSessionPolicy policy = policy_;
+  policy.offer_send_imm = policy.offer_send_imm || offer_send_imm;
+  auto response = wire::RespondToSctpInitiate(policy, initiate_, private_data);
   if (!response) return Err{response.error()};
   auto encoded = Encode(response->answer);
   if (!encoded) return Err{encoded.error()};

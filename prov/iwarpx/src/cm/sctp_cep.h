@@ -74,10 +74,12 @@ class SctpCep final : public SetupEndpoint {
   void OnTimer() override;
 
   // Responder, kRequestReceived only; as Cep::Accept / Cep::Reject.
-  Result<CepState, wire::WireError> Accept(ByteSpan private_data);
+  // `offer_send_imm`: the Accept also offers Send with Immediate Data (used
+  // when the Initiate offered it too), added to the policy's own offer.
+  Result<CepState, wire::WireError> Accept(ByteSpan private_data, bool offer_send_imm = false);
   Result<CepState, wire::WireError> AcceptRequest(ByteSpan private_data,
-                                                  bool /*offer_send_imm*/) override {
-    return Accept(private_data);
+                                                  bool offer_send_imm) override {
+    return Accept(private_data, offer_send_imm);
   }
   Result<CepState, wire::WireError> Reject(ByteSpan private_data) override;
 

@@ -140,6 +140,38 @@ TEST(SctpCepTest, EstablishesWithIrdOrdAndPrivateData) {
   EXPECT_FALSE((*init)->deadline().has_value());
 }
 
+// Send with Immediate Data: offered by the initiator's policy and by the
+// responder at Accept (as fi_accept of an endpoint with cq_data_size does),
+// so both outcomes have it; a responder that does not offer gives none.
+TEST(SctpCepTest, SendWithImmediateDataIsNegotiatedAtAccept) {
+  for (const bool responder_offers : {true, false}) {
+    SCOPED_TRACE(responder_offers ? "responder offers" : "responder does not offer");
+    Assoc a = MakeAssoc();
+    ASSERT_TRUE(a.client);
+    FakeClock clock;
+    wire::SctpSessionPolicy ip;
+    ip.offer_send_imm = true;
+    auto init = SctpCep::CreateInitiator(*a.client, clock, ip, {});
+    ASSERT_TRUE(init.ok());
+    std::unique_ptr<SctpCep> resp;
+    ASSERT_TRUE(Drive(a, init->get(), nullptr, [&] {
+      if (a.server && !resp) {
+        auto r = SctpCep::CreateResponder(*a.server, clock, {});
+        EXPECT_TRUE(r.ok());
+        if (r.ok()) resp = std::move(r).value();
+      }
+      if (resp) resp->OnReadable();
+      return resp && resp->state() == CepState::kRequestReceived;
+    }));
+    ASSERT_TRUE(resp->AcceptRequest({}, responder_offers).ok());
+    ASSERT_TRUE(Drive(a, init->get(), resp.get(), [&] {
+      return (*init)->state() == CepState::kEstablished && resp->state() == CepState::kEstablished;
+    }));
+    EXPECT_EQ((*init)->outcome()->send_imm, responder_offers);
+    EXPECT_EQ(resp->outcome()->send_imm, responder_offers);
+  }
+}
+
 TEST(SctpCepTest, ApplicationRejectReachesTheInitiator) {
   Assoc a = MakeAssoc();
   ASSERT_TRUE(a.client);

@@ -119,6 +119,10 @@ class FakeSctpConnection final : public transport::SctpConnection {
   [[nodiscard]] transport::SctpBackend backend() const override {
     return transport::SctpBackend::kUsrsctp;
   }
+  // The fake has no retransmissions: the default limits, as configured.
+  [[nodiscard]] Result<transport::SctpLimits, int> limits() const override {
+    return transport::SctpLimits{};
+  }
   [[nodiscard]] bool connected() const override { return true; }
   transport::IoResult FinishConnect() override { return transport::IoResult::Ok(0); }
   transport::Status ShutdownWrite() override {

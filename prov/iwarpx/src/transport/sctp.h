@@ -25,6 +25,39 @@
 // - Both ends advertise the Adaptation Layer Indication with code point 1
 //   (DDP, RFC 5043 §5.1) where the backend allows it (both do).
 //
+// A dead peer (SctpLimits, applied by both backends to every socket before it
+// connects or listens; accepted associations inherit the listener's)
+// - A peer process that dies without an ABORT (a SIGKILLed usrsctp peer: its
+//   SCTP died with it) is only noticed by retransmission limits. With SCTP's
+//   defaults (RTO 1..60 s, 10 association retransmissions, heartbeat every
+//   30 s) that takes about six minutes. The limits below end it in seconds.
+// - The arithmetic. A timer that expires unanswered counts one error and
+//   doubles the RTO (capped at rto_max); any answer (SACK of new data,
+//   HEARTBEAT-ACK) resets the count; the association ends (kError ETIMEDOUT
+//   from RecvMsg, ECONNABORTED from usrsctp when heartbeats ended it, ENOENT
+//   from a usrsctp send after the end; then kClosed) when the count exceeds
+//   assoc_max_retrans, i.e. at the (assoc_max_retrans + 1)-th timeout in a
+//   row. On loopback the measured RTT is below the 200 ms delayed SACK, so
+//   the RTO sits at rto_min. Defaults: rto_min 400, rto_max 1000,
+//   assoc_max_retrans 4, heartbeat 500 ms.
+//     Sending to a dead peer (T3-rtx timer): 400 + 800 + 1000 + 1000 + 1000
+//     = 4.2 s, at most 5 * rto_max = 5 s.
+//     Idle (heartbeats only; a HEARTBEAT leaves every heartbeat_interval +
+//     RTO/2 + random(0..RTO) while the path is idle and is counted as lost at
+//     the next one): 6 periods, 6 * 500 + (400 + 400 + 800 + 3 * 1000) * [0.5..1.5]
+//     = 5.3 .. 9.9 s, 7.6 s on average.
+//   Both stay under the 10 s of FI_IWARPX_RD_TIMEOUT's default. Measured
+//   (usrsctp, loopback, sctp_liveness_test.cc): 3.0-3.2 s sending, quicker
+//   than the T3 sum because the heartbeat timer counts too once the blocked
+//   sender leaves the path idle; 6.7-8.2 s idle. SCTP's defaults: see
+//   docs/design.md "A dead peer" for the number measured without the limits.
+// - Why it cannot trip on a merely busy peer: SACKs and HEARTBEAT-ACKs are
+//   sent by the peer's SCTP stack (usrsctp's own threads, or its kernel),
+//   not by the application, so only a stack that says nothing for about 3 s
+//   in a row (the quickest measured end) counts; zero-window probes to a peer that does not read
+//   are not counted at all (RFC 4960 §6.2); rto_min (400) stays above the delayed SACK (200 ms) so
+//   a lone unacknowledged packet does not time out.
+//
 // Readiness (fd())
 // - Kernel backend: the socket itself, exactly like TCP.
 // - usrsctp backend: an eventfd "doorbell" written from usrsctp's upcall. It
@@ -75,12 +108,26 @@ struct MessageInfo {
   bool end_of_message = true;  // recv only: this call returned the message's end
 };
 
+// Liveness limits of an association (see "A dead peer" above). Zero keeps
+// the backend's default for that field.
+struct SctpLimits {
+  uint32_t rto_initial_ms = 1000;  // RTO before the first RTT measurement
+  uint32_t rto_min_ms = 400;
+  uint32_t rto_max_ms = 1000;
+  uint16_t assoc_max_retrans = 4;  // SCTP_ASSOCINFO sasoc_asocmaxrxt
+  uint16_t path_max_retrans = 4;   // SCTP_PEER_ADDR_PARAMS spp_pathmaxrxt
+  uint32_t heartbeat_interval_ms = 500;
+
+  bool operator==(const SctpLimits&) const = default;
+};
+
 struct SctpOptions {
   uint16_t streams = 8;            // outbound streams asked for / inbound accepted
   uint16_t peer_encaps_port = 0;   // usrsctp: peer's UDP port; 0 = peer.port()
   uint16_t max_init_attempts = 4;  // INIT retransmissions before ETIMEDOUT
   uint16_t max_init_timeout_ms = 1000;
   int backlog = 128;
+  SctpLimits limits;
 };
 
 class SctpConnection : public Connection {
@@ -100,6 +147,9 @@ class SctpConnection : public Connection {
   // See "Readiness" above.
   [[nodiscard]] virtual bool doorbell() const = 0;
   [[nodiscard]] virtual SctpBackend backend() const = 0;
+  // The limits in force on the association, read back from the stack
+  // (getsockopt); errno when it cannot say (e.g. not connected yet).
+  [[nodiscard]] virtual Result<SctpLimits, int> limits() const = 0;
 
   void set_default_send_info(const MessageInfo& info) { default_send_info_ = info; }
   [[nodiscard]] const MessageInfo& default_send_info() const { return default_send_info_; }

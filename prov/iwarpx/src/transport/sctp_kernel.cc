@@ -21,6 +21,30 @@ int SetOpt(int fd, int name, const T& value) {
   return ::setsockopt(fd, IPPROTO_SCTP, name, &value, sizeof(value)) == 0 ? 0 : errno;
 }
 
+template <class T>
+int GetOpt(int fd, int name, T& value) {
+  socklen_t len = sizeof(value);
+  return ::getsockopt(fd, IPPROTO_SCTP, name, &value, &len) == 0 ? 0 : errno;
+}
+
+// The liveness limits (sctp.h "A dead peer") as the socket's defaults for
+// its association (assoc id 0 = SCTP_FUTURE_ASSOC before it connects).
+int ApplyLimits(int fd, const SctpLimits& limits) {
+  sctp_rtoinfo rto{};
+  rto.srto_initial = limits.rto_initial_ms;
+  rto.srto_min = limits.rto_min_ms;
+  rto.srto_max = limits.rto_max_ms;
+  if (const int e = SetOpt(fd, SCTP_RTOINFO, rto); e != 0) return e;
+  sctp_assocparams assoc{};
+  assoc.sasoc_asocmaxrxt = limits.assoc_max_retrans;
+  if (const int e = SetOpt(fd, SCTP_ASSOCINFO, assoc); e != 0) return e;
+  sctp_paddrparams paddr{};  // no address: the defaults of every path
+  paddr.spp_hbinterval = limits.heartbeat_interval_ms;
+  paddr.spp_pathmaxrxt = limits.path_max_retrans;
+  paddr.spp_flags = limits.heartbeat_interval_ms != 0 ? SPP_HB_ENABLE : 0;
+  return SetOpt(fd, SCTP_PEER_ADDR_PARAMS, paddr);
+}
+
 int Configure(int fd, const SctpOptions& options) {
   if (const int e = SetIntOption(fd, IPPROTO_SCTP, SCTP_NODELAY, 1); e != 0) return e;
   if (const int e = SetIntOption(fd, IPPROTO_SCTP, SCTP_RECVRCVINFO, 1); e != 0) return e;
@@ -32,7 +56,8 @@ int Configure(int fd, const SctpOptions& options) {
   if (const int e = SetOpt(fd, SCTP_INITMSG, init); e != 0) return e;
   sctp_setadaptation adaptation{};
   adaptation.ssb_adaptation_ind = wire::kSctpAdaptationCodeDdp;
-  return SetOpt(fd, SCTP_ADAPTATION_LAYER, adaptation);
+  if (const int e = SetOpt(fd, SCTP_ADAPTATION_LAYER, adaptation); e != 0) return e;
+  return ApplyLimits(fd, options.limits);
 }
 
 Result<UniqueFd, IoError> OpenConfigured(int family, const SctpOptions& options) {
@@ -161,6 +186,24 @@ IoResult KernelSctpConnection::RecvMsg(std::span<const iovec> iov, MessageInfo& 
     if (errno == ENOTCONN && !connected_) return IoResult::WouldBlock();
     return IoResult::Error(errno);
   }
+}
+
+Result<SctpLimits, int> KernelSctpConnection::limits() const {
+  if (!connected_) return Err{ENOTCONN};
+  sctp_rtoinfo rto{};
+  if (const int e = GetOpt(fd_.get(), SCTP_RTOINFO, rto); e != 0) return Err{e};
+  sctp_assocparams assoc{};
+  if (const int e = GetOpt(fd_.get(), SCTP_ASSOCINFO, assoc); e != 0) return Err{e};
+  sctp_paddrparams paddr{};  // no address: the association's defaults
+  if (const int e = GetOpt(fd_.get(), SCTP_PEER_ADDR_PARAMS, paddr); e != 0) return Err{e};
+  SctpLimits out;
+  out.rto_initial_ms = rto.srto_initial;
+  out.rto_min_ms = rto.srto_min;
+  out.rto_max_ms = rto.srto_max;
+  out.assoc_max_retrans = assoc.sasoc_asocmaxrxt;
+  out.path_max_retrans = paddr.spp_pathmaxrxt;
+  out.heartbeat_interval_ms = (paddr.spp_flags & SPP_HB_ENABLE) != 0 ? paddr.spp_hbinterval : 0;
+  return out;
 }
 
 Status KernelSctpConnection::ShutdownWrite() {

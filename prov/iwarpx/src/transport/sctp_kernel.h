@@ -3,9 +3,11 @@
 //
 // Contract (beyond sctp.h)
 // - Sockets are non-blocking and close-on-exec, with SCTP_NODELAY,
-//   SCTP_RECVRCVINFO, SCTP_INITMSG from SctpOptions and the DDP adaptation
-//   indication. fd() is the socket: readiness exactly as for TCP (doorbell()
-//   false; wait for kWritable while connecting or when a send would block).
+//   SCTP_RECVRCVINFO, SCTP_INITMSG and the liveness limits (SCTP_RTOINFO,
+//   SCTP_ASSOCINFO, SCTP_PEER_ADDR_PARAMS) from SctpOptions and the DDP
+//   adaptation indication. A dead peer ends the association with
+//   ETIMEDOUT from recvmsg, as for usrsctp. fd() is the socket: readiness exactly as for TCP
+//   (doorbell() false; wait for kWritable while connecting or when a send would block).
 // - SendMsg: one sendmsg(MSG_NOSIGNAL) with an SCTP_SNDINFO control message
 //   (stream, unordered flag, PPID in network byte order), at most kMaxIov
 //   iovecs. RecvMsg: one recvmsg; the SCTP_RCVINFO control message gives
@@ -40,6 +42,7 @@ class KernelSctpConnection final : public SctpConnection {
   [[nodiscard]] uint16_t outbound_streams() const override { return outbound_streams_; }
   [[nodiscard]] bool doorbell() const override { return false; }
   [[nodiscard]] SctpBackend backend() const override { return SctpBackend::kKernel; }
+  [[nodiscard]] Result<SctpLimits, int> limits() const override;
 
  private:
   friend class KernelSctpListener;

@@ -19,6 +19,7 @@
 
 #include "transport/poller.h"
 #include "transport/sctp_kernel.h"
+#include "transport/sctp_peer_process.h"
 #include "transport/socket_util.h"
 #include "transport/test_util.h"
 #include "transport/usrsctp_stack.h"
@@ -487,39 +488,9 @@ TEST(DISABLED_SctpPeerProcess, EchoServer) {
 }
 
 TEST(UsrsctpProcessTest, TwoProcessesEachWithItsOwnUdpPort) {
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  const std::string env = "IWARPX_SCTP_PEER_FD=" + std::to_string(fds[1]);
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  ASSERT_GT(n, 0);
-  self[n] = 0;
-  char filter[] = "--gtest_filter=DISABLED_SctpPeerProcess.EchoServer";
-  char disabled[] = "--gtest_also_run_disabled_tests";
-  char* argv[] = {self, filter, disabled, nullptr};
-  std::vector<char*> envp;
-  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
-  envp.push_back(const_cast<char*>(env.c_str()));
-  envp.push_back(nullptr);
-  pid_t child = -1;
-  ASSERT_EQ(::posix_spawn(&child, self, nullptr, nullptr, argv, envp.data()), 0);
-  ::close(fds[1]);
-  struct Reaper {
-    pid_t pid;
-    ~Reaper() {
-      if (pid > 0) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, nullptr, 0);
-      }
-    }
-  } reaper{child};
-
-  pollfd pfd{fds[0], POLLIN, 0};
-  ASSERT_EQ(::poll(&pfd, 1, kTestTimeoutMs), 1) << "the child did not report its port";
-  uint16_t port = 0;
-  ASSERT_EQ(::read(fds[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
-  ::close(fds[0]);
-  ASSERT_NE(port, 0);
+  SctpPeerProcess child;
+  ASSERT_EQ(child.Start(), "");
+  const uint16_t port = child.port();
 
   {
     // Our own stack has another UDP port; the peer's is its SCTP port.
@@ -556,15 +527,8 @@ TEST(UsrsctpProcessTest, TwoProcessesEachWithItsOwnUdpPort) {
     const iovec b = Iov(back.data(), back.size());
     EXPECT_EQ(RecvOne(**c, {&b, 1}, got).status, IoStatus::kClosed);
   }
-  int status = 0;
-  for (int i = 0; i < kTestTimeoutMs / 10; ++i) {
-    if (::waitpid(child, &status, WNOHANG) == child) {
-      reaper.pid = -1;
-      break;
-    }
-    ::usleep(10000);
-  }
-  ASSERT_EQ(reaper.pid, -1) << "the child did not exit";
+  const int status = child.WaitExit(kTestTimeoutMs);
+  ASSERT_NE(status, -1) << "the child did not exit";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
 }
 

@@ -60,6 +60,33 @@ int SetOpt(struct socket* so, int level, int name, const T& value) {
   return usrsctp_setsockopt(so, level, name, &value, sizeof(value)) == 0 ? 0 : errno;
 }
 
+// The liveness limits (sctp.h "A dead peer") as the socket's defaults for
+// its association (SCTP_FUTURE_ASSOC on a socket not yet connected).
+int ApplyLimits(struct socket* so, const SctpLimits& limits) {
+  sctp_rtoinfo rto{};
+  rto.srto_assoc_id = SCTP_FUTURE_ASSOC;
+  rto.srto_initial = limits.rto_initial_ms;
+  rto.srto_min = limits.rto_min_ms;
+  rto.srto_max = limits.rto_max_ms;
+  if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_RTOINFO, rto); e != 0) return e;
+  sctp_assocparams assoc{};
+  assoc.sasoc_assoc_id = SCTP_FUTURE_ASSOC;
+  assoc.sasoc_asocmaxrxt = limits.assoc_max_retrans;
+  if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_ASSOCINFO, assoc); e != 0) return e;
+  sctp_paddrparams paddr{};  // no address: the defaults of every path
+  paddr.spp_assoc_id = SCTP_FUTURE_ASSOC;
+  paddr.spp_hbinterval = limits.heartbeat_interval_ms;
+  paddr.spp_pathmaxrxt = limits.path_max_retrans;
+  paddr.spp_flags = limits.heartbeat_interval_ms != 0 ? SPP_HB_ENABLE : 0;
+  return SetOpt(so, IPPROTO_SCTP, SCTP_PEER_ADDR_PARAMS, paddr);
+}
+
+template <class T>
+int GetOpt(struct socket* so, int name, T& value) {
+  socklen_t len = sizeof(value);
+  return usrsctp_getsockopt(so, IPPROTO_SCTP, name, &value, &len) == 0 ? 0 : errno;
+}
+
 // The options every socket gets (listeners pass them on to accepted ones).
 int Configure(struct socket* so, const SctpOptions& options) {
   if (usrsctp_set_non_blocking(so, 1) != 0) return errno;
@@ -73,7 +100,8 @@ int Configure(struct socket* so, const SctpOptions& options) {
   if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_INITMSG, init); e != 0) return e;
   sctp_setadaptation adaptation{};
   adaptation.ssb_adaptation_ind = wire::kSctpAdaptationCodeDdp;
-  return SetOpt(so, IPPROTO_SCTP, SCTP_ADAPTATION_LAYER, adaptation);
+  if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_ADAPTATION_LAYER, adaptation); e != 0) return e;
+  return ApplyLimits(so, options.limits);
 }
 
 // A configured socket of `family` with its doorbell registered. On success
@@ -336,6 +364,26 @@ IoResult UsrsctpConnection::RecvMsg(std::span<const iovec> iov, MessageInfo& inf
     }
   }
   return IoResult::Ok(bytes);
+}
+
+Result<SctpLimits, int> UsrsctpConnection::limits() const {
+  if (!connected_) return Err{ENOTCONN};
+  sctp_rtoinfo rto{};
+  if (const int e = GetOpt(so_, SCTP_RTOINFO, rto); e != 0) return Err{e};
+  sctp_assocparams assoc{};
+  if (const int e = GetOpt(so_, SCTP_ASSOCINFO, assoc); e != 0) return Err{e};
+  sctp_paddrparams
+      paddr{};  // the wildcard address of the peer's family: the association's defaults
+  paddr.spp_address.ss_family = static_cast<sa_family_t>(peer_.valid() ? peer_.family() : AF_INET);
+  if (const int e = GetOpt(so_, SCTP_PEER_ADDR_PARAMS, paddr); e != 0) return Err{e};
+  SctpLimits out;
+  out.rto_initial_ms = rto.srto_initial;
+  out.rto_min_ms = rto.srto_min;
+  out.rto_max_ms = rto.srto_max;
+  out.assoc_max_retrans = assoc.sasoc_asocmaxrxt;
+  out.path_max_retrans = paddr.spp_pathmaxrxt;
+  out.heartbeat_interval_ms = (paddr.spp_flags & SPP_HB_ENABLE) != 0 ? paddr.spp_hbinterval : 0;
+  return out;
 }
 
 Status UsrsctpConnection::ShutdownWrite() {

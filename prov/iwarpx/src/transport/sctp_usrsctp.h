@@ -4,8 +4,15 @@
 // Contract (beyond sctp.h)
 // - Each object holds a UsrsctpStack reference (usrsctp_stack.h) and one
 //   usrsctp one-to-one socket (SOCK_STREAM, IPPROTO_SCTP), non-blocking, with
-//   SCTP_NODELAY, SCTP_RECVRCVINFO, SCTP_INITMSG from SctpOptions, the DDP
-//   adaptation indication and the remote UDP encapsulation port.
+//   SCTP_NODELAY, SCTP_RECVRCVINFO, SCTP_INITMSG and the liveness limits
+//   (SCTP_RTOINFO, SCTP_ASSOCINFO, SCTP_PEER_ADDR_PARAMS) from SctpOptions,
+//   the DDP adaptation indication and the remote UDP encapsulation port.
+// - The end of an association by the limits (a dead peer) shows as kError
+//   from the next call: RecvMsg returns usrsctp's SO_ERROR of a one-to-one
+//   socket that lost its association (ETIMEDOUT after data retransmissions,
+//   ECONNABORTED after heartbeats; no SCTP_COMM_LOST notification is
+//   subscribed), SendMsg ENOENT (no association); an ABORT from the peer is
+//   ECONNRESET; kClosed after that.
 // - fd() is the eventfd doorbell (sctp.h "Readiness"); doorbell() is true.
 // - usrsctp has no gather/scatter: SendMsg with more than one iovec copies
 //   into a per-connection staging buffer (grown to the largest message sent,
@@ -47,6 +54,7 @@ class UsrsctpConnection final : public SctpConnection {
   [[nodiscard]] uint16_t outbound_streams() const override { return outbound_streams_; }
   [[nodiscard]] bool doorbell() const override { return true; }
   [[nodiscard]] SctpBackend backend() const override { return SctpBackend::kUsrsctp; }
+  [[nodiscard]] Result<SctpLimits, int> limits() const override;
 
  private:
   friend class UsrsctpListener;

@@ -60,8 +60,13 @@ Result<SctpSessionMessage, WireError> DecodeSctpSessionMessage(ByteSpan message,
     uint16_t word1 = 0;
     // pd_length >= 4 was checked, so these reads cannot fail.
     if (!r.ReadBe16(word0) || !r.ReadBe16(word1)) return Err{WireError::kTruncated};
-    if (((word0 | word1) & kIrdOrdReserved) != 0) return Err{WireError::kSctpSessionReservedBits};
-    out.ird_ord = SctpIrdOrd{.ird = word0, .ord = word1};
+    const auto word0_reserved = static_cast<uint16_t>(kIrdOrdReserved & ~kSctpSessionFlagSendImm);
+    if ((word0 & word0_reserved) != 0 || (word1 & kIrdOrdReserved) != 0) {
+      return Err{WireError::kSctpSessionReservedBits};
+    }
+    out.send_imm = (word0 & kSctpSessionFlagSendImm) != 0;
+    out.ird_ord =
+        SctpIrdOrd{.ird = static_cast<uint16_t>(word0 & kSctpSessionIrdOrdMask), .ord = word1};
   }
   out.private_data = r.rest();
   return out;
@@ -74,6 +79,7 @@ size_t SctpSessionMessageSize(const SctpSessionMessage& msg) {
 
 Result<size_t, WireError> EncodeSctpSessionMessage(const SctpSessionMessage& msg,
                                                    MutableByteSpan out) {
+  if (msg.send_imm && !msg.ird_ord) return Err{WireError::kInvalidArgument};
   if (msg.ird_ord) {
     if (msg.function != SctpSessionFunction::kInitiate &&
         msg.function != SctpSessionFunction::kAccept) {
@@ -91,7 +97,8 @@ Result<size_t, WireError> EncodeSctpSessionMessage(const SctpSessionMessage& msg
   w.WriteBe16(ToCode(msg.function, msg.ird_ord.has_value()));
   w.WriteBe16(static_cast<uint16_t>(pd_length));
   if (msg.ird_ord) {
-    w.WriteBe16(msg.ird_ord->ird);
+    w.WriteBe16(
+        static_cast<uint16_t>(msg.ird_ord->ird | (msg.send_imm ? kSctpSessionFlagSendImm : 0)));
     w.WriteBe16(msg.ird_ord->ord);
   }
   w.WriteBytes(msg.private_data);

@@ -19,7 +19,11 @@
 //                word1 (BE16): 2 reserved bits (0) | ORD (14 bits)
 //              The IRD/ORD widths are those of MPA v2 (wire/mpa.h); the bits
 //              MPA uses for peer-to-peer/RTR are reserved here because SCTP
-//              has no initiator-must-send-first rule to work around.
+//              has no initiator-must-send-first rule to work around, except
+//              word0 bit 15 (kSctpSessionFlagSendImm, an iwarpx extension):
+//              "I offer Send with Immediate Data" (docs/wire.md §1.1 and
+//              §2.1), the SCTP counterpart of MPA's kMpaFlagSendImm. A
+//              message without it is byte-for-byte what it was before.
 //
 // NOTE: this layout was written from the project's notes (shared/WIRE.md §5)
 // and recollection of RFC 5043 §5.3 / RFC 6581; the RFC text itself was not
@@ -40,6 +44,8 @@
 //     PD Length > min(limits.max_private_data, 512)    kSctpSessionPrivateDataTooLong
 //     enhanced code with PD Length < 4                 kSctpSessionBadIrdOrd
 //     a reserved bit of the IRD/ORD block set          kSctpSessionReservedBits
+//     (kSctpSessionFlagSendImm is not reserved; it only exists inside the
+//     block, so only Enhanced Initiate/Accept carry it)
 //   Which function is acceptable in which state (an Accept before any
 //   Initiate, ...) is the session state machine's judgement, not the codec's.
 // * Every message the decoder accepts re-encodes to the identical bytes.
@@ -68,6 +74,8 @@ inline constexpr size_t kSctpSessionMaxMessageSize =
 inline constexpr size_t kSctpSessionIrdOrdSize = 4;
 inline constexpr uint16_t kSctpSessionIrdOrdMask = 0x3FFF;  // 14-bit IRD / ORD
 inline constexpr uint16_t kSctpSessionNoIrdOrd = 0x3FFF;    // "no value given"
+// Word0 (IRD) bit 15: Send with Immediate Data offered (iwarpx extension).
+inline constexpr uint16_t kSctpSessionFlagSendImm = 0x8000;
 
 // Function Code values on the wire.
 inline constexpr uint16_t kSctpFnInitiate = 1;
@@ -92,6 +100,9 @@ struct SctpSessionMessage {
   // Present iff the message is enhanced (Function Code 5 or 6); only
   // Initiate and Accept can carry it.
   std::optional<SctpIrdOrd> ird_ord;
+  // kSctpSessionFlagSendImm: iwarpx "Send with Immediate Data" offered. Only
+  // with ird_ord (the bit lives in its block).
+  bool send_imm = false;
   // The ULP's private data, not including the IRD/ORD block. Not owned.
   ByteSpan private_data;
 };
@@ -112,7 +123,8 @@ size_t SctpSessionMessageSize(const SctpSessionMessage& msg);
 // Encodes `msg` at the start of `out`; returns the bytes written.
 // Errors (nothing useful is left in `out`):
 //   kInvalidArgument                IRD/ORD block on Reject/Terminate; IRD or
-//                                   ORD above 0x3FFF
+//                                   ORD above 0x3FFF; send_imm without the
+//                                   IRD/ORD block
 //   kSctpSessionPrivateDataTooLong  PD Length would exceed 512
 //   kNoSpace                        `out` is smaller than the message
 Result<size_t, WireError> EncodeSctpSessionMessage(const SctpSessionMessage& msg,

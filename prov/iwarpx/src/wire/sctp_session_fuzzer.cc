@@ -8,7 +8,9 @@
 // * an accepted message has exactly the size the header announces;
 // * every accepted message re-encodes to exactly the input bytes;
 // * the input cut short by one byte is never accepted (kTruncated when the
-//   full message was accepted).
+//   full message was accepted);
+// * the Send with Immediate Data bit is decoded only inside an IRD/ORD
+//   block, and IRD/ORD stay 14-bit values.
 // Any violation traps. Seeds: corpus/sctp_session/ (messages as sent).
 #include <array>
 #include <cstddef>
@@ -29,7 +31,8 @@ void FuzzOne(ByteSpan in) {
   auto small = DecodeSctpSessionMessage(in, {.max_private_data = 256});
   if (small.ok()) {
     Check(rfc.ok());
-    Check(small->function == rfc->function && small->ird_ord == rfc->ird_ord);
+    Check(small->function == rfc->function && small->ird_ord == rfc->ird_ord &&
+          small->send_imm == rfc->send_imm);
   }
   if (!rfc.ok()) return;
 
@@ -40,6 +43,11 @@ void FuzzOne(ByteSpan in) {
          m.private_data.data() + m.private_data.size() == in.data() + in.size()));
   Check(!m.ird_ord || (m.function == SctpSessionFunction::kInitiate ||
                        m.function == SctpSessionFunction::kAccept));
+  // The Send with Immediate Data bit only inside an IRD/ORD block, whose
+  // values stay 14-bit.
+  Check(!m.send_imm || m.ird_ord);
+  Check(!m.ird_ord ||
+        (m.ird_ord->ird <= kSctpSessionIrdOrdMask && m.ird_ord->ord <= kSctpSessionIrdOrdMask));
 
   std::array<uint8_t, kSctpSessionMaxMessageSize> out{};
   auto written = EncodeSctpSessionMessage(m, out);

@@ -13,6 +13,7 @@ MpaFrame ToMpaFrame(const SctpSessionMessage& m, MpaFrameKind kind) {
   f.revision = m.ird_ord ? kMpaRevision2 : kMpaRevision1;
   if (m.ird_ord) {
     f.ird_ord = MpaIrdOrd{.p2p = false, .ird = m.ird_ord->ird, .ord = m.ird_ord->ord, .rtr = 0};
+    f.send_imm = m.send_imm;  // the bit exists only in the block (rev 2)
   }
   f.private_data = m.private_data;
   return f;
@@ -26,7 +27,10 @@ SctpSessionMessage FromMpaFrame(const MpaFrame& f) {
     m.function = f.reject ? SctpSessionFunction::kReject : SctpSessionFunction::kAccept;
   }
   // A Reject carries no IRD/ORD block on SCTP.
-  if (f.ird_ord && !f.reject) m.ird_ord = SctpIrdOrd{.ird = f.ird_ord->ird, .ord = f.ird_ord->ord};
+  if (f.ird_ord && !f.reject) {
+    m.ird_ord = SctpIrdOrd{.ird = f.ird_ord->ird, .ord = f.ird_ord->ord};
+    m.send_imm = f.send_imm;
+  }
   m.private_data = f.private_data;
   return m;
 }
@@ -65,7 +69,7 @@ MpaPolicy ToMpaPolicy(const SctpSessionPolicy& policy) {
   p.p2p = false;
   p.rtr_types = 0;
   p.max_private_data = policy.max_private_data;
-  p.offer_send_imm = false;
+  p.offer_send_imm = policy.offer_send_imm;
   return p;
 }
 
@@ -77,6 +81,7 @@ SctpSessionPolicy FromMpaPolicy(const MpaPolicy& policy) {
   p.ord = policy.ord;
   p.min_ord = policy.min_ord;
   p.max_private_data = std::min<uint16_t>(policy.max_private_data, kSctpSessionMaxPrivateData);
+  p.offer_send_imm = policy.offer_send_imm;
   return p;
 }
 

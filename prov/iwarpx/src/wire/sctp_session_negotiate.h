@@ -16,6 +16,12 @@
 // * An enhanced policy sends Enhanced Initiate/Accept (IRD/ORD block); a peer
 //   that answers a plain Accept is accepted with the policy's own IRD/ORD (the
 //   RFC 6581 fallback, as a rev-1 MPA Reply).
+// * Send with Immediate Data (iwarpx extension): exactly MPA's rule on the
+//   session messages' kSctpSessionFlagSendImm bit. An enhanced Initiate
+//   carries it iff policy.offer_send_imm; an accepting Enhanced Accept
+//   carries it iff the Initiate did and the responder's policy offers it
+//   (never a Reject, never a plain message); MpaOutcome::send_imm iff both
+//   did. A peer that does not ask sends and gets the unchanged messages.
 // * The outcome has crc, markers_tx/rx, p2p, send_rtr,
 //   initiator_ulp_sends_first and hold_tx_until_first_fpdu all false: SCTP
 //   checksums every packet and frames every message, so MPA's CRC, markers and
@@ -46,6 +52,9 @@ struct SctpSessionPolicy {
   uint16_t ord = 16;
   uint16_t min_ord = 0;
   uint16_t max_private_data = kSctpSessionMaxPrivateData;
+  // Offer iwarpx Send with Immediate Data (kSctpSessionFlagSendImm; enhanced
+  // only, as MPA's offer is rev 2 only).
+  bool offer_send_imm = false;
 };
 
 struct SctpSessionResponse {
@@ -59,8 +68,9 @@ struct SctpSessionResponse {
 MpaPolicy ToMpaPolicy(const SctpSessionPolicy& policy);
 // The session policy an endpoint configured with an MPA policy uses over
 // SCTP: its IRD/ORD limits, enhanced (IRD/ORD block) iff it allows MPA
-// revision 2, its private-data limit capped at the session's; CRC, markers,
-// RTR and Send with Immediate Data have no SCTP counterpart and are dropped.
+// revision 2, its private-data limit capped at the session's, its Send with
+// Immediate Data offer; CRC, markers and RTR have no SCTP counterpart and are
+// dropped.
 SctpSessionPolicy FromMpaPolicy(const MpaPolicy& policy);
 
 Result<SctpSessionMessage, WireError> MakeSctpInitiate(const SctpSessionPolicy& policy,

@@ -171,6 +171,86 @@ TEST(SctpNegotiateTest, PrivateDataLimits) {
   EXPECT_EQ(SctpSessionMessageSize(*fits), kSctpSessionMaxMessageSize);
 }
 
+// Send with Immediate Data: MPA's rule on the session messages' flag, over
+// the wire both ways, for every combination of offers and message kinds.
+struct SendImmCase {
+  bool initiator_offers;
+  bool responder_offers;
+  bool initiator_enhanced;
+  bool responder_enhanced;
+};
+
+TEST(SctpNegotiateTest, SendImmOnlyWhenBothOfferInEnhancedMessages) {
+  for (const bool io : {false, true}) {
+    for (const bool ro : {false, true}) {
+      for (const bool ie : {false, true}) {
+        for (const bool re : {false, true}) {
+          SCOPED_TRACE(::testing::Message() << "initiator offers " << io << " enhanced " << ie
+                                            << ", responder offers " << ro << " enhanced " << re);
+          SctpSessionPolicy ip = Policy(4, 4);
+          ip.offer_send_imm = io;
+          ip.enhanced = ie;
+          SctpSessionPolicy rp = Policy(4, 4);
+          rp.offer_send_imm = ro;
+          rp.enhanced = re;
+          auto initiate = MakeSctpInitiate(ip, {});
+          ASSERT_TRUE(initiate.ok());
+          const auto w1 = OnTheWire(*initiate);
+          // The flag is on the wire iff offered in an enhanced Initiate.
+          ASSERT_EQ(w1.size() >= 6 && (w1[4] & 0x80) != 0, io && ie);
+          auto got1 = DecodeSctpSessionMessage(w1);
+          ASSERT_TRUE(got1.ok());
+          EXPECT_EQ(got1->send_imm, io && ie);
+          auto response = RespondToSctpInitiate(rp, *got1, {});
+          ASSERT_TRUE(response.ok());
+          ASSERT_TRUE(response->accepted);
+          const bool both = io && ro && ie && re;
+          EXPECT_EQ(response->outcome.send_imm, both);
+          const auto w2 = OnTheWire(response->answer);
+          auto got2 = DecodeSctpSessionMessage(w2);
+          ASSERT_TRUE(got2.ok());
+          EXPECT_EQ(got2->send_imm, both);
+          auto outcome = ProcessSctpAnswer(ip, *got2);
+          ASSERT_TRUE(outcome.ok());
+          EXPECT_EQ(outcome->send_imm, both);
+          if (!io) {
+            // A peer that does not ask sends what it sent before the extension.
+            SctpSessionPolicy old = ip;
+            old.offer_send_imm = false;
+            EXPECT_EQ(ToHex(OnTheWire(*MakeSctpInitiate(old, {}))), ToHex(w1));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(SctpNegotiateTest, SendImmOfferIsNotAnsweredByAReject) {
+  SctpSessionPolicy ip = Policy(/*ird=*/1, /*ord=*/4);
+  ip.offer_send_imm = true;
+  SctpSessionPolicy rp = Policy(4, 4, /*min_ord=*/2);  // refuses: the initiator's IRD is 1
+  rp.offer_send_imm = true;
+  auto initiate = MakeSctpInitiate(ip, {});
+  ASSERT_TRUE(initiate.ok());
+  auto response = RespondToSctpInitiate(rp, *initiate, {});
+  ASSERT_TRUE(response.ok());
+  ASSERT_FALSE(response->accepted);
+  EXPECT_EQ(response->answer.function, SctpSessionFunction::kReject);
+  EXPECT_FALSE(response->answer.send_imm);
+  EXPECT_FALSE(response->answer.ird_ord.has_value());
+  EXPECT_TRUE(DecodeSctpSessionMessage(OnTheWire(response->answer)).ok());
+}
+
+TEST(SctpNegotiateTest, PolicyCarriesTheSendImmOffer) {
+  MpaPolicy m;
+  m.max_revision = kMpaRevision2;
+  m.offer_send_imm = true;
+  EXPECT_TRUE(FromMpaPolicy(m).offer_send_imm);
+  EXPECT_TRUE(ToMpaPolicy(FromMpaPolicy(m)).offer_send_imm);
+  m.offer_send_imm = false;
+  EXPECT_FALSE(FromMpaPolicy(m).offer_send_imm);
+}
+
 TEST(SctpNegotiateTest, PolicyFromMpaPolicy) {
   MpaPolicy m;
   m.max_revision = kMpaRevision2;

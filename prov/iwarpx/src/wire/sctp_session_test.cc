@@ -158,8 +158,10 @@ TEST(SctpSessionMalformedTest, EnhancedWithoutIrdOrdBlock) {
 }
 
 TEST(SctpSessionMalformedTest, ReservedIrdOrdBits) {
-  for (const char* hex : {"0005 0004 8000 0000", "0005 0004 4000 0000", "0006 0004 0000 8000",
-                          "0006 0004 0001 4001"}) {
+  // Word0 bit 15 is the Send with Immediate Data flag (below); bit 14 and
+  // both top bits of word1 stay reserved.
+  for (const char* hex : {"0005 0004 c000 0000", "0005 0004 4000 0000", "0006 0004 0000 8000",
+                          "0006 0004 0001 4001", "0006 0004 8001 8001"}) {
     EXPECT_EQ(DecodeError(hex), WireError::kSctpSessionReservedBits) << hex;
   }
 }
@@ -169,6 +171,66 @@ TEST(SctpSessionMalformedTest, ErrorsMapToInvalidRequestReply) {
                       WireError::kSctpSessionPrivateDataTooLong, WireError::kSctpSessionBadIrdOrd,
                       WireError::kSctpSessionReservedBits}) {
     EXPECT_EQ(TerminateCauseFor(e), term::kLlpInvalidReqRep) << ToString(e);
+  }
+}
+
+// ---- Send with Immediate Data (iwarpx extension) ---------------------------
+
+TEST(SctpSessionSendImmTest, FlagInTheIrdWordDecodesAndReencodes) {
+  for (const char* hex : {"0005 0006 8010 0008 6869", "0006 0004 bfff 3fff"}) {
+    const auto bytes = FromHex(hex);
+    auto d = DecodeSctpSessionMessage(bytes);
+    ASSERT_TRUE(d.ok()) << hex << ": " << ToString(d.error());
+    EXPECT_TRUE(d->send_imm) << hex;
+    ASSERT_TRUE(d->ird_ord.has_value());
+    EXPECT_LE(d->ird_ord->ird, kSctpSessionIrdOrdMask) << "the flag is not part of the IRD";
+    EXPECT_EQ(ToHex(Encode(*d)), ToHex(bytes)) << hex;
+  }
+  const auto initiate = FromHex("0005 0006 8010 0008 6869");  // the decoded message views it
+  auto d = DecodeSctpSessionMessage(initiate);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->function, SctpSessionFunction::kInitiate);
+  EXPECT_EQ(d->ird_ord->ird, 16);
+  EXPECT_EQ(d->ird_ord->ord, 8);
+  EXPECT_EQ(ToHex(d->private_data), ToHex(FromHex("6869")));
+}
+
+TEST(SctpSessionSendImmTest, WithoutTheFlagTheBytesAreUnchanged) {
+  const SctpSessionMessage m{.function = SctpSessionFunction::kInitiate,
+                             .ird_ord = SctpIrdOrd{.ird = 16, .ord = 8},
+                             .send_imm = false,
+                             .private_data = {}};
+  EXPECT_EQ(ToHex(Encode(m)), ToHex(FromHex("0005 0004 0010 0008")));
+  const auto unflagged = FromHex("0005 0004 0010 0008");
+  auto d = DecodeSctpSessionMessage(unflagged);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->send_imm);
+  // A plain message has no block, hence no place for the flag.
+  const auto plain_bytes = FromHex("0001 0004 8010 0008");
+  auto plain = DecodeSctpSessionMessage(plain_bytes);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->send_imm);
+  EXPECT_FALSE(plain->ird_ord.has_value());
+}
+
+TEST(SctpSessionSendImmTest, EncoderRefusesTheFlagWithoutTheBlock) {
+  std::vector<uint8_t> out(kSctpSessionMaxMessageSize);
+  for (SctpSessionFunction f : {SctpSessionFunction::kInitiate, SctpSessionFunction::kAccept,
+                                SctpSessionFunction::kReject, SctpSessionFunction::kTerminate}) {
+    const SctpSessionMessage m{
+        .function = f, .ird_ord = std::nullopt, .send_imm = true, .private_data = {}};
+    auto n = EncodeSctpSessionMessage(m, out);
+    ASSERT_FALSE(n.ok()) << ToString(f);
+    EXPECT_EQ(n.error(), WireError::kInvalidArgument) << ToString(f);
+  }
+}
+
+TEST(SctpSessionSendImmTest, EveryTruncationOfAFlaggedMessageIsRefused) {
+  const auto bytes = FromHex("0006 0007 8004 0004 616263");
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    auto d = DecodeSctpSessionMessage(ByteSpan(bytes.data(), n));
+    ASSERT_FALSE(d.ok()) << n;
+    EXPECT_EQ(d.error(), WireError::kTruncated) << n;
   }
 }
 
