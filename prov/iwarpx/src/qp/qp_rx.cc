@@ -397,13 +397,14 @@ QueuePair::Dispatch QueuePair::DispatchSendSctp() {
   return Dispatch::kProceed;
 }
 
-// SCTP: Immediate Data (stream 0 only, one segment) claims a receive too; no
-// Send with Immediate Data here (never negotiated on SCTP).
+// SCTP: Immediate Data (stream 0 only, one segment) claims a receive too,
+// unless it completes a Send with Immediate Data (that Send claimed one).
 QueuePair::Dispatch QueuePair::DispatchImmediateSctp() {
   if (FindRxMsg(rx_seg_.ddp.msn) != nullptr) {
     RxFail(wire::term::kDdpUntaggedMsnRange);
     return Dispatch::kFailed;
   }
+  if (rx_imm_due_) return Dispatch::kProceed;
   if (rq_next_ == rq_tail_) {
     rx_wait_recv_ = true;
     return Dispatch::kBlock;
@@ -525,6 +526,19 @@ void QueuePair::RxFpduComplete() {
           return;
         }
         m.active = false;
+        if (rx_seg_.send_imm_follows()) {
+          // Send with Immediate Data: its receive completes with the Immediate
+          // Data that follows on stream 0 (the sender keeps both there).
+          if (rx_imm_due_) {
+            RxFail(wire::term::kDdpUntaggedMsnRange);
+            return;
+          }
+          rx_imm_due_ = true;
+          rx_imm_rq_seq_ = m.rq_seq;
+          rx_imm_bytes_ = m.mo;
+          rx_imm_solicited_ = rx_seg_.info().solicited_event;
+          break;
+        }
         RecvInfo info;
         info.solicited = rx_seg_.info().solicited_event;
         info.invalidated = rx_seg_.info().carries_invalidate;
@@ -566,6 +580,16 @@ void QueuePair::RxFpduComplete() {
         info.has_imm = true;
         info.imm = std::get<wire::ImmediateDataBody>(rx_seg_.body).data;
         info.solicited = rx_seg_.info().solicited_event;
+        if (rx_imm_due_) {  // the Send before it claimed the receive
+          info.send_imm = true;
+          info.solicited = info.solicited || rx_imm_solicited_;
+          const size_t bytes = rx_imm_bytes_;
+          rx_imm_due_ = false;
+          rx_imm_bytes_ = 0;
+          rx_imm_solicited_ = false;
+          CompleteRecvSctp(rx_imm_rq_seq_, bytes, info);
+          break;
+        }
         CompleteRecvSctp(rq_next_++, 0, info);
         break;
       }

@@ -517,6 +517,9 @@ class QueuePair {
   bool rx_imm_due_ = false;
   size_t rx_imm_bytes_ = 0;
   bool rx_imm_solicited_ = false;
+  // SCTP: the receive the Send claimed (its rq_ sequence), completed by the
+  // Immediate Data that follows it on stream 0.
+  uint64_t rx_imm_rq_seq_ = 0;
   // Staging: bytes [rx_stage_head_, rx_stage_tail_) were received and not
   // yet consumed. RecvV only happens with staging empty, so no compaction.
   std::unique_ptr<uint8_t[]> rx_stage_;
