@@ -618,31 +618,34 @@ void RdmCore::StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src
   fin.msg_id = h.msg_id;
   fin.size = want;
   (void)wire::EncodeRdmHeader(fin, op.fin);
-  // The sink pieces, registered for local write for the reads.
-  uint64_t left = want;
-  for (size_t i = 0; i < r.count && left > 0; ++i) {
+  RegisterSinks(op, iov, r.count, mem::kLocalWrite);  // for the Reads
+  op.src = h.segments;
+  op.src_count = h.segment_count;
+  op.todo = op.failed ? 0 : want;
+  if (!ContinueReads(*p, *index)) p->read_wait[static_cast<size_t>(via)].push_back(*index);
+}
+
+void RdmCore::RegisterSinks(RndvOp& op, const iovec* iov, size_t count, uint32_t access) {
+  uint64_t left = op.result.len;
+  for (size_t i = 0; i < count && left > 0; ++i) {
     const uint64_t n = std::min<uint64_t>(iov[i].iov_len, left);
     if (n == 0) continue;
     mem::RegionSpec spec;
     spec.host = static_cast<uint8_t*>(iov[i].iov_base);
     spec.length = n;
     spec.base_to = reinterpret_cast<uintptr_t>(iov[i].iov_base);
-    spec.access = mem::kLocalWrite;
+    spec.access = access;
     spec.pd = config_.channel.pd;
     auto stag = stags_.Register(spec);
     if (!stag.ok()) {
       op.failed = true;
       op.err = ENOMEM;
-      break;
+      return;
     }
     op.stags[op.stag_count++] = *stag;
     op.sinks[op.sink_count++] = {*stag, spec.base_to, n};
     left -= n;
   }
-  op.src = h.segments;
-  op.src_count = h.segment_count;
-  op.todo = op.failed ? 0 : want;
-  if (!ContinueReads(*p, *index)) p->read_wait[static_cast<size_t>(via)].push_back(*index);
 }
 
 void RdmCore::FinishRendezvous(uint32_t index) {

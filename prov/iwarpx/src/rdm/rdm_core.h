@@ -677,6 +677,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // Fills a freshly posted multi-receive buffer from unexpected messages.
   void DrainIntoMulti();
   void FinishRendezvous(uint32_t index);
+  // Registers the first op.result.len bytes of `iov` with `access` into
+  // op.stags/op.sinks (one region per piece); op.failed/err on a refusal.
+  void RegisterSinks(RndvOp& op, const iovec* iov, size_t count, uint32_t access);
   // Posts the Reads of rendezvous `index` that fit the send queue; false when
   // it filled up first (the caller queues the index in read_wait). Finishes
   // the rendezvous when nothing is left to read.

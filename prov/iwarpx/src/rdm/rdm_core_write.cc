@@ -32,25 +32,9 @@ void RdmCore::StartWriteRendezvous(Peer& p, uint32_t index, const iovec* iov, si
   cts.op = wire::RdmOp::kCts;
   cts.msg_id = op.msg_id;
   // The sink pieces, registered for the sender's Writes (and local access).
-  uint64_t left = op.result.len;
-  for (size_t i = 0; i < count && left > 0; ++i) {
-    const uint64_t n = std::min<uint64_t>(iov[i].iov_len, left);
-    if (n == 0) continue;
-    mem::RegionSpec spec;
-    spec.host = static_cast<uint8_t*>(iov[i].iov_base);
-    spec.length = n;
-    spec.base_to = reinterpret_cast<uintptr_t>(iov[i].iov_base);
-    spec.access = mem::kLocalWrite | mem::kRemoteWrite;
-    spec.pd = config_.channel.pd;
-    auto stag = stags_.Register(spec);
-    if (!stag.ok()) {
-      op.failed = true;
-      op.err = ENOMEM;
-      break;
-    }
-    op.stags[op.stag_count++] = *stag;
-    cts.segments[cts.segment_count++] = {*stag, spec.base_to, n};
-    left -= n;
+  RegisterSinks(op, iov, count, mem::kLocalWrite | mem::kRemoteWrite);
+  for (uint8_t k = 0; k < op.sink_count && !op.failed; ++k) {
+    cts.segments[cts.segment_count++] = {op.sinks[k].stag, op.sinks[k].to, op.sinks[k].len};
   }
   if (op.failed) {
     // Nothing to write into: a CTS for 0 bytes still ends the sender's wait.
