@@ -4,8 +4,8 @@
 // Contract (beyond sctp.h)
 // - Each object holds a UsrsctpStack reference (usrsctp_stack.h) and one
 //   usrsctp one-to-one socket (SOCK_STREAM, IPPROTO_SCTP), non-blocking, with
-//   SCTP_NODELAY, SCTP_RECVRCVINFO, SCTP_INITMSG from SctpOptions, the DDP
-//   adaptation indication and the remote UDP encapsulation port.
+//   SCTP_NODELAY, SCTP_RECVRCVINFO, max burst 0 (no burst limit), SCTP_INITMSG from SctpOptions,
+//   the DDP adaptation indication and the remote UDP encapsulation port.
 // - fd() is the eventfd doorbell (sctp.h "Readiness"); doorbell() is true.
 // - usrsctp has no gather/scatter: SendMsg with more than one iovec copies
 //   into a per-connection staging buffer (grown to the largest message sent,
@@ -47,6 +47,10 @@ class UsrsctpConnection final : public SctpConnection {
   [[nodiscard]] uint16_t outbound_streams() const override { return outbound_streams_; }
   [[nodiscard]] bool doorbell() const override { return true; }
   [[nodiscard]] SctpBackend backend() const override { return SctpBackend::kUsrsctp; }
+  // Diagnostics: the association's max burst (SCTP_MAX_BURST; 0 = no
+  // limit, what every socket here asks for, see ConfigureThroughput in the
+  // .cc), or errno.
+  [[nodiscard]] Result<uint32_t, int> max_burst() const;
 
  private:
   friend class UsrsctpListener;
