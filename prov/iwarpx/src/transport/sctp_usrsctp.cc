@@ -186,6 +186,8 @@ int PendingError(struct socket* so) {
 UsrsctpConnection::UsrsctpConnection(struct socket* so, UniqueFd doorbell, bool connected)
     : so_(so), doorbell_(std::move(doorbell)), connected_(connected) {
   if (connected_) LearnAssociation();
+  // Send space matters while connecting; once connected only after EAGAIN.
+  WantWrite(!connected_);
   // Anything that happened before the doorbell was registered is reported.
   UsrsctpStack::Ring(doorbell_.get());
 }
@@ -204,9 +206,17 @@ void UsrsctpConnection::LearnAssociation() {
 
 void UsrsctpConnection::Rearm() {
   UsrsctpStack::Drain(doorbell_.get());
-  if ((usrsctp_get_events(so_) & (SCTP_EVENT_READ | SCTP_EVENT_ERROR)) != 0) {
+  const int events = usrsctp_get_events(so_);
+  if ((events & (SCTP_EVENT_READ | SCTP_EVENT_ERROR)) != 0 ||
+      (want_write_ && (events & SCTP_EVENT_WRITE) != 0)) {
     UsrsctpStack::Ring(doorbell_.get());
   }
+}
+
+void UsrsctpConnection::WantWrite(bool want) {
+  if (want_write_ == want) return;
+  want_write_ = want;
+  UsrsctpStack::SetWantWrite(so_, want);
 }
 
 Result<std::unique_ptr<UsrsctpConnection>, IoError> UsrsctpConnection::Connect(
@@ -254,6 +264,7 @@ IoResult UsrsctpConnection::FinishConnect() {
   }
   if (st->sstat_state == SCTP_ESTABLISHED) {
     connected_ = true;
+    WantWrite(false);
     LearnAssociation();
     return IoResult::Ok(0);
   }
@@ -288,9 +299,13 @@ IoResult UsrsctpConnection::SendMsg(std::span<const iovec> iov, const MessageInf
   snd.snd_ppid = htonl(info.ppid);
   const ssize_t n =
       usrsctp_sendv(so_, data, total, nullptr, 0, &snd, sizeof(snd), SCTP_SENDV_SNDINFO, 0);
-  if (n >= 0) return IoResult::Ok(static_cast<size_t>(n));
+  if (n >= 0) {
+    WantWrite(false);
+    return IoResult::Ok(static_cast<size_t>(n));
+  }
   const int e = errno;
   if (e == EAGAIN || e == EWOULDBLOCK) {
+    WantWrite(true);  // before Rearm's check, so no wake-up is lost
     Rearm();
     return IoResult::WouldBlock();
   }

@@ -58,12 +58,15 @@ class UsrsctpConnection final : public SctpConnection {
   // Called when a call finds nothing to do: empties the doorbell, then rings
   // it again if usrsctp still has something to report.
   void Rearm();
+  // Send space rings the doorbell only while `want` (usrsctp_stack.h).
+  void WantWrite(bool want);
   void LearnAssociation();
 
   struct socket* so_ = nullptr;
   UniqueFd doorbell_;
   bool connected_ = false;
   bool peer_closed_ = false;  // RecvMsg returned kClosed
+  bool want_write_ = true;    // mirrors UsrsctpStack::SetWantWrite for so_ (true at Register)
   uint16_t outbound_streams_ = 0;
   SockAddr local_;
   SockAddr peer_;
