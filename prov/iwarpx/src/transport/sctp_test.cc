@@ -428,6 +428,35 @@ TEST(UsrsctpThroughputTest, BackToBackLargeMessagesArriveIntact) {
   }
 }
 
+// The doorbell rings for what the owner can act on. usrsctp calls the upcall
+// after every inbound packet (the SACKs for a sent message too) whenever the
+// socket is writeable; a sender whose send succeeded and that has nothing to
+// receive must not be woken by the SACKs that follow.
+TEST(UsrsctpThroughputTest, SacksDoNotRingAnIdleSender) {
+  Pair p = Connect(SctpBackend::kUsrsctp);
+  ASSERT_TRUE(p.client && p.server);
+  const std::vector<uint8_t> msg = Pattern(size_t{64} * 1024, 7);
+  const iovec v = Iov(msg.data(), msg.size());
+  ASSERT_TRUE(SendOne(*p.client, {&v, 1}, MessageInfo{}).ok());
+  std::vector<uint8_t> got(msg.size());
+  size_t have = 0;
+  while (have < got.size()) {
+    MessageInfo info;
+    const iovec in = Iov(got.data() + have, got.size() - have);
+    const IoResult r = RecvOne(*p.server, {&in, 1}, info);
+    ASSERT_TRUE(r.ok()) << r.err;
+    have += r.bytes;
+  }
+  // Nothing to receive: this drains the client's doorbell.
+  char buf[16];
+  const iovec b = Iov(buf, sizeof(buf));
+  MessageInfo info;
+  ASSERT_EQ(p.client->RecvMsg({&b, 1}, info).status, IoStatus::kWouldBlock);
+  // The last SACK may be delayed by up to 200 ms (usrsctp's default).
+  pollfd pfd{p.client->fd(), POLLIN, 0};
+  EXPECT_EQ(::poll(&pfd, 1, 500), 0) << "the doorbell rang with nothing to do";
+}
+
 TEST(UsrsctpAddressTest, FirstListenerTakesTheEncapsulationPort) {
   auto l = SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4());
   ASSERT_TRUE(l.ok());
