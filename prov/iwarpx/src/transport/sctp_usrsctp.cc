@@ -87,11 +87,27 @@ int GetOpt(struct socket* so, int name, T& value) {
   return usrsctp_getsockopt(so, IPPROTO_SCTP, name, &value, &len) == 0 ? 0 : errno;
 }
 
+// Throughput options (kept apart from the association limits in Configure).
+// usrsctp's default max burst of 4 packets also clamps the congestion window
+// to flight size + 4 MTUs each time it sends (sysctl
+// use_cwnd_based_maxburst), so every message that starts with nothing in
+// flight leaves in bursts of 4 packets, one SACK round trip apart: a 64 KiB
+// DDP segment is ~45 packets at usrsctp's fixed 1500-byte route MTU, about
+// 11 round trips through both stacks' threads. Max burst 0 switches that
+// limit off; the window then grows and a message goes out in one pass.
+int ConfigureThroughput(struct socket* so) {
+  sctp_assoc_value burst{};
+  burst.assoc_id = SCTP_FUTURE_ASSOC;
+  burst.assoc_value = 0;
+  return SetOpt(so, IPPROTO_SCTP, SCTP_MAX_BURST, burst);
+}
+
 // The options every socket gets (listeners pass them on to accepted ones).
 int Configure(struct socket* so, const SctpOptions& options) {
   if (usrsctp_set_non_blocking(so, 1) != 0) return errno;
   if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_NODELAY, 1); e != 0) return e;
   if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_RECVRCVINFO, 1); e != 0) return e;
+  if (const int e = ConfigureThroughput(so); e != 0) return e;
   sctp_initmsg init{};
   init.sinit_num_ostreams = options.streams;
   init.sinit_max_instreams = options.streams;
@@ -198,6 +214,8 @@ int PendingError(struct socket* so) {
 UsrsctpConnection::UsrsctpConnection(struct socket* so, UniqueFd doorbell, bool connected)
     : so_(so), doorbell_(std::move(doorbell)), connected_(connected) {
   if (connected_) LearnAssociation();
+  // Send space matters while connecting; once connected only after EAGAIN.
+  WantWrite(!connected_);
   // Anything that happened before the doorbell was registered is reported.
   UsrsctpStack::Ring(doorbell_.get());
 }
@@ -216,9 +234,17 @@ void UsrsctpConnection::LearnAssociation() {
 
 void UsrsctpConnection::Rearm() {
   UsrsctpStack::Drain(doorbell_.get());
-  if ((usrsctp_get_events(so_) & (SCTP_EVENT_READ | SCTP_EVENT_ERROR)) != 0) {
+  const int events = usrsctp_get_events(so_);
+  if ((events & (SCTP_EVENT_READ | SCTP_EVENT_ERROR)) != 0 ||
+      (want_write_ && (events & SCTP_EVENT_WRITE) != 0)) {
     UsrsctpStack::Ring(doorbell_.get());
   }
+}
+
+void UsrsctpConnection::WantWrite(bool want) {
+  if (want_write_ == want) return;
+  want_write_ = want;
+  UsrsctpStack::SetWantWrite(so_, want);
 }
 
 Result<std::unique_ptr<UsrsctpConnection>, IoError> UsrsctpConnection::Connect(
@@ -266,6 +292,7 @@ IoResult UsrsctpConnection::FinishConnect() {
   }
   if (st->sstat_state == SCTP_ESTABLISHED) {
     connected_ = true;
+    WantWrite(false);
     LearnAssociation();
     return IoResult::Ok(0);
   }
@@ -300,9 +327,13 @@ IoResult UsrsctpConnection::SendMsg(std::span<const iovec> iov, const MessageInf
   snd.snd_ppid = htonl(info.ppid);
   const ssize_t n =
       usrsctp_sendv(so_, data, total, nullptr, 0, &snd, sizeof(snd), SCTP_SENDV_SNDINFO, 0);
-  if (n >= 0) return IoResult::Ok(static_cast<size_t>(n));
+  if (n >= 0) {
+    WantWrite(false);
+    return IoResult::Ok(static_cast<size_t>(n));
+  }
   const int e = errno;
   if (e == EAGAIN || e == EWOULDBLOCK) {
+    WantWrite(true);  // before Rearm's check, so no wake-up is lost
     Rearm();
     return IoResult::WouldBlock();
   }
@@ -384,6 +415,14 @@ Result<SctpLimits, int> UsrsctpConnection::limits() const {
   out.path_max_retrans = paddr.spp_pathmaxrxt;
   out.heartbeat_interval_ms = (paddr.spp_flags & SPP_HB_ENABLE) != 0 ? paddr.spp_hbinterval : 0;
   return out;
+}
+
+Result<uint32_t, int> UsrsctpConnection::max_burst() const {
+  sctp_assoc_value burst{};
+  burst.assoc_id = SCTP_FUTURE_ASSOC;  // one-to-one: the socket's association
+  socklen_t len = sizeof(burst);
+  if (usrsctp_getsockopt(so_, IPPROTO_SCTP, SCTP_MAX_BURST, &burst, &len) != 0) return Err{errno};
+  return burst.assoc_value;
 }
 
 Status UsrsctpConnection::ShutdownWrite() {

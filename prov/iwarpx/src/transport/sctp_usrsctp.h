@@ -4,8 +4,8 @@
 // Contract (beyond sctp.h)
 // - Each object holds a UsrsctpStack reference (usrsctp_stack.h) and one
 //   usrsctp one-to-one socket (SOCK_STREAM, IPPROTO_SCTP), non-blocking, with
-//   SCTP_NODELAY, SCTP_RECVRCVINFO, SCTP_INITMSG and the liveness limits
-//   (SCTP_RTOINFO, SCTP_ASSOCINFO, SCTP_PEER_ADDR_PARAMS) from SctpOptions,
+//   SCTP_NODELAY, SCTP_RECVRCVINFO, max burst 0 (no burst limit), SCTP_INITMSG and the
+//   liveness limits (SCTP_RTOINFO, SCTP_ASSOCINFO, SCTP_PEER_ADDR_PARAMS) from SctpOptions,
 //   the DDP adaptation indication and the remote UDP encapsulation port.
 // - The end of an association by the limits (a dead peer) shows as kError
 //   from the next call: RecvMsg returns usrsctp's SO_ERROR of a one-to-one
@@ -55,6 +55,10 @@ class UsrsctpConnection final : public SctpConnection {
   [[nodiscard]] bool doorbell() const override { return true; }
   [[nodiscard]] SctpBackend backend() const override { return SctpBackend::kUsrsctp; }
   [[nodiscard]] Result<SctpLimits, int> limits() const override;
+  // Diagnostics: the association's max burst (SCTP_MAX_BURST; 0 = no
+  // limit, what every socket here asks for, see ConfigureThroughput in the
+  // .cc), or errno.
+  [[nodiscard]] Result<uint32_t, int> max_burst() const;
 
  private:
   friend class UsrsctpListener;
@@ -62,12 +66,15 @@ class UsrsctpConnection final : public SctpConnection {
   // Called when a call finds nothing to do: empties the doorbell, then rings
   // it again if usrsctp still has something to report.
   void Rearm();
+  // Send space rings the doorbell only while `want` (usrsctp_stack.h).
+  void WantWrite(bool want);
   void LearnAssociation();
 
   struct socket* so_ = nullptr;
   UniqueFd doorbell_;
   bool connected_ = false;
   bool peer_closed_ = false;  // RecvMsg returned kClosed
+  bool want_write_ = true;    // mirrors UsrsctpStack::SetWantWrite for so_ (true at Register)
   uint16_t outbound_streams_ = 0;
   SockAddr local_;
   SockAddr peer_;

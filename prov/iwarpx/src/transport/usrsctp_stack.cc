@@ -32,9 +32,14 @@ StackState& State() {
   return *s;
 }
 
+struct Doorbell {
+  int fd = -1;
+  bool want_write = true;
+};
+
 struct Registry {
   std::mutex mu;
-  std::unordered_map<struct socket*, int> doorbells;
+  std::unordered_map<struct socket*, Doorbell> doorbells;
 };
 
 Registry& Doorbells() {
@@ -63,10 +68,16 @@ Result<uint16_t, IoError> ProbeUdpPort(uint16_t wanted) {
 }
 
 void Upcall(struct socket* so, void* /*arg*/, int /*flags*/) {
+  // Read before taking the registry lock: no lock order between the
+  // registry and usrsctp's socket lock.
+  const int events = usrsctp_get_events(so);
   Registry& r = Doorbells();
   std::lock_guard lock(r.mu);
   auto it = r.doorbells.find(so);
-  if (it != r.doorbells.end()) UsrsctpStack::Ring(it->second);
+  if (it == r.doorbells.end()) return;
+  const bool ring = events < 0 || (events & (SCTP_EVENT_READ | SCTP_EVENT_ERROR)) != 0 ||
+                    (it->second.want_write && (events & SCTP_EVENT_WRITE) != 0);
+  if (ring) UsrsctpStack::Ring(it->second.fd);
 }
 
 }  // namespace
@@ -117,7 +128,7 @@ int UsrsctpStack::Register(struct socket* so, int doorbell_fd) {
   {
     Registry& r = Doorbells();
     std::lock_guard lock(r.mu);
-    r.doorbells[so] = doorbell_fd;
+    r.doorbells[so] = Doorbell{doorbell_fd, true};
   }
   if (usrsctp_set_upcall(so, Upcall, nullptr) != 0) {
     const int e = errno != 0 ? errno : EINVAL;
@@ -131,6 +142,13 @@ void UsrsctpStack::Unregister(struct socket* so) {
   Registry& r = Doorbells();
   std::lock_guard lock(r.mu);
   r.doorbells.erase(so);
+}
+
+void UsrsctpStack::SetWantWrite(struct socket* so, bool want) {
+  Registry& r = Doorbells();
+  std::lock_guard lock(r.mu);
+  auto it = r.doorbells.find(so);
+  if (it != r.doorbells.end()) it->second.want_write = want;
 }
 
 void UsrsctpStack::Ring(int doorbell_fd) {

@@ -17,6 +17,13 @@
 //   socket it is called for, under the registry's mutex, so Unregister()
 //   followed by closing the eventfd can never race with a write. Upcalls for
 //   a socket no longer registered are ignored.
+// - Filtered rings: usrsctp calls the upcall after every inbound packet when
+//   the socket is readable or writeable, and a socket with send space is
+//   always writeable. The upcall rings only when usrsctp_get_events() shows
+//   a readable socket or an error, or send space while the socket's owner
+//   asked for it (SetWantWrite(so, true): a send returned EAGAIN, or a
+//   connect is pending; the initial state). Without that, a 64 KiB message
+//   rang ~75 times per round trip (docs/PERFORMANCE.md, SCTP section).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +53,8 @@ class UsrsctpStack {
   // Routes upcalls for `so` to `doorbell_fd` and installs the upcall.
   static int Register(struct socket* so, int doorbell_fd);
   static void Unregister(struct socket* so);
+  // Whether send space alone rings the doorbell (see "Filtered rings").
+  static void SetWantWrite(struct socket* so, bool want);
   // Makes `doorbell_fd` readable.
   static void Ring(int doorbell_fd);
   // Empties `doorbell_fd`.
