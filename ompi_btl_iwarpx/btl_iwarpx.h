@@ -364,6 +364,12 @@ uint32_t mca_btl_iwarpx_query_atomics(mca_btl_iwarpx_module_t* m);
  * OPAL_ERR_BAD_PARAM (logged) otherwise. And: is a published sockaddr the wildcard address? */
 struct sockaddr_in;
 int mca_btl_iwarpx_pick_source(const char* if_include, struct sockaddr_in* out);
+
+/* Walks the module's endpoint table: start with *node == NULL; each call sets *ep to the next
+ * endpoint and returns true, or returns false after the last. The current endpoint may be freed
+ * before the next call (the walk follows the table's node, not the value). Lock held. */
+bool mca_btl_iwarpx_endpoint_next(mca_btl_iwarpx_module_t* m, void** node,
+                                  mca_btl_iwarpx_endpoint_t** ep);
 bool mca_btl_iwarpx_addr_is_wildcard(const void* addr, size_t len);
 
 /* Report a peer lost (completion error) to the PML's error callback, if one is registered. */

@@ -26,6 +26,20 @@ static int iwarpx_add_procs(mca_btl_base_module_t* btl, size_t nprocs, opal_proc
 static int iwarpx_del_procs(mca_btl_base_module_t* btl, size_t nprocs, opal_proc_t** procs,
                             mca_btl_base_endpoint_t** peers);
 static int iwarpx_finalize(mca_btl_base_module_t* btl);
+bool mca_btl_iwarpx_endpoint_next(mca_btl_iwarpx_module_t* m, void** node,
+                                  mca_btl_iwarpx_endpoint_t** ep) {
+  void* key = NULL;
+  size_t key_size = 0;
+  void* value = NULL;
+  const int rc =
+      *node == NULL
+          ? opal_hash_table_get_first_key_ptr(&m->endpoints, &key, &key_size, &value, node)
+          : opal_hash_table_get_next_key_ptr(&m->endpoints, &key, &key_size, &value, *node, node);
+  if (rc != OPAL_SUCCESS) return false;
+  *ep = value;
+  return true;
+}
+
 static int iwarpx_register_error(mca_btl_base_module_t* btl,
                                  mca_btl_base_module_error_cb_fn_t cbfunc);
 static void iwarpx_dump(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep, int verbose);
@@ -249,15 +263,11 @@ static int iwarpx_finalize(mca_btl_base_module_t* btl) {
   OPAL_THREAD_LOCK(&c->progress_lock);
   c->module = NULL;
   OPAL_THREAD_UNLOCK(&c->progress_lock);
-  void* key = NULL;
-  size_t key_size = 0;
-  void* value = NULL;
   void* node = NULL;
-  int rc = opal_hash_table_get_first_key_ptr(&m->endpoints, &key, &key_size, &value, &node);
-  while (rc == OPAL_SUCCESS) {
-    mca_btl_iwarpx_sctp_endpoint_fini(m, value);
-    free(value);
-    rc = opal_hash_table_get_next_key_ptr(&m->endpoints, &key, &key_size, &value, node, &node);
+  mca_btl_iwarpx_endpoint_t* ep = NULL;
+  while (mca_btl_iwarpx_endpoint_next(m, &node, &ep)) {
+    mca_btl_iwarpx_sctp_endpoint_fini(m, ep);
+    free(ep);
   }
   mca_btl_iwarpx_fabric_close(m);
   free(m);

@@ -263,15 +263,10 @@ bool mca_btl_iwarpx_sctp_kick(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_endpoin
 /* The endpoint of the proc named `name`, or NULL. Lock held. */
 static mca_btl_iwarpx_endpoint_t* find_by_name(mca_btl_iwarpx_module_t* m,
                                                opal_process_name_t name) {
-  void* key = NULL;
-  size_t key_size = 0;
-  void* value = NULL;
   void* node = NULL;
-  int rc = opal_hash_table_get_first_key_ptr(&m->endpoints, &key, &key_size, &value, &node);
-  while (rc == OPAL_SUCCESS) {
-    mca_btl_iwarpx_endpoint_t* ep = value;
+  mca_btl_iwarpx_endpoint_t* ep = NULL;
+  while (mca_btl_iwarpx_endpoint_next(m, &node, &ep)) {
     if (opal_compare_proc(ep->proc->proc_name, name) == 0) return ep;
-    rc = opal_hash_table_get_next_key_ptr(&m->endpoints, &key, &key_size, &value, node, &node);
   }
   return NULL;
 }
@@ -430,13 +425,9 @@ static void check_liveness(mca_btl_iwarpx_module_t* m) {
   const double now = mca_btl_iwarpx_now();
   if (now < m->sctp->next_liveness_check) return;
   m->sctp->next_liveness_check = now + 0.5;
-  void* key = NULL;
-  size_t key_size = 0;
-  void* value = NULL;
   void* node = NULL;
-  int rc = opal_hash_table_get_first_key_ptr(&m->endpoints, &key, &key_size, &value, &node);
-  while (rc == OPAL_SUCCESS) {
-    mca_btl_iwarpx_endpoint_t* ep = value;
+  mca_btl_iwarpx_endpoint_t* ep = NULL;
+  while (mca_btl_iwarpx_endpoint_next(m, &node, &ep)) {
     if (ep->p2p_state != IWX_P2P_RDM && ep->p2p_state != IWX_P2P_CLOSED && !ep->probe_inflight &&
         (ep->sctp_sent_at > ep->sctp_heard_at || ep->pending > 0 ||
          !opal_list_is_empty(&ep->queue)) &&
@@ -459,7 +450,6 @@ static void check_liveness(mca_btl_iwarpx_module_t* m) {
         if (ret != -FI_EAGAIN) (void)fail("fi_read(probe)", (int)ret);
       }
     }
-    rc = opal_hash_table_get_next_key_ptr(&m->endpoints, &key, &key_size, &value, node, &node);
   }
 }
 
@@ -477,18 +467,13 @@ int mca_btl_iwarpx_sctp_progress(mca_btl_iwarpx_module_t* m) {
   if (m->sctp->queued > 0) {
     /* Queues of endpoints whose send met a full association, or whose kick must be retried. */
     OPAL_THREAD_LOCK(&m->lock);
-    void* key = NULL;
-    size_t key_size = 0;
-    void* value = NULL;
     void* node = NULL;
-    int rc = opal_hash_table_get_first_key_ptr(&m->endpoints, &key, &key_size, &value, &node);
-    while (rc == OPAL_SUCCESS) {
-      mca_btl_iwarpx_endpoint_t* ep = value;
+    mca_btl_iwarpx_endpoint_t* ep = NULL;
+    while (mca_btl_iwarpx_endpoint_next(m, &node, &ep)) {
       if (!opal_list_is_empty(&ep->queue)) {
         if (ep->p2p_state == IWX_P2P_CONNECTED) mca_btl_iwarpx_sctp_flush_queue(m, ep);
         if (ep->p2p_state == IWX_P2P_IDLE) (void)mca_btl_iwarpx_sctp_kick(m, ep);
       }
-      rc = opal_hash_table_get_next_key_ptr(&m->endpoints, &key, &key_size, &value, node, &node);
     }
     OPAL_THREAD_UNLOCK(&m->lock);
   }
