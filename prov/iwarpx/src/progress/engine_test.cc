@@ -1,7 +1,9 @@
 // The engine's hot-descriptor pass (busy polling): after a descriptor had
 // input, zero-timeout passes read it directly instead of calling epoll_wait,
 // yet every other descriptor is still seen within kDirectPassesMax passes,
-// writers disable it, and a hot descriptor that stays empty goes cold.
+// writers disable it, and a hot descriptor that stays empty goes cold. And
+// its timers: one deadline scan per epoll pass, timers run only when one is
+// due, including a deadline a callback of the same pass set.
 #include "progress/engine.h"
 
 #include <fcntl.h>
@@ -12,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "base/clock.h"
+#include "testing/fake_clock.h"
 #include "transport/poller.h"
 
 namespace iwarpx::progress {
@@ -145,6 +148,113 @@ TEST_F(EngineHotTest, QuietHotDescriptorGoesColdAndWritersDisableIt) {
     std::lock_guard<std::mutex> lock(engine_->mu());
     engine_->Remove(p);
   }
+}
+
+// A Pollable with a pipe (so epoll can report it) and a settable deadline;
+// counts how often the engine asks for the deadline and runs its timer.
+class TimedPipe final : public Pollable {
+ public:
+  TimedPipe() { EXPECT_EQ(pipe2(fds_, O_NONBLOCK), 0); }
+  ~TimedPipe() override {
+    close(fds_[0]);
+    close(fds_[1]);
+  }
+  void Put() { ASSERT_EQ(write(fds_[1], "x", 1), 1); }
+  [[nodiscard]] int fd() const override { return fds_[0]; }
+  [[nodiscard]] uint32_t interest() const override { return transport::Poller::kReadable; }
+  void OnReady(uint32_t /*events*/) override {
+    char c = 0;
+    while (read(fds_[0], &c, 1) == 1) {
+    }
+    if (deadline_on_ready) at = deadline_on_ready;
+  }
+  [[nodiscard]] std::optional<uint64_t> deadline() const override {
+    ++asked;
+    return at;
+  }
+  void OnTimer() override {
+    ++timers;
+    at.reset();
+  }
+  std::optional<uint64_t> at;
+  std::optional<uint64_t> deadline_on_ready;  // set by OnReady (a callback)
+  mutable int asked = 0;
+  int timers = 0;
+
+ private:
+  int fds_[2] = {-1, -1};
+};
+
+class EngineTimerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto e = Engine::Create(clock_);
+    ASSERT_TRUE(e.ok());
+    engine_ = std::move(e).value();
+    engine_->set_hot_polling(false);  // every pass an epoll pass
+  }
+  void Add(Pollable& p) {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    ASSERT_TRUE(engine_->Add(p).ok());
+  }
+  void Remove(Pollable& p) {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    engine_->Remove(p);
+  }
+  size_t Pass() {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    return engine_->RunOnce(0);
+  }
+  testing::FakeClock clock_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(EngineTimerTest, OneDeadlineScanPerPassWhileNothingIsDue) {
+  TimedPipe a;
+  TimedPipe b;
+  a.at = clock_.NowNs() + 5 * kNsPerMs;
+  b.at = clock_.NowNs() + 7 * kNsPerMs;
+  Add(a);
+  Add(b);
+  a.asked = 0;
+  b.asked = 0;
+  for (int i = 0; i < 10; ++i) Pass();
+  // One scan per pass (it was two: the wait's bound, then the timer run).
+  EXPECT_EQ(a.asked, 10);
+  EXPECT_EQ(b.asked, 10);
+  EXPECT_EQ(a.timers + b.timers, 0);
+  clock_.Advance(5 * kNsPerMs);
+  Pass();
+  EXPECT_EQ(a.timers, 1);  // due: run in this pass
+  EXPECT_EQ(b.timers, 0);  // not due
+  clock_.Advance(2 * kNsPerMs);
+  Pass();
+  EXPECT_EQ(b.timers, 1);
+  Remove(a);
+  Remove(b);
+}
+
+TEST_F(EngineTimerTest, DeadlineSetByACallbackRunsInTheSamePassWhenDue) {
+  TimedPipe p;
+  TimedPipe idle;
+  idle.at = clock_.NowNs() + 60 * 1000 * kNsPerMs;  // keeps a scan going
+  Add(p);
+  Add(idle);
+  p.deadline_on_ready = clock_.NowNs();  // due at once
+  p.Put();
+  EXPECT_EQ(Pass(), 1u);  // OnReady set it; Update lowered the pass's deadline
+  EXPECT_EQ(p.timers, 1);
+  // A deadline set in the future by a callback waits for its time.
+  p.deadline_on_ready = clock_.NowNs() + kNsPerMs;
+  p.Put();
+  Pass();
+  EXPECT_EQ(p.timers, 1);
+  clock_.Advance(kNsPerMs);
+  Pass();
+  EXPECT_EQ(p.timers, 2);
+  EXPECT_EQ(idle.timers, 0);
+  Remove(p);
+  Remove(idle);
 }
 
 }  // namespace
