@@ -45,6 +45,16 @@ void BM_Crc32cHardware(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
 }
 
+void BM_Crc32cVector(benchmark::State& state) {
+  if (!Crc32cHasVector()) {
+    state.SkipWithError("no VPCLMULQDQ/AVX-512 on this CPU");
+    return;
+  }
+  const auto src = Bytes(static_cast<size_t>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(Crc32cVector(src));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
+}
+
 void BM_Crc32cPortable(benchmark::State& state) {
   const auto src = Bytes(static_cast<size_t>(state.range(0)));
   for (auto _ : state) benchmark::DoNotOptimize(Crc32cPortable(src));
@@ -95,6 +105,7 @@ void BM_ParseFpduStream(benchmark::State& state) {
 
 BENCHMARK(BM_Memcpy)->Arg(64)->Arg(4096)->Arg(65536)->Arg(1 << 20);
 BENCHMARK(BM_Crc32cHardware)->Arg(64)->Arg(4096)->Arg(65536)->Arg(1 << 20);
+BENCHMARK(BM_Crc32cVector)->Arg(1024)->Arg(4096)->Arg(65536)->Arg(1 << 20);
 BENCHMARK(BM_Crc32cPortable)->Arg(64)->Arg(4096)->Arg(65536)->Arg(1 << 20);
 BENCHMARK(BM_FrameFpdu)->ArgsProduct({{8, 1024, 8192, 65000}, {0, 1}});
 BENCHMARK(BM_ParseFpduStream)->ArgsProduct({{8, 1024, 8192, 65000}, {0, 1}});
