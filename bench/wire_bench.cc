@@ -35,30 +35,29 @@ void BM_Memcpy(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
 }
 
-void BM_Crc32cHardware(benchmark::State& state) {
-  if (!Crc32cHasHardware()) {
-    state.SkipWithError("no SSE4.2 crc32 on this CPU");
+// CRC32c of state.range(0) bytes by `crc`; skipped with `missing` where the
+// CPU lacks the instructions (`available` false).
+void CrcBench(benchmark::State& state, bool available, const char* missing,
+              uint32_t (*crc)(ByteSpan)) {
+  if (!available) {
+    state.SkipWithError(missing);
     return;
   }
   const auto src = Bytes(static_cast<size_t>(state.range(0)));
-  for (auto _ : state) benchmark::DoNotOptimize(Crc32cHardware(src));
+  for (auto _ : state) benchmark::DoNotOptimize(crc(src));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
+}
+
+void BM_Crc32cHardware(benchmark::State& state) {
+  CrcBench(state, Crc32cHasHardware(), "no SSE4.2 crc32 on this CPU", &Crc32cHardware);
 }
 
 void BM_Crc32cVector(benchmark::State& state) {
-  if (!Crc32cHasVector()) {
-    state.SkipWithError("no VPCLMULQDQ/AVX-512 on this CPU");
-    return;
-  }
-  const auto src = Bytes(static_cast<size_t>(state.range(0)));
-  for (auto _ : state) benchmark::DoNotOptimize(Crc32cVector(src));
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
+  CrcBench(state, Crc32cHasVector(), "no VPCLMULQDQ/AVX-512 on this CPU", &Crc32cVector);
 }
 
 void BM_Crc32cPortable(benchmark::State& state) {
-  const auto src = Bytes(static_cast<size_t>(state.range(0)));
-  for (auto _ : state) benchmark::DoNotOptimize(Crc32cPortable(src));
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
+  CrcBench(state, true, "", &Crc32cPortable);
 }
 
 // Transmit framing of one FPDU (prefix + pad + CRC over header and payload),

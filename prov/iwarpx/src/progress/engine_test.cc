@@ -21,7 +21,7 @@ namespace iwarpx::progress {
 namespace {
 
 // A pipe's read end. PollDirect reads one byte if there is one.
-class PipeReader final : public Pollable {
+class PipeReader : public Pollable {
  public:
   PipeReader() { EXPECT_EQ(pipe2(fds_, O_NONBLOCK), 0); }
   ~PipeReader() override {
@@ -58,20 +58,32 @@ class PipeReader final : public Pollable {
   int fds_[2] = {-1, -1};
 };
 
-class EngineHotTest : public ::testing::Test {
+// An engine on a ClockT, with locked helpers.
+template <class ClockT>
+class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto e = Engine::Create(clock_);
     ASSERT_TRUE(e.ok());
     engine_ = std::move(e).value();
   }
+  void Add(Pollable& p) {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    ASSERT_TRUE(engine_->Add(p).ok());
+  }
+  void Remove(Pollable& p) {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    engine_->Remove(p);
+  }
   size_t Pass() {
     std::lock_guard<std::mutex> lock(engine_->mu());
     return engine_->RunOnce(0);
   }
-  MonotonicClock clock_;
+  ClockT clock_;
   std::unique_ptr<Engine> engine_;
 };
+
+using EngineHotTest = EngineTest<MonotonicClock>;
 
 TEST_F(EngineHotTest, DirectReadsReplaceEpollAndOthersAreStillSeen) {
   PipeReader hot;
@@ -150,22 +162,12 @@ TEST_F(EngineHotTest, QuietHotDescriptorGoesColdAndWritersDisableIt) {
   }
 }
 
-// A Pollable with a pipe (so epoll can report it) and a settable deadline;
-// counts how often the engine asks for the deadline and runs its timer.
-class TimedPipe final : public Pollable {
+// A PipeReader with a settable deadline; counts how often the engine asks for
+// the deadline and runs its timer.
+class TimedPipe final : public PipeReader {
  public:
-  TimedPipe() { EXPECT_EQ(pipe2(fds_, O_NONBLOCK), 0); }
-  ~TimedPipe() override {
-    close(fds_[0]);
-    close(fds_[1]);
-  }
-  void Put() { ASSERT_EQ(write(fds_[1], "x", 1), 1); }
-  [[nodiscard]] int fd() const override { return fds_[0]; }
-  [[nodiscard]] uint32_t interest() const override { return transport::Poller::kReadable; }
-  void OnReady(uint32_t /*events*/) override {
-    char c = 0;
-    while (read(fds_[0], &c, 1) == 1) {
-    }
+  void OnReady(uint32_t events) override {
+    PipeReader::OnReady(events);
     if (deadline_on_ready) at = deadline_on_ready;
   }
   [[nodiscard]] std::optional<uint64_t> deadline() const override {
@@ -180,33 +182,14 @@ class TimedPipe final : public Pollable {
   std::optional<uint64_t> deadline_on_ready;  // set by OnReady (a callback)
   mutable int asked = 0;
   int timers = 0;
-
- private:
-  int fds_[2] = {-1, -1};
 };
 
-class EngineTimerTest : public ::testing::Test {
+class EngineTimerTest : public EngineTest<testing::FakeClock> {
  protected:
   void SetUp() override {
-    auto e = Engine::Create(clock_);
-    ASSERT_TRUE(e.ok());
-    engine_ = std::move(e).value();
+    EngineTest::SetUp();
     engine_->set_hot_polling(false);  // every pass an epoll pass
   }
-  void Add(Pollable& p) {
-    std::lock_guard<std::mutex> lock(engine_->mu());
-    ASSERT_TRUE(engine_->Add(p).ok());
-  }
-  void Remove(Pollable& p) {
-    std::lock_guard<std::mutex> lock(engine_->mu());
-    engine_->Remove(p);
-  }
-  size_t Pass() {
-    std::lock_guard<std::mutex> lock(engine_->mu());
-    return engine_->RunOnce(0);
-  }
-  testing::FakeClock clock_;
-  std::unique_ptr<Engine> engine_;
 };
 
 TEST_F(EngineTimerTest, OneDeadlineScanPerPassWhileNothingIsDue) {
