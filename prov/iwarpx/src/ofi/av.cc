@@ -167,6 +167,7 @@ fi_addr_t Av::InsertOne(const transport::SockAddr& a) {
   const auto fa = static_cast<fi_addr_t>(entries_.size());
   entries_.emplace_back(a);
   index_.emplace(k, fa);
+  last_find_.reset();
   return fa;
 }
 
@@ -245,6 +246,7 @@ int Av::Remove(fi_addr_t* fi_addr, size_t count, uint64_t flags) {
     index_.erase(KeyOf(*entries_[fi_addr[i]]));
     entries_[fi_addr[i]].reset();
   }
+  last_find_.reset();
   return 0;
 }
 
@@ -277,6 +279,13 @@ std::optional<Av::Target> Av::Resolve(fi_addr_t fi_addr) {
 
 fi_addr_t Av::Find(const transport::SockAddr& addr) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (last_find_ && last_find_->addr == addr) return last_find_->result;
+  const fi_addr_t result = FindLocked(addr);
+  last_find_ = LastFind{addr, result};
+  return result;
+}
+
+fi_addr_t Av::FindLocked(const transport::SockAddr& addr) const {
   auto it = index_.find(KeyOf(addr));
   if (it == index_.end() && addr.is_loopback()) {
     // A peer on this host bound to the wildcard address names itself 0.0.0.0
