@@ -8,6 +8,7 @@
 
 #include <rdma/fi_errno.h>
 
+#include "base/hash.h"
 #include "ofi/domain.h"
 #include "ofi/log.h"
 #include "ofi/rx_addr.h"
@@ -92,16 +93,11 @@ size_t SockaddrSize(const void* p) {
 }  // namespace
 
 size_t Av::KeyHash::operator()(const Key& k) const {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  auto mix = [&h](uint64_t v) {
-    h ^= v;
-    h *= 1099511628211ull;
-  };
-  mix(static_cast<uint64_t>(k.family));
-  mix(k.port);
-  mix(k.scope);
-  for (const uint8_t b : k.bytes) mix(b);
-  return static_cast<size_t>(h);
+  uint64_t w[2] = {0, 0};
+  std::memcpy(w, k.bytes, sizeof(w));
+  const uint64_t head =
+      (uint64_t{static_cast<uint16_t>(k.family)} << 48) | (uint64_t{k.port} << 32) | k.scope;
+  return static_cast<size_t>(HashCombine(HashCombine(HashMix(head), w[0]), w[1]));
 }
 
 Av::Key Av::KeyOf(const transport::SockAddr& a) {
