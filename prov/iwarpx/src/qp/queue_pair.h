@@ -467,7 +467,7 @@ class QueuePair {
   uint64_t rq_tail_ = 0;
   std::array<RxMsg, kMaxSctpStreams> rx_msgs_{};  // SCTP: messages in progress
   RxMsg* rx_msg_ = nullptr;                       // SCTP: the current segment's
-  bool rx_wait_recv_ = false;  // SCTP: the current segment waits for a posted receive
+  bool rx_wait_recv_ = false;   // SCTP: the current segment waits for a posted receive
   bool hold_requests_ = false;  // HoldRequests(true)
   bool rx_held_ = false;        // the current FPDU is a request stopped by the hold
   // Outstanding outbound Reads (SQ slots), in request order.

@@ -411,7 +411,10 @@ void RdmCore::OnSendComplete(Peer& p, Via via, uint64_t ctx) {
       sink_.SendDone(context);
       return;
     }
-    case Kind::kUser: sink_.RmaDone(i); return;
+    case Kind::kUser:
+      RmaFinished(p, via, ctx);
+      sink_.RmaDone(i);
+      return;
     case Kind::kWrite:
     case Kind::kBounce:
     case Kind::kRead:
@@ -686,6 +689,7 @@ void RdmCore::OnRdmaComplete(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/) {
   ScheduleFlush(p, via);
   const uint64_t i = IndexOf(ctx);
   if (KindOf(ctx) == Kind::kUser) {
+    RmaFinished(p, via, ctx);
     sink_.RmaDone(i);
     return;
   }
@@ -749,7 +753,10 @@ void RdmCore::OnError(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/, const qp:
       rndv_[i].todo = 0;  // a waiting rest is not read
       if (--rndv_[i].reads_left == 0) FinishRendezvous(static_cast<uint32_t>(i));
       return;
-    case Kind::kUser: sink_.RmaFailed(i, error); return;
+    case Kind::kUser:
+      RmaFinished(p, via, ctx);
+      sink_.RmaFailed(i, error);
+      return;
   }
 }
 
