@@ -5,7 +5,8 @@
 // the message is matched (FI_ORDER_SAW) on either side of the switch; RMA
 // posted on RD right before the switch is placed before RMA on the
 // connection right after it (the receiver holds the connection until the
-// SWITCH); RMA on a connection that breaks completes with an error.
+// SWITCH); RMA on a connection that breaks completes with an error; an idle
+// close waits for RMA on the connection.
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -338,6 +339,61 @@ TEST_F(RcRmaTest, RmaOnABrokenConnectionFailsLoudly) {
   }
   EXPECT_FALSE(on_rc);
   ASSERT_TRUE(RunUntil([&] { return w.slots[0] == 77; }, 30));
+}
+
+// An idle close waits for RMA outstanding on the connection: a 64 MiB Read
+// on it takes longer than idle_ms (20) while no message moves, yet it
+// completes (without the wait the link was left and dropped under it and the
+// Read failed); the link is left cleanly afterwards, on both sides.
+TEST_F(RcRmaTest, IdleCloseWaitsForRmaOnTheConnection) {
+  constexpr size_t kWords = (size_t{64} << 20) / sizeof(uint64_t);
+  RdmConfig c = Config();
+  c.rc.idle_ms = 20;
+  Node& a = Add(c);
+  Node& b = Add(c);
+  testing_rc::Flow f = MakeFlow(a, b, 300);
+  ASSERT_TRUE(Run({&f}));
+  f.Check();
+  std::vector<uint64_t> src(kWords), dst(kWords, 0);
+  for (size_t i = 0; i < kWords; ++i) src[i] = i * 0x9E3779B97F4A7C15ULL;
+  {
+    // The engine runs only inside RunUntil: the link cannot have gone idle yet.
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    ASSERT_TRUE(a.core->SendsOnRc(b.core->local_address()));
+    mem::RegionSpec spec;
+    spec.host = reinterpret_cast<uint8_t*>(src.data());
+    spec.length = kWords * sizeof(uint64_t);
+    spec.base_to = reinterpret_cast<uintptr_t>(src.data());
+    spec.access = mem::kRemoteRead;
+    spec.pd = 1;
+    auto src_stag = b.stags.Register(spec);
+    ASSERT_TRUE(src_stag.ok());
+    const uint32_t dst_stag = RegisterSink(a, dst);
+    bool on_rc = false;
+    ASSERT_EQ(PostRma(a, b, 1, &on_rc,
+                      [&](qp::QueuePair& q, uint64_t ctx) {
+                        qp::ReadWr rd;
+                        rd.context = ctx;
+                        rd.local_stag = dst_stag;
+                        rd.local_to = reinterpret_cast<uintptr_t>(dst.data());
+                        rd.length = static_cast<uint32_t>(kWords * sizeof(uint64_t));
+                        rd.remote_stag = *src_stag;
+                        rd.remote_to = spec.base_to;
+                        return q.PostRead(rd);
+                      }),
+              RdmStatus::kOk);
+    ASSERT_TRUE(on_rc);
+  }
+  ASSERT_TRUE(RunUntil([&] { return !a.sink.rma_done.empty() || !a.sink.rma_failed.empty(); }, 60))
+      << testing_rc::Dump(a);
+  ASSERT_TRUE(a.sink.rma_failed.empty()) << "the idle close dropped the link under the Read";
+  EXPECT_TRUE(dst == src);
+  ASSERT_TRUE(RunUntil([&] { return a.core->rc_links() == 0 && b.core->rc_links() == 0; }, 10))
+      << testing_rc::Dump(a) << testing_rc::Dump(b);
+  EXPECT_EQ(a.core->counters().rc_idle_closed, 1u);
+  EXPECT_EQ(b.core->counters().rc_idle_closed, 1u);
+  EXPECT_EQ(a.core->counters().rc_failed + b.core->counters().rc_failed, 0u);
+  EXPECT_EQ(a.core->counters().peers_failed + b.core->counters().peers_failed, 0u);
 }
 
 }  // namespace
