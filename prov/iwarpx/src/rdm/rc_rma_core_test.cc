@@ -6,7 +6,8 @@
 // posted on RD right before the switch is placed before RMA on the
 // connection right after it (the receiver holds the connection until the
 // SWITCH); RMA on a connection that breaks completes with an error; an idle
-// close waits for RMA on the connection.
+// close waits for RMA on the connection, and no RMA is routed while a
+// connection is being left.
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -394,6 +395,46 @@ TEST_F(RcRmaTest, IdleCloseWaitsForRmaOnTheConnection) {
   EXPECT_EQ(b.core->counters().rc_idle_closed, 1u);
   EXPECT_EQ(a.core->counters().rc_failed + b.core->counters().rc_failed, 0u);
   EXPECT_EQ(a.core->counters().peers_failed + b.core->counters().peers_failed, 0u);
+}
+
+// While a connection is being left (a SWITCH back sent or received, the
+// link not yet gone) RMA is not routed at all (kAgain): on RD it could pass
+// what the peer has not yet processed on the link, on the link it could pass
+// messages already on RD. Afterwards it goes on RD.
+TEST_F(RcRmaTest, NoRmaWhileAConnectionIsBeingLeft) {
+  RdmConfig c = Config();
+  c.rc.idle_ms = 30;
+  Node& a = Add(c);
+  Node& b = Add(c);
+  testing_rc::Flow f = MakeFlow(a, b, 300);
+  ASSERT_TRUE(Run({&f}));
+  f.Check();
+  bool saw_again = false;
+  bool rc_after_again = false;
+  ASSERT_TRUE(RunUntil(
+      [&] {
+        RdmCore::RmaRoute r;
+        const RdmStatus st = a.core->RouteRma(b.core->local_address(), &r);
+        if (st == RdmStatus::kAgain) saw_again = true;
+        if (st == RdmStatus::kOk && saw_again && r.on_rc) rc_after_again = true;
+        return a.core->rc_links() == 0 && b.core->rc_links() == 0;
+      },
+      10))
+      << testing_rc::Dump(a) << testing_rc::Dump(b);
+  EXPECT_TRUE(saw_again) << "RMA was routed while the connection was being left";
+  EXPECT_FALSE(rc_after_again);
+  EXPECT_EQ(a.core->counters().rc_idle_closed, 1u);
+  Window w;
+  uint64_t v = 99;
+  bool on_rc = true;
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    w = MakeWindow(b, 1);
+    ASSERT_EQ(Write(a, b, 1, &v, w, 0, &on_rc), RdmStatus::kOk);
+  }
+  EXPECT_FALSE(on_rc);
+  ASSERT_TRUE(RunUntil([&] { return w.slots[0] == 99 && a.sink.rma_done.size() == 1; }, 10));
+  EXPECT_TRUE(a.sink.rma_failed.empty());
 }
 
 }  // namespace
