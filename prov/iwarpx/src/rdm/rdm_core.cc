@@ -190,10 +190,6 @@ void RdmCore::PeerFailed(const progress::RdPeerKey& key, const rd::RdQp& qp) {
   }
 }
 
-rd::RdQp* RdmCore::Qp(const transport::SockAddr& to) {
-  return channel_->Peer({PeerFor(to).addr, kRdmQpn});
-}
-
 qp::QueuePair* RdmCore::QpOf(Peer& p, Via via) {
   if (via == Via::kRc) {
     return p.link != nullptr && !p.link->dead ? p.link->qp : nullptr;

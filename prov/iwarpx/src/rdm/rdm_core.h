@@ -77,8 +77,9 @@
 //   on it. Traffic reopens one on demand (the promotion thresholds).
 // * Peers are named by RdPeerKey; PeerIdOf() gives each key a stable id used
 //   for FI_DIRECTED_RECV matching and reported as the source of receives.
-// * RMA and atomics go to Qp(key) directly with contexts made by
-//   UserContext(); their completions come back through RdmSink::Rma*.
+// * RMA and atomics are posted by the caller on the QP RouteRma() names,
+//   with its ctx_bits in every context; their completions come back through
+//   RdmSink::Rma*.
 // * A peer whose QP fails (RD timeout, RESET, protocol error) fails its
 //   outstanding sends, rendezvous reads and RMA with errors; unexpected
 //   EAGER messages already received stay deliverable, unexpected RTS ones
@@ -189,7 +190,8 @@ class RdmSink {
   virtual void SendFailed(uint64_t context, int err) = 0;
   virtual void RecvDone(uint64_t context, const RecvResult& r) = 0;
   virtual void RecvFailed(uint64_t context, int err) = 0;
-  // RMA/atomic work requests posted with UserContext(context).
+  // RMA/atomic work requests posted on a RouteRma() route (context: the index
+  // OR-ed with the route's ctx_bits; this is the index).
   virtual void RmaDone(uint64_t context) = 0;
   virtual void RmaFailed(uint64_t context, const qp::WcError& error) = 0;
   // fi_writedata at this target: the peer's RDMA Write with Immediate Data.
@@ -275,8 +277,6 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // FI_PEEK|FI_DISCARD: drops the first matching unexpected message.
   RdmStatus DiscardUnexpected(const RecvRequest& r, RecvResult* out);
 
-  // The RD QP to `to` (made if needed), or nullptr.
-  rd::RdQp* Qp(const transport::SockAddr& to);
   // Where a user RMA/atomic operation to `to` goes (rdm_core_rma.cc): the
   // peer's RD QP, or its connection's QP once our SWITCH moved our messages
   // there. kAgain while the connection is being left or is ending (retry
@@ -297,7 +297,6 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // An operation went out on `route`: counted per channel; the connection
   // is kicked and marked active.
   void RmaPosted(const RmaRoute& route);
-  static uint64_t UserContext(uint64_t context) { return Ctx(Kind::kUser, context); }
   void AfterPost() { channel_->AfterPost(); }
 
   // Connected channels: whether this core listens for them (the chain names
