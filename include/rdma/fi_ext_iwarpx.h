@@ -29,7 +29,7 @@ extern "C" {
 #define FI_IWARPX_PROV_NAME "iwarpx"
 
 /* Version of this extension interface (major << 16 | minor). */
-#define FI_IWARPX_EXT_VERSION ((0 << 16) | 5)
+#define FI_IWARPX_EXT_VERSION ((0 << 16) | 6)
 
 /*
  * Provider-specific protocol (fi_ep_attr.protocol, FI_PROV_SPECIFIC range of
@@ -134,6 +134,15 @@ struct fi_iwarpx_ep_stats {
    * (FI_IWARPX_RNDV=write: RTS, the receiver's CTS, Writes, FIN). Added in
    * version 0.5, after the fields above: a shorter len still gets the prefix. */
   uint64_t rdm_rndv_write_msgs;
+  /* RDM RMA and atomic operations (fi_write/fi_read/fi_atomic and their
+   * variants) posted on the peers' reliable-datagram QPs, and on their
+   * on-demand connections (once the peer's messages moved there, so RMA and
+   * messages stay in one order); of the latter, those that completed with an
+   * error because their connection ended. Added in version 0.6, after the
+   * fields above: a shorter len still gets the prefix. */
+  uint64_t rdm_rd_rma_ops;
+  uint64_t rdm_rc_rma_ops;
+  uint64_t rdm_rc_rma_failed;
 };
 
 /*

@@ -265,7 +265,24 @@ bool QueuePair::RxRead() {
   return true;
 }
 
+// HoldRequests: everything the peer asks of us stops; responses to our own
+// requests, Terminates and the RTR the QP awaits (a zero-length Write) pass.
+bool QueuePair::HeldByRequestHold() const {
+  if (!hold_requests_) return false;
+  switch (rx_seg_.opcode) {
+    case wire::RdmapOpcode::kRdmaReadResponse:
+    case wire::RdmapOpcode::kAtomicResponse:
+    case wire::RdmapOpcode::kTerminate: return false;
+    case wire::RdmapOpcode::kRdmaWrite: return !(awaiting_rtr_ && rx_payload_len_ == 0);
+    default: return true;
+  }
+}
+
 QueuePair::Dispatch QueuePair::DispatchHeader() {
+  if (HeldByRequestHold()) {
+    rx_held_ = true;
+    return Dispatch::kBlock;  // HoldRequests(false) resumes here
+  }
   switch (rx_seg_.opcode) {
     case wire::RdmapOpcode::kRdmaWrite: return DispatchTagged(false);
     case wire::RdmapOpcode::kRdmaReadResponse: return DispatchTagged(true);

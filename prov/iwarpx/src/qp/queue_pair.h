@@ -59,6 +59,16 @@
 //     and reads on like OnReadable() (completions may be reported from inside
 //     PostRecv(); a PostRecv() made from a completion callback does not
 //     recurse, the running receive loop continues instead).
+//   - Holding the peer's requests (HoldRequests(true)): the receive side
+//     stops before the first FPDU of anything the peer asks of us — Sends,
+//     RDMA Writes, Read and Atomic Requests, Immediate Data — exactly like a
+//     Send without a posted receive (nothing placed, answered or executed;
+//     nothing more read, so TCP pushes back). Responses to our own Reads and
+//     Atomics and Terminates still pass, as does the RFC 6581 RTR (a
+//     zero-length Write while the QP awaits it). HoldRequests(false) resumes
+//     at once, from inside the call, like PostRecv() on a blocked QP. The
+//     RDM endpoint holds a new connection until the peer's SWITCH arrived on
+//     its other QP (rdm/rdm_core_rma.cc).
 //
 // States (one handler per source state in queue_pair.cc):
 //   kRts        connected; WRs flow.
@@ -208,6 +218,10 @@ class QueuePair {
   QpStatus PostWrite(const WriteWr& wr);
   QpStatus PostRead(const ReadWr& wr);
   QpStatus PostAtomic(const AtomicWr& wr);
+  // Stops (true) or resumes (false) the receive side before the peer's next
+  // request FPDU (file comment, "Holding the peer's requests").
+  void HoldRequests(bool hold);
+  [[nodiscard]] bool requests_held() const { return hold_requests_; }
 
   // Orderly local close: flushes every WR (origin kLocalClose) and shuts the
   // write side after the FPDU in flight.
@@ -392,6 +406,7 @@ class QueuePair {
   bool RxRead();
   size_t PayloadIov(size_t offset, size_t len, std::span<iovec> out) const;
   Dispatch DispatchHeader();
+  [[nodiscard]] bool HeldByRequestHold() const;
   Dispatch DispatchSend();
   Dispatch DispatchTagged(bool read_response);
   Dispatch DispatchReadRequest();
@@ -452,7 +467,9 @@ class QueuePair {
   uint64_t rq_tail_ = 0;
   std::array<RxMsg, kMaxSctpStreams> rx_msgs_{};  // SCTP: messages in progress
   RxMsg* rx_msg_ = nullptr;                       // SCTP: the current segment's
-  bool rx_wait_recv_ = false;  // SCTP: the current segment waits for a posted receive
+  bool rx_wait_recv_ = false;   // SCTP: the current segment waits for a posted receive
+  bool hold_requests_ = false;  // HoldRequests(true)
+  bool rx_held_ = false;        // the current FPDU is a request stopped by the hold
   // Outstanding outbound Reads (SQ slots), in request order.
   std::vector<uint64_t> orq_;  // SQ sequence numbers
   // An XOR compare-and-swap loop in progress (AtomicWr::xor_loop) holds the

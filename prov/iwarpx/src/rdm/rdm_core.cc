@@ -190,10 +190,6 @@ void RdmCore::PeerFailed(const progress::RdPeerKey& key, const rd::RdQp& qp) {
   }
 }
 
-rd::RdQp* RdmCore::Qp(const transport::SockAddr& to) {
-  return channel_->Peer({PeerFor(to).addr, kRdmQpn});
-}
-
 qp::QueuePair* RdmCore::QpOf(Peer& p, Via via) {
   if (via == Via::kRc) {
     return p.link != nullptr && !p.link->dead ? p.link->qp : nullptr;
@@ -411,7 +407,10 @@ void RdmCore::OnSendComplete(Peer& p, Via via, uint64_t ctx) {
       sink_.SendDone(context);
       return;
     }
-    case Kind::kUser: sink_.RmaDone(i); return;
+    case Kind::kUser:
+      RmaFinished(p, via, ctx);
+      sink_.RmaDone(i);
+      return;
     case Kind::kWrite:
     case Kind::kBounce:
     case Kind::kRead:
@@ -686,6 +685,7 @@ void RdmCore::OnRdmaComplete(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/) {
   ScheduleFlush(p, via);
   const uint64_t i = IndexOf(ctx);
   if (KindOf(ctx) == Kind::kUser) {
+    RmaFinished(p, via, ctx);
     sink_.RmaDone(i);
     return;
   }
@@ -749,7 +749,10 @@ void RdmCore::OnError(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/, const qp:
       rndv_[i].todo = 0;  // a waiting rest is not read
       if (--rndv_[i].reads_left == 0) FinishRendezvous(static_cast<uint32_t>(i));
       return;
-    case Kind::kUser: sink_.RmaFailed(i, error); return;
+    case Kind::kUser:
+      RmaFinished(p, via, ctx);
+      sink_.RmaFailed(i, error);
+      return;
   }
 }
 

@@ -37,9 +37,20 @@
 //   change). The same EAGER/RTS/FIN protocol runs on both QPs; an RTS is
 //   read and answered on the QP it came on. An established connection that
 //   ends fails the peer's RD session too (error completions, never a silent
-//   loss); a connect that fails leaves the peer on datagrams. RMA and
-//   atomics stay on the RD QP (Qp()): for a switched peer they are not
-//   ordered with its messages.
+//   loss); a connect that fails leaves the peer on datagrams.
+// * RMA and atomics follow the messages (rdm_core_rma.cc, RouteRma): on the
+//   RD QP until our SWITCH, then on the connection, so one QP orders a
+//   peer's messages and RMA (FI_ORDER_SAW, WAS, RAW, RAS, ...). Across the
+//   switch the order holds because our first FPDU of any kind on a
+//   connection (message, rendezvous Read, FIN/CTS, RC-FP credit, RMA,
+//   SWITCH back) follows our SWITCH on RD (SwitchFirst), and the receiver's
+//   connected QP holds the peer's requests (qp::QueuePair::HoldRequests:
+//   nothing placed, answered, executed or delivered) until that SWITCH
+//   arrived on RD, i.e. after everything the peer sent on RD before it.
+//   While a connection is being left (a SWITCH back crossed one way only)
+//   RouteRma answers kAgain. RMA outstanding on a connection that breaks
+//   completes with an error (RmaFailed), never silently; the idle close
+//   waits for it.
 // * RC-FP (rdm_core_fp.cc, rc_fastpath.h; docs/design.md "RC-FP: the
 //   RDMA-write ring"): when the chain names rc_fp, each side of a new
 //   connection that is under config.rc.max_fastpath registers a receive
@@ -66,8 +77,9 @@
 //   on it. Traffic reopens one on demand (the promotion thresholds).
 // * Peers are named by RdPeerKey; PeerIdOf() gives each key a stable id used
 //   for FI_DIRECTED_RECV matching and reported as the source of receives.
-// * RMA and atomics go to Qp(key) directly with contexts made by
-//   UserContext(); their completions come back through RdmSink::Rma*.
+// * RMA and atomics are posted by the caller on the QP RouteRma() names,
+//   with its ctx_bits in every context; their completions come back through
+//   RdmSink::Rma*.
 // * A peer whose QP fails (RD timeout, RESET, protocol error) fails its
 //   outstanding sends, rendezvous reads and RMA with errors; unexpected
 //   EAGER messages already received stay deliverable, unexpected RTS ones
@@ -178,7 +190,8 @@ class RdmSink {
   virtual void SendFailed(uint64_t context, int err) = 0;
   virtual void RecvDone(uint64_t context, const RecvResult& r) = 0;
   virtual void RecvFailed(uint64_t context, int err) = 0;
-  // RMA/atomic work requests posted with UserContext(context).
+  // RMA/atomic work requests posted on a RouteRma() route (context: the index
+  // OR-ed with the route's ctx_bits; this is the index).
   virtual void RmaDone(uint64_t context) = 0;
   virtual void RmaFailed(uint64_t context, const qp::WcError& error) = 0;
   // fi_writedata at this target: the peer's RDMA Write with Immediate Data.
@@ -264,9 +277,26 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // FI_PEEK|FI_DISCARD: drops the first matching unexpected message.
   RdmStatus DiscardUnexpected(const RecvRequest& r, RecvResult* out);
 
-  // The QP to `to` for RMA and atomics (made if needed), or nullptr.
-  rd::RdQp* Qp(const transport::SockAddr& to);
-  static uint64_t UserContext(uint64_t context) { return Ctx(Kind::kUser, context); }
+  // Where a user RMA/atomic operation to `to` goes (rdm_core_rma.cc): the
+  // peer's RD QP, or its connection's QP once our SWITCH moved our messages
+  // there. kAgain while the connection is being left or is ending (retry
+  // after progress), kNoPeer when no QP can be made.
+  struct RmaRoute {
+    qp::QueuePair* qp = nullptr;
+    uint64_t ctx_bits = 0;  // OR-ed into every work request's context
+    PeerId peer = 0;
+    bool on_rc = false;
+  };
+  RdmStatus RouteRma(const transport::SockAddr& to, RmaRoute* out);
+  // Each work request posted on a route, told right before the post (a
+  // completion may be reported from inside it) and again if the QP refused
+  // it: what is on a connection is tracked, so that it completes with an
+  // error (RmaFailed) when the connection ends, and holds the idle close.
+  void RmaPosting(const RmaRoute& route, uint64_t context);
+  void RmaRefused(const RmaRoute& route, uint64_t context);
+  // An operation went out on `route`: counted per channel; the connection
+  // is kicked and marked active.
+  void RmaPosted(const RmaRoute& route);
   void AfterPost() { channel_->AfterPost(); }
 
   // Connected channels: whether this core listens for them (the chain names
@@ -309,6 +339,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t rc_failed = 0;         // connections that ended or never came up
     uint64_t rc_switches = 0;       // SWITCHes sent
     uint64_t rc_idle_closed = 0;    // connections left after FI_IWARPX_RC_IDLE_MS
+    uint64_t rd_rma_ops = 0;        // RMA/atomic operations posted on RD QPs
+    uint64_t rc_rma_ops = 0;        // ... and on connections (after our SWITCH)
+    uint64_t rc_rma_failed = 0;     // of those, failed because their connection ended
   };
   [[nodiscard]] const Counters& counters() const { return counters_; }
   // Per-peer statistics (rdm/peer_stats.h, rdm_core_stats.cc): peers are
@@ -441,6 +474,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t last_active_ns = 0;
     bool back_sent = false;
     bool back_got = false;
+    // User RMA work requests outstanding on it (contexts; rdm_core_rma.cc).
+    std::deque<uint64_t> rma;
     std::array<uint8_t, wire::kRdmHeaderSize> back_header{};
     uint32_t bounces_posted = 0;
     void OnQpReady(qp::QueuePair& q) override {
@@ -620,6 +655,18 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   void ReapLinks() { graveyard_.clear(); }
   // The peer's SWITCH: link arrivals held so far are matched, in order.
   void OnSwitch(Peer& p, Via via);
+
+  // RMA on connections and the first use of a link (rdm_core_rma.cc).
+  // Before our first FPDU of any kind on p's connection (`via` kRc): our
+  // SWITCH on RD (kOk: sent now or before, or `via` is RD; kQueueFull: the
+  // RD send queue is full, retry after its next completion; kBadState).
+  qp::QpStatus SwitchFirst(Peer& p, Via via);
+  // The peer's SWITCH arrived: its requests on the connection go ahead.
+  void ReleaseLinkHold(Peer& p);
+  // A user work request finished (completed or failed) on `via`.
+  void RmaFinished(Peer& p, Via via, uint64_t ctx);
+  // The connection ends: its outstanding user RMA fails with `err`.
+  void FailLinkRma(RcLink& link, int err);
 
   // RC-FP (rdm_core_fp.cc).
   [[nodiscard]] bool FpWanted() const;
