@@ -74,7 +74,10 @@ namespace iwarpx::progress {
   /* RDM messages by RDMA Write into the peer's RC-FP ring. */                    \
   X(rdm_rc_fp_msgs)                                                               \
   /* RDM rendezvous messages sent by the RDMA-write handshake. */                 \
-  X(rdm_rndv_write_msgs)
+  X(rdm_rndv_write_msgs)                                                          \
+  /* RDM messages sent by the copy rendezvous, and fallbacks to it. */            \
+  X(rdm_copy_msgs)                                                                \
+  X(rdm_copy_fallbacks)
 
 struct EndpointStats {
 #define IWARPX_STAT_FIELD(name) uint64_t name = 0;
