@@ -170,6 +170,11 @@ TEST_F(RdmTest, RendezvousProtocolIsTheOneAskedFor) {
       << "IWARPX_EXPECT_RNDV=" << mode << " not in effect";
   EXPECT_EQ(st.rdm_ud_zcopy_msgs, mode == "copy" ? 0u : 3u);
   EXPECT_EQ(st.rdm_copy_fallbacks, 0u);
+  // Per peer: on the copy channel or the datagram rendezvous one.
+  fi_iwarpx_peer_stats ps{};
+  ASSERT_EQ(ops->peer_stats(a_->ep, 0, &ps, sizeof(ps)), 0);
+  EXPECT_EQ(ps.channel[FI_IWARPX_CH_COPY].msgs_sent, mode == "copy" ? 3u : 0u);
+  EXPECT_EQ(ps.channel[FI_IWARPX_CH_UD_ZCOPY].msgs_sent, mode == "copy" ? 0u : 3u);
 }
 
 TEST_F(RdmTest, MessagesArrivingBeforeTheReceive) {
