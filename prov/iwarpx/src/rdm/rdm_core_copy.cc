@@ -63,10 +63,10 @@ void RdmCore::StartCopyRendezvous(Peer& p, uint32_t index, const iovec* iov, siz
   }
   if (result.len > 0) return;
   // Nothing to take (an empty buffer or message): done now; the op goes
-  // with the CTS's completion.
-  RndvOp& again = rndv_[index];
-  again.write_waiting = false;
-  if (again.cts_done) FreeRndv(index);
+  // with the CTS's completion (write_waiting kept it until now, also when
+  // that completion came from inside PostFin).
+  op.write_waiting = false;
+  if (op.cts_done) FreeRndv(index);
   sink_.RecvDone(context, result);
 }
 

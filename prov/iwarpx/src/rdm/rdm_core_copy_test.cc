@@ -69,6 +69,9 @@ class RdmCopyTest : public RdmCoreTest {
     ASSERT_EQ(q->qp().PostSend(wr), qp::QpStatus::kOk);
     a_->AfterPost();
   }
+  // A table with no room: every registration there is refused. A member,
+  // so it outlives the cores (TearDown destroys them).
+  mem::StagTable full_{Random(7), 0};
   static std::vector<uint8_t> Encoded(const wire::RdmHeader& h, size_t payload = 0) {
     std::vector<uint8_t> out(wire::kRdmRtsMaxSize);
     auto n = wire::EncodeRdmHeader(h, out);
@@ -216,12 +219,11 @@ INSTANTIATE_TEST_SUITE_P(Copy, RdmCopyChannelTest, ::testing::Values(RdmMode::kC
 
 // --- Fallback from the zero-copy rendezvous ------------------------------------
 
-// A table with no room: every registration on that side is refused.
+// full_ on one side: every registration there is refused.
 using RdmCopyFallbackTest = RdmCopyTest;
 
 TEST_P(RdmCopyFallbackTest, ReceiverThatCannotRegisterGetsTheDataByCopy) {
-  mem::StagTable full(Random(7), 0);
-  OpenWith(Config(), {}, nullptr, &full);
+  OpenWith(Config(), {}, nullptr, &full_);
   for (const size_t size : {size_t{5000}, size_t{1} << 20}) {
     ASSERT_NO_FATAL_FAILURE(ScatteredRoundTrip(size, size));
   }
@@ -235,8 +237,7 @@ TEST_P(RdmCopyFallbackTest, ReceiverThatCannotRegisterGetsTheDataByCopy) {
 }
 
 TEST_P(RdmCopyFallbackTest, SenderThatCannotRegisterSendsByCopy) {
-  mem::StagTable full(Random(8), 0);
-  OpenWith(Config(), {}, &full, nullptr);
+  OpenWith(Config(), {}, &full_, nullptr);
   for (const size_t size : {size_t{5000}, size_t{1} << 20}) {
     ASSERT_NO_FATAL_FAILURE(ScatteredRoundTrip(size, size));
   }
