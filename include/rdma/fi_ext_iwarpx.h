@@ -29,7 +29,7 @@ extern "C" {
 #define FI_IWARPX_PROV_NAME "iwarpx"
 
 /* Version of this extension interface (major << 16 | minor). */
-#define FI_IWARPX_EXT_VERSION ((0 << 16) | 6)
+#define FI_IWARPX_EXT_VERSION ((0 << 16) | 7)
 
 /*
  * Provider-specific protocol (fi_ep_attr.protocol, FI_PROV_SPECIFIC range of
@@ -143,6 +143,16 @@ struct fi_iwarpx_ep_stats {
   uint64_t rdm_rd_rma_ops;
   uint64_t rdm_rc_rma_ops;
   uint64_t rdm_rc_rma_failed;
+  /* RDM messages whose data went by the copy-based rendezvous (RTS, the
+   * receiver's CTS, eager-sized DATA Sends copied into its buffer): chosen by
+   * a "copy" send rule or fallen back to (next counter). Added in version
+   * 0.7, after the fields above: a shorter len still gets the prefix. */
+  uint64_t rdm_copy_msgs;
+  /* Zero-copy rendezvous that fell back to copying because a buffer could
+   * not be registered: the sender's for the receiver's Reads, or the
+   * receiver's for Reads or the sender's Writes (counted on the side that
+   * could not register). */
+  uint64_t rdm_copy_fallbacks;
 };
 
 /*
@@ -182,6 +192,7 @@ enum fi_iwarpx_channel {
   FI_IWARPX_CH_RC_SR = 2,    /* eager over an on-demand connection */
   FI_IWARPX_CH_RC_FP = 3,    /* RDMA-write fast path over a connection */
   FI_IWARPX_CH_RC_RDMA = 4,  /* rendezvous over a connection */
+  FI_IWARPX_CH_COPY = 5,     /* copy-based rendezvous (eager-sized fragments), 0.7 */
 };
 #define FI_IWARPX_MAX_CHANNELS 8
 

@@ -78,7 +78,10 @@ namespace iwarpx::progress {
   /* RDM RMA/atomic operations per QP kind; connection RMA failed by its end. */  \
   X(rdm_rd_rma_ops)                                                               \
   X(rdm_rc_rma_ops)                                                               \
-  X(rdm_rc_rma_failed)
+  X(rdm_rc_rma_failed)                                                            \
+  /* RDM messages sent by the copy rendezvous, and fallbacks to it. */            \
+  X(rdm_copy_msgs)                                                                \
+  X(rdm_copy_fallbacks)
 
 struct EndpointStats {
 #define IWARPX_STAT_FIELD(name) uint64_t name = 0;

@@ -18,6 +18,16 @@
 //   receive (RDMAP orders the Writes' placement before the FIN's delivery)
 //   and, once the QP took it, the send. The receiver follows whatever the
 //   RTS asks, so endpoints with different settings interoperate.
+// * Copy rendezvous (rdm_core_copy.cc; docs/design.md "Copy fallback"): a
+//   message the chain gives `copy` goes as an RTS (C) without registration;
+//   the matched receiver answers CTS (C) with the bytes it takes and its
+//   largest fragment, and the sender sends the data as eager-sized DATA
+//   Sends (from the pending pass, at most kCopyWindow in flight), which the
+//   receiver copies into the buffer at their offset; the receive completes
+//   with the last byte, the send once the last DATA's Send completed (as
+//   EAGER). A zero-copy rendezvous whose buffer cannot be registered falls
+//   back to it: the sender sends RTS (C) instead of RTS, a receiver answers
+//   any RTS with CTS (C) (counted in copy_fallbacks).
 // * Receives: each peer QP keeps `bounces_per_peer` bounce receives of
 //   bounce_size bytes posted. An arriving message is matched against posted
 //   receives (TagMatcher; untagged and tagged separately) in arrival order;
@@ -230,6 +240,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
  public:
   // iovecs per message: the QP's SGL holds the header plus three.
   static constexpr size_t kMaxIov = qp::kMaxSge - 1;
+  // DATA fragments of one copy rendezvous in flight (posted, not completed).
+  static constexpr uint32_t kCopyWindow = 8;
 
   static Result<std::unique_ptr<RdmCore>, transport::IoError> Open(
       progress::Engine& engine, const transport::SockAddr& local, const RdmConfig& config,
@@ -318,8 +330,10 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   struct Counters {
     uint64_t eager_sent = 0;
     uint64_t rts_sent = 0;
-    uint64_t cts_sent = 0;         // write handshakes this side answered
+    uint64_t cts_sent = 0;         // CTS answers sent (write handshake or copy)
     uint64_t rndv_write_msgs = 0;  // RTS (W) sent: rendezvous by the write handshake
+    uint64_t copy_msgs = 0;        // messages whose data this side sent as DATA fragments
+    uint64_t copy_fallbacks = 0;   // zero-copy rendezvous turned copy (registration refused here)
     uint64_t unexpected = 0;
     uint64_t protocol_errors = 0;
     uint64_t peers_failed = 0;
@@ -363,10 +377,11 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     kRead,
     kUser,
     kSwitch,
-    kFp,      // an EAGER message written into the peer's RC-FP ring
-    kCredit,  // an explicit RC-FP credit update
-    kWrite,   // an RDMA Write of the write handshake (tx_ index)
-    kFinW     // the sender's FIN (W) after its Writes: completes the send (tx_ index)
+    kFp,       // an EAGER message written into the peer's RC-FP ring
+    kCredit,   // an explicit RC-FP credit update
+    kWrite,    // an RDMA Write of the write handshake (tx_ index)
+    kFinW,     // the sender's FIN (W) after its Writes: completes the send (tx_ index)
+    kCopyData  // a DATA fragment of the copy rendezvous (the op's msg_id)
   };
   // Which of a peer's QPs: the RD QP, or its connected one.
   enum class Via : uint8_t { kRd, kRc };
@@ -535,6 +550,14 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t d_off = 0;
     uint64_t todo = 0;  // bytes not yet covered by a posted Write
     std::array<uint8_t, wire::kRdmHeaderSize> fin{};
+    // The copy rendezvous (rdm_core_copy.cc): iov/si/s_off/todo walk the
+    // source; DATA headers in flight live in `frags` (slot seq % window).
+    bool copy = false;
+    uint64_t frag_max = 0;  // payload bytes per DATA (the CTS's, bounded by ours)
+    uint64_t c_off = 0;     // message offset of the next DATA
+    uint32_t frags_out = 0;
+    uint32_t frag_seq = 0;
+    std::array<std::array<uint8_t, wire::kRdmHeaderSize>, kCopyWindow> frags{};
   };
   // A posted receive.
   struct RxOp {
@@ -590,6 +613,12 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t s_off = 0;
     uint64_t d_off = 0;
     uint64_t todo = 0;  // bytes not yet covered by a posted Read
+    // Copy rendezvous: the receive buffer's pieces and the bytes placed so
+    // far (DATA must come in order: offset == received).
+    bool copy = false;
+    std::array<iovec, kMaxIov> dst_iov{};
+    uint8_t dst_iov_count = 0;
+    uint64_t received = 0;
   };
 
   RdmCore(progress::Engine& engine, const RdmConfig& config, mem::StagTable& stags, RdmSink& sink);
@@ -746,6 +775,22 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // A QP of p failed: receives waiting for its FIN (W) fail, and its
   // queued Writes are forgotten (their sends fail with the peer's sends).
   void DropWriteRendezvous(Peer& p, Via via, int err);
+  // The copy rendezvous (rdm_core_copy.cc). Receiver: StartCopyRendezvous
+  // answers with the CTS (C) (also the fallback when registration failed);
+  // OnCopyData places one DATA (offset and length checked against the
+  // matched buffer, else a protocol error). Sender: OnCopyCts queues the op
+  // in write_wait (also a read or write RTS the receiver turned copy);
+  // ContinueCopy posts DATA from the pending pass while the window and the
+  // send queue have room; OnCopySent/OnCopyFailed take their completions.
+  void StartCopyRendezvous(Peer& p, uint32_t index, const iovec* iov, size_t count);
+  void OnCopyData(Peer& p, Via via, const wire::RdmMessage& m);
+  void OnCopyCts(Peer& p, Via via, const wire::RdmHeader& h);
+  bool ContinueCopy(Peer& p, uint32_t index);
+  void OnCopySent(uint64_t ctx);
+  void OnCopyFailed(uint64_t ctx, int err);
+  // The op of a DATA completion context, or nullptr (freed or reused).
+  TxOp* CopyOpOf(uint64_t ctx);
+  void MaybeFinishCopySend(uint32_t index);
   void FreeRndv(uint32_t index);
   void OnFin(Peer& p, const wire::RdmHeader& h);
   void DeliverUnexpected(const RecvRequest& r, const iovec* iov, uint32_t unexp);
