@@ -244,6 +244,8 @@ class QueuePair {
   [[nodiscard]] uint16_t tx_streams() const {
     return framing_ ? std::max<uint16_t>(framing_->tx_streams(), 1) : 1;
   }
+  // The SCTP framing adapter (its per-stream counters; tests), null on TCP.
+  [[nodiscard]] const SctpFraming* sctp_framing() const { return framing_.get(); }
   // Send queue entries a Post* could still take.
   [[nodiscard]] size_t sq_free() const { return sq_capacity_ - (sq_tail_ - sq_head_); }
 
