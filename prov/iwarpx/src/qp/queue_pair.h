@@ -82,8 +82,9 @@
 // framing refuses (wrong PPID, longer than a ULPDU) ends in a Terminate with
 // its cause, like a malformed FPDU on TCP (sctp_framing.h).
 // Streams on SCTP (SendWr::stream, docs/design.md "Streams for untagged
-// Sends"): a Send may travel on a stream other than 0, every other segment
-// stays on stream 0. On SCTP the receive side therefore takes QN 0 messages
+// Sends"): a Send may travel on a stream other than 0, and a Read Response
+// travels on its sink STag's stream (below); every other segment stays on
+// stream 0. On SCTP the receive side therefore takes QN 0 messages
 // (Sends, Immediate Data) as they arrive, interleaved across streams: the
 // first segment of a message claims the next posted receive (receives are
 // consumed in arrival order, not MSN order), later segments find their
