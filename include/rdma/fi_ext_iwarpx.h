@@ -256,8 +256,11 @@ struct fi_iwarpx_stats_ops {
  * delayed message on another. The peer consumes its posted receives in the
  * order messages *begin* to arrive, and completes each when it is whole:
  * receive completions can come in another order than the receives were
- * posted. Streams are only for sends: RMA, atomics and everything else stay
- * on stream 0, so a send that must follow a write is sent on stream 0.
+ * posted. Streams are only for sends: writes, read requests, atomics and
+ * everything else stay on stream 0, so a send that must follow a write is
+ * sent on stream 0. (The provider itself sends RMA read responses on the
+ * stream of their sink buffer's key; fi_read completions still come in the
+ * order the reads were posted. Not selectable: docs/wire.md §2.2.)
  *
  * tx_streams sets *count to the streams sendmsg may use on `ep`: 1..16
  * (min(the association's outbound streams, 16)) once connected, 1 on an

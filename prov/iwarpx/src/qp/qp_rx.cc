@@ -305,7 +305,9 @@ QueuePair::Dispatch QueuePair::DispatchTagged(bool read_response) {
   const wire::DdpHeader& h = rx_seg_.ddp;
   const size_t len = rx_payload_len_;
   rx_dest_ = RxDest::kNone;
-  if (read_response) {
+  if (read_response && framing_) {
+    if (DispatchReadResponseSctp() != Dispatch::kProceed) return Dispatch::kFailed;
+  } else if (read_response) {
     if (orq_count_ == 0) {
       RxFail(wire::term::kRdmapUnexpectedOpcode);
       return Dispatch::kFailed;
@@ -493,6 +495,7 @@ QueuePair::Dispatch QueuePair::DispatchAtomicRequest() {
 }
 
 QueuePair::Dispatch QueuePair::DispatchAtomicResponse() {
+  if (framing_) return DispatchAtomicResponseSctp();
   const wire::DdpHeader& h = rx_seg_.ddp;
   const auto* body = std::get_if<wire::AtomicResponseBody>(&rx_seg_.body);
   if (body == nullptr || orq_count_ == 0 || Sq(orq_[orq_head_]).op != SqOp::kAtomic ||
@@ -633,6 +636,10 @@ void QueuePair::RxFpduComplete() {
       if (h.last && rx_dest_ == RxDest::kTagged) sink_.OnRemoteWrite(h.stag);
       break;
     case wire::RdmapOpcode::kRdmaReadResponse: {
+      if (framing_) {
+        if (!FinishReadResponseSctp()) return;
+        break;
+      }
       const uint64_t seq = orq_[orq_head_];
       SqEntry& e = Sq(seq);
       e.rx_done += rx_payload_len_;
@@ -670,17 +677,25 @@ void QueuePair::RxFpduComplete() {
       break;
     }
     case wire::RdmapOpcode::kAtomicResponse: {
-      const uint64_t seq = orq_[orq_head_];
+      // SCTP: the matched slot, done in place (qp_orq_sctp.cc); TCP: the head.
+      const size_t slot = framing_ ? rx_orq_slot_ : orq_head_;
+      const uint64_t seq = orq_[slot];
       SqEntry& e = Sq(seq);
       const uint64_t word = std::get<wire::AtomicResponseBody>(rx_seg_.body).original_remote_data;
       ++rx_msn_atomic_resp_;
-      orq_head_ = (orq_head_ + 1) % orq_.size();
-      --orq_count_;
+      if (!framing_) {
+        orq_head_ = (orq_head_ + 1) % orq_.size();
+        --orq_count_;
+      }
       if (e.xor_loop && (word & e.compare_mask) != e.compare) {
         // Missed: the lane held another value; guess that one next.
         e.compare = word & e.compare_mask;
         e.operand = (e.compare ^ e.xor_operand) & e.compare_mask;
         xor_retry_ = true;
+        if (framing_) {
+          orq_state_[slot] = OrqSlot::kRetired;
+          RetireOrqSctp();
+        }
         break;
       }
       if (e.xor_loop) xor_busy_ = false;
@@ -691,6 +706,11 @@ void QueuePair::RxFpduComplete() {
         } else {
           std::memcpy(e.result, &word, sizeof(word));
         }
+      }
+      if (framing_) {
+        orq_state_[slot] = OrqSlot::kDone;
+        RetireOrqSctp();
+        break;
       }
       CompleteSq(seq);
       break;

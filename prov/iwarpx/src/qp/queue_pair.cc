@@ -82,6 +82,7 @@ QueuePair::QueuePair(std::unique_ptr<SctpFraming> framing, transport::Connection
       sq_capacity_(config.sq_size),
       rq_(config.rq_size),
       orq_(mpa.ord),
+      orq_state_(mpa.ord, OrqSlot::kPending),
       ord_(mpa.ord),
       irq_(mpa.ird),
       tx_stash_size_(wire::MarkedFpduLength(0, config.max_fpdu_payload + kFpduOverhead) +

@@ -92,8 +92,9 @@
 // framing refuses (wrong PPID, longer than a ULPDU) ends in a Terminate with
 // its cause, like a malformed FPDU on TCP (sctp_framing.h).
 // Streams on SCTP (SendWr::stream, docs/design.md "Streams for untagged
-// Sends"): a Send may travel on a stream other than 0, every other segment
-// stays on stream 0. On SCTP the receive side therefore takes QN 0 messages
+// Sends"): a Send may travel on a stream other than 0, and a Read Response
+// travels on its sink STag's stream (below); every other segment stays on
+// stream 0. On SCTP the receive side therefore takes QN 0 messages
 // (Sends, Immediate Data) as they arrive, interleaved across streams: the
 // first segment of a message claims the next posted receive (receives are
 // consumed in arrival order, not MSN order), later segments find their
@@ -102,6 +103,18 @@
 // others are doing. At most kMaxSctpStreams messages are in progress at once
 // (one per stream); a reused MSN of a message in progress is refused. With
 // everything on stream 0 this is exactly the TCP behaviour (MSN order).
+// Read Responses on SCTP (docs/design.md "Streams for Read Responses"): the
+// responder sends each on the stream its sink STag maps to
+// (SctpFraming::ReadResponseStream), so responses to Reads with different
+// sink STags may arrive in any order. The requester matches a Read Response
+// to the oldest outstanding Read with that local STag and requires it to
+// continue that Read exactly (TO = local TO + bytes placed, within its
+// length, the last flag exactly on its last byte; anything else: Terminate
+// DDP tagged, invalid STag or base/bounds, before a byte is placed). An
+// Atomic Response (stream 0) matches the oldest outstanding Atomic and its
+// request id. Outbound Reads and Atomics are then done out of order, but are
+// completed (reported) in ORQ order: a done entry waits in the ORQ until
+// those before it are done (qp_orq_sctp.cc). ORD counts it until then.
 // Not supported yet (Create returns kInvalid): the zero-length Send and Read
 // RTRs. RFC 7306: Immediate Data
 // (WriteWr::with_imm; SendWr::with_imm on a connection that negotiated the
@@ -246,6 +259,8 @@ class QueuePair {
   [[nodiscard]] uint16_t tx_streams() const {
     return framing_ ? std::max<uint16_t>(framing_->tx_streams(), 1) : 1;
   }
+  // The SCTP framing adapter (its per-stream counters; tests), null on TCP.
+  [[nodiscard]] const SctpFraming* sctp_framing() const { return framing_.get(); }
   // Send queue entries a Post* could still take.
   [[nodiscard]] size_t sq_free() const { return sq_capacity_ - (sq_tail_ - sq_head_); }
 
@@ -419,6 +434,15 @@ class QueuePair {
   RxMsg* FindRxMsg(uint32_t msn);
   Dispatch DispatchAtomicRequest();
   Dispatch DispatchAtomicResponse();
+  // --- qp_orq_sctp.cc (SCTP: responses matched by STag, completed in order)
+  void PushOrq(uint64_t seq);
+  Dispatch DispatchReadResponseSctp();
+  Dispatch DispatchAtomicResponseSctp();
+  // The current Read Response segment is placed: count it, and on its last
+  // segment mark the Read done. False after RxFail.
+  bool FinishReadResponseSctp();
+  // Pops the done prefix of the ORQ, completing each done entry in order.
+  void RetireOrqSctp();
   void RxFpduComplete();
   void RxFail(wire::TermCause cause);
   bool AdmitInboundRequest(uint32_t msn);  // QN 1: MSN order and IRD room
@@ -472,6 +496,12 @@ class QueuePair {
   bool rx_held_ = false;        // the current FPDU is a request stopped by the hold
   // Outstanding outbound Reads (SQ slots), in request order.
   std::vector<uint64_t> orq_;  // SQ sequence numbers
+  // SCTP: the state of each ORQ slot (qp_orq_sctp.cc). kDone: its response
+  // is in, complete it when it reaches the head; kRetired: an XOR loop's
+  // missed attempt, dropped silently when it reaches the head.
+  enum class OrqSlot : uint8_t { kPending, kDone, kRetired };
+  std::vector<OrqSlot> orq_state_;
+  size_t rx_orq_slot_ = 0;  // SCTP: the ORQ slot the current response answers
   // An XOR compare-and-swap loop in progress (AtomicWr::xor_loop) holds the
   // send queue: xor_seq_ is its entry, xor_retry_ says its next guess is due.
   bool xor_busy_ = false;
