@@ -23,6 +23,11 @@ qp::QpStatus RdmCore::PostFin(Peer& p, Via via, uint32_t index) {
   wr.context = Ctx(Kind::kFin, index);
   const qp::QpStatus st = q->PostSend(wr);
   if (st == qp::QpStatus::kOk) Kick(p, via);
+  // A FIN (not a CTS) on the connection is numbered: kept until taken.
+  if (st == qp::QpStatus::kOk && via == Via::kRc &&
+      rndv_[index].fin[1] == static_cast<uint8_t>(wire::RdmOp::kFin)) {
+    FbKeep(p, ByteSpan(rndv_[index].fin.data(), rndv_[index].fin_len), nullptr, 0);
+  }
   return st;
 }
 
@@ -50,7 +55,8 @@ void RdmCore::ScheduleFlush(Peer& p, Via via) {
   // On the connection also: a credit update to write, or a close to finish.
   const bool credit = via == Via::kRc && p.link != nullptr &&
                       ((p.link->fp != nullptr && p.link->fp->credit_wanted) || p.link->back_got);
-  if ((p.read_wait[v].empty() && p.fin_wait[v].empty() && p.write_wait[v].empty() && !credit) ||
+  if ((p.read_wait[v].empty() && p.fin_wait[v].empty() && p.write_wait[v].empty() && !credit &&
+       !FbWantsRun(p, via)) ||
       !deferred_added_) {
     return;
   }
@@ -67,6 +73,7 @@ void RdmCore::RunDeferred() {
       FlushReads(*p, via);
       FlushFins(*p, via);
       FlushWrites(*p, via);
+      FbRun(*p, via);
       if (via == Via::kRc) {
         FlushFpCredit(*p);
         MaybeCloseIdle(*p);
@@ -86,6 +93,9 @@ void RdmCore::DropFins(Peer& p, Via via) {
 bool RdmCore::ContinueReads(Peer& p, uint32_t index) {
   RndvOp& op = rndv_[index];
   qp::QueuePair* q = QpOf(p, op.via);
+  // A post may find the connection broken: the fall-back has then started
+  // this rendezvous again on RD (rdm_core_fallback.cc); this pass is over.
+  const Via via0 = op.via;
   // One Read per overlap of a source segment and a sink piece.
   while (op.todo > 0 && op.si < op.src_count && op.di < op.sink_count) {
     const wire::RdmSegment& seg = op.src[op.si];
@@ -100,6 +110,7 @@ bool RdmCore::ContinueReads(Peer& p, uint32_t index) {
       rd.remote_stag = seg.stag;
       rd.remote_to = seg.to + op.s_off;
       const qp::QpStatus st = q != nullptr ? q->PostRead(rd) : qp::QpStatus::kBadState;
+      if (!op.used || op.via != via0) return true;
       if (st == qp::QpStatus::kQueueFull) {
         Kick(p, op.via);
         return false;  // the rest when the send queue has room

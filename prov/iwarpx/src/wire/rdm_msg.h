@@ -56,7 +56,8 @@ inline constexpr uint16_t kRdmFlagData = 0x4000;    // D
 inline constexpr uint16_t kRdmFlagWrite = 0x2000;   // W: RTS and FIN of the write handshake
 inline constexpr uint16_t kRdmFlagsReserved = 0x1FFF;
 
-enum class RdmOp : uint8_t { kEager = 1, kRts = 2, kFin = 3, kSwitch = 4, kCts = 5 };
+// kTaken: the lossless fall-back of a broken connection (docs/wire.md §3.10).
+enum class RdmOp : uint8_t { kEager = 1, kRts = 2, kFin = 3, kSwitch = 4, kCts = 5, kTaken = 6 };
 
 struct RdmSegment {
   uint32_t stag = 0;
