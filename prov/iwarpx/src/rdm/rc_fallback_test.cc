@@ -111,6 +111,23 @@ TEST_F(RcFallbackTest, BrokenThroughDatagramFaults) {
   EXPECT_EQ(a.core->counters().rc_fallbacks, 2u) << Dump(a);
 }
 
+// The RC-FP ring carries the small messages: those written into the peer's
+// ring but not yet taken are kept and resent like Sends.
+TEST_F(RcFallbackTest, FastPathMessagesSurviveABreak) {
+  const RdmConfig c = Config("size<=2048:rc_fp,any:rc_sr,any:ud_sr,any:ud_zcopy");
+  Node& a = Add(c);
+  Node& b = Add(c);
+  Flow ab = MakeFlow(a, b, 4000);
+  Flow ba = MakeFlow(b, a, 4000);
+  const int breaks = RunWithBreaks(a, b, {&ab, &ba}, 1000, 2, true);
+  ASSERT_EQ(breaks, 2);
+  ab.Check();
+  ba.Check();
+  ExpectNoErrors(a, b);
+  EXPECT_GT(a.core->counters().rc_fp_msgs, 500u) << Dump(a);
+  EXPECT_EQ(a.core->counters().rc_fallbacks, 2u) << Dump(a);
+}
+
 // Only rendezvous (every message larger than a bounce), many in flight both
 // ways, so the break finds Reads outstanding and RTS/FIN not yet taken: the
 // Reads start again on RD and every message still arrives.
