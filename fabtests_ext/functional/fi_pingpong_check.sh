@@ -9,6 +9,7 @@
 # sides' output must match (with FI_IWARPX_STATS=1: a counter the run must have moved).
 # IWARPX_PP_CHECK, when set, is a command run last with one more argument: a file holding
 # both sides' output (stdout and stderr); its exit status decides the test.
+# IWARPX_PP_PORT, when set, is the out-of-band port (else a free one is picked).
 set -uo pipefail
 pingpong=$1
 export FI_PROVIDER_PATH=$2
@@ -21,7 +22,7 @@ case $ep in
   *) echo "FAIL: IWARPX_PP_EP=$ep (msg, dgram or rdm)"; exit 1 ;;
 esac
 # A port nobody uses (TCP and UDP): the kernel's choice for a throw-away bind.
-port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+port=${IWARPX_PP_PORT:-$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")}
 log=$(mktemp)
 trap 'rm -f "$log"; [ -n "${srv:-}" ] && kill "$srv" 2>/dev/null' EXIT
 
@@ -59,7 +60,7 @@ else
 fi
 [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || { echo "FAIL: fi_pingpong exited $crc/$src"; exit 1; }
 # Every size line reports as many acknowledged as sent (the "=N" column).
-lines=$(grep -cE '^[0-9]+[kmg]?[[:space:]]+[0-9]+[[:space:]]+=[0-9]+' <<<"$client")
+lines=$(grep -cE '^[0-9]+[kmg]?[[:space:]]+[0-9]+[kmg]?[[:space:]]+=[0-9]+' <<<"$client")
 [ "$lines" -ge 1 ] || { echo "FAIL: no result lines from the client"; exit 1; }
 if [ -n "${IWARPX_PP_CHECK:-}" ]; then
   { echo "$client"; cat "$log"; } >"$log.all"

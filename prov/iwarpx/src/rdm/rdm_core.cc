@@ -175,6 +175,7 @@ void RdmCore::PeerFailed(const progress::RdPeerKey& key, const rd::RdQp& qp) {
   for (const auto& [bounce, bytes] : p.rd_held) FreeBounce(bounce);
   p.rd_held.clear();
   p.rd_replaying = false;
+  FbReset(p);
   // Rendezvous sends whose RTS went out wait for a FIN that will not come.
   for (uint32_t i = 0; i < tx_.size(); ++i) {
     TxOp& op = tx_[i];
@@ -254,6 +255,7 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
   Peer& p = PeerFor(to);
   rd::RdQp* q = channel_->Peer({p.addr, kRdmQpn});
   if (q == nullptr) return RdmStatus::kNoPeer;
+  if (FbBlocksSends(p)) return RdmStatus::kAgain;  // resends after a break go first
   // The connected QP once it is established; after our SWITCH every message
   // to the peer takes it (the order rule), the chain then picks the protocol.
   qp::QueuePair* rc = QpOf(p, Via::kRc);
@@ -296,6 +298,7 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
                    (p.tx_on_rc || fp || channel == Channel::kRcSr || channel == Channel::kRcRdma)
                ? Via::kRc
                : Via::kRd;
+  if (op.via == Via::kRc && FbFull(p)) return undo(RdmStatus::kAgain);  // copies at their bound
   if (op.via == Via::kRc && !p.tx_on_rc) {
     if (const RdmStatus s = SendSwitch(p); s != RdmStatus::kOk) return undo(s);
   }
@@ -355,13 +358,26 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
     wr.sgl.Add(op.header.data(), *n);
     wr.context = Ctx(Kind::kRts, *index);
   }
-  switch (fp ? SendFp(p, *index, iov, count) : (op.via == Via::kRc ? *rc : q->qp()).PostSend(wr)) {
+  // A post may find the connection broken and fall back at once (op.via
+  // then says RD): what went on it is still kept (rdm_core_fallback.cc).
+  const bool on_rc = op.via == Via::kRc;
+  posting_tx_ = *index;
+  const qp::QpStatus posted =
+      fp ? SendFp(p, *index, iov, count) : (op.via == Via::kRc ? *rc : q->qp()).PostSend(wr);
+  posting_tx_ = UINT32_MAX;
+  switch (posted) {
     case qp::QpStatus::kOk: break;
     case qp::QpStatus::kQueueFull: return undo(RdmStatus::kAgain);
     case qp::QpStatus::kBadState: return undo(RdmStatus::kNoPeer);
     default: return undo(RdmStatus::kInvalid);
   }
-  if (op.via == Via::kRc && p.link->ch != nullptr) {
+  if (on_rc && !op.write && !op.copy) {  // numbered: kept until the peer took it
+    const std::span<const uint8_t> hdr =
+        fp ? std::span<const uint8_t>(op.header).subspan(kFpSlotHeaderSize, wire::kRdmHeaderSize)
+           : std::span<const uint8_t>(op.header).first(wire::RdmHeaderLength(h));
+    FbKeep(p, hdr, eager ? iov : nullptr, eager ? count : 0);
+  }
+  if (op.via == Via::kRc && p.link != nullptr && p.link->ch != nullptr) {
     p.link->ch->AfterPost();
     MarkActive(p);
   }
@@ -382,6 +398,21 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
                               : CarriedOn(op.via, op.kind == Kind::kEager),
                     h.size);
   CountAndPromote(p, h.size);
+  if (on_rc && op.via == Via::kRd) {  // the connection broke during the post
+    if (op.kind == Kind::kRts && !op.write) {
+      op.sent = true;  // kept: resent if the peer did not take it; the FIN completes it
+    } else {
+      const uint64_t context = op.context;
+      const bool failed = op.write;  // the write handshake fails with the connection
+      op.used = false;
+      tx_free_.push_back(*index);
+      if (failed) {
+        sink_.SendFailed(context, ECONNRESET);
+      } else {
+        sink_.SendDone(context);  // its kept copy carries it
+      }
+    }
+  }
   return RdmStatus::kOk;
 }
 
@@ -431,6 +462,8 @@ void RdmCore::OnSendComplete(Peer& p, Via via, uint64_t ctx) {
       sink_.RmaDone(i);
       return;
     case Kind::kCopyData: OnCopySent(ctx); return;
+    case Kind::kTaken:
+    case Kind::kResend: FbSent(p, via, ctx, true); return;
     case Kind::kWrite:
     case Kind::kBounce:
     case Kind::kRead:
@@ -482,7 +515,12 @@ void RdmCore::OnRecvComplete(Peer& p, Via via, uint64_t ctx, size_t bytes,
 void RdmCore::Incoming(Peer& p, Via via, uint32_t b, size_t bytes, const wire::RdmMessage& m) {
   switch (m.header.op) {
     case wire::RdmOp::kFin:
+      if (via == Via::kRc && !m.header.write && (p.replaying || !p.held.empty())) {
+        p.held.emplace_back(b, bytes);  // counted in stream order (rdm_core_fallback.cc)
+        return;
+      }
       Repost(p, via, b);
+      if (via == Via::kRc) FbTook(p, m.header);
       if (m.header.write) {
         OnWritten(p, via, m.header);
       } else {
@@ -501,6 +539,10 @@ void RdmCore::Incoming(Peer& p, Via via, uint32_t b, size_t bytes, const wire::R
       OnCopyData(p, via, m);  // copied out before the bounce goes back
       Repost(p, via, b);
       return;
+    case wire::RdmOp::kTaken:
+      Repost(p, via, b);
+      OnTaken(p, via, m.header);
+      return;
     case wire::RdmOp::kSwitch:
       if (via == Via::kRc) {
         MarkActive(p);
@@ -514,13 +556,14 @@ void RdmCore::Incoming(Peer& p, Via via, uint32_t b, size_t bytes, const wire::R
         return;
       }
       Repost(p, via, b);
+      if (FbSwitch(p)) return;  // for a connection that broke (rdm_core_fallback.cc)
       OnSwitch(p, via);
       return;
     case wire::RdmOp::kEager:
     case wire::RdmOp::kRts: break;
   }
   if (via == Via::kRc) MarkActive(p);
-  if (via == Via::kRd && (p.rx_switched || p.rd_replaying)) {
+  if (via == Via::kRd && (p.rx_switched || p.rd_replaying || FbHolds(p))) {
     // Sent after the peer's SWITCH back, which has not arrived on the link
     // yet: matched after every link message before it.
     p.rd_held.emplace_back(b, bytes);
@@ -564,6 +607,7 @@ void RdmCore::Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage&
                         : h.copy     ? Channel::kCopy
                                      : CarriedOn(via, h.op == wire::RdmOp::kEager),
                         h.size);
+  if (via == Via::kRc) FbTook(p, h);  // taken into matching
   TagMatcher& matcher = MatcherFor(h.tagged);
   if (DeliverIfPosted(p, via, m)) {
     Repost(p, via, bounce);
@@ -751,6 +795,8 @@ void RdmCore::OnRdmaComplete(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/) {
 void RdmCore::OnError(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/, const qp::WcError& error) {
   const uint64_t i = IndexOf(ctx);
   switch (KindOf(ctx)) {
+    case Kind::kTaken:
+    case Kind::kResend: FbSent(p, via, ctx, false); return;
     case Kind::kSwitch:          // the RD QP failed: PeerFailed resets the peer
     case Kind::kCredit: return;  // the link failed: RcDown drops it
     case Kind::kBounce:

@@ -45,9 +45,16 @@
 //   peer go on it after a SWITCH on the RD QP; the receiver matches what
 //   arrives on the connection only after that SWITCH (order across the
 //   change). The same EAGER/RTS/FIN protocol runs on both QPs; an RTS is
-//   read and answered on the QP it came on. An established connection that
-//   ends fails the peer's RD session too (error completions, never a silent
-//   loss); a connect that fails leaves the peer on datagrams.
+//   read and answered on the QP it came on. A connect that fails leaves the
+//   peer on datagrams.
+// * A broken connection falls back without loss (rdm_core_fallback.cc,
+//   rc_fallback.h): EAGER, RTS and FIN on the connection are numbered and
+//   kept by the sender until the peer reports them taken (TAKEN); after a
+//   break both sides say on RD how many they took (BROKEN), send again on
+//   RD what the other did not take, then RESENT; the receiver holds the
+//   peer's later RD messages until then. Read rendezvous restart on RD, the
+//   write handshake in progress on the connection fails on both sides. If
+//   the RD session fails too, everything fails as for any dead peer.
 // * RMA and atomics follow the messages (rdm_core_rma.cc, RouteRma): on the
 //   RD QP until our SWITCH, then on the connection, so one QP orders a
 //   peer's messages and RMA (FI_ORDER_SAW, WAS, RAW, RAS, ...). Across the
@@ -59,8 +66,8 @@
 //   arrived on RD, i.e. after everything the peer sent on RD before it.
 //   While a connection is being left (a SWITCH back crossed one way only)
 //   RouteRma answers kAgain. RMA outstanding on a connection that breaks
-//   completes with an error (RmaFailed), never silently; the idle close
-//   waits for it.
+//   completes with an error (RmaFailed), never silently (it is not resent
+//   by the fall-back); the idle close waits for it.
 // * RC-FP (rdm_core_fp.cc, rc_fastpath.h; docs/design.md "RC-FP: the
 //   RDMA-write ring"): when the chain names rc_fp, each side of a new
 //   connection that is under config.rc.max_fastpath registers a receive
@@ -122,6 +129,7 @@
 #include "qp/completion_sink.h"
 #include "rdm/bounce_pool.h"
 #include "rdm/peer_stats.h"
+#include "rdm/rc_fallback.h"
 #include "rdm/rc_fastpath.h"
 #include "rdm/rc_hello.h"
 #include "rdm/send_rules.h"
@@ -326,6 +334,10 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   [[nodiscard]] bool HasFastPath(const transport::SockAddr& to) const;
   // Tests: ends the connection to `to` as a lost link would (nothing if none).
   void DropRcForTest(const transport::SockAddr& to);
+  // Tests: breaks the connection's TCP socket under it (shutdown of both
+  // directions), so both ends see the connection fail (rdm_core_fallback.cc).
+  // False if there is no established connection to `to`.
+  bool BreakRcSocketForTest(const transport::SockAddr& to);
 
   struct Counters {
     uint64_t eager_sent = 0;
@@ -356,6 +368,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t rd_rma_ops = 0;        // RMA/atomic operations posted on RD QPs
     uint64_t rc_rma_ops = 0;        // ... and on connections (after our SWITCH)
     uint64_t rc_rma_failed = 0;     // of those, failed because their connection ended
+    uint64_t rc_fallbacks = 0;      // broken connections recovered (the peer's BROKEN answered)
+    uint64_t rc_resent = 0;         // messages sent again on RD after a break
   };
   [[nodiscard]] const Counters& counters() const { return counters_; }
   // Per-peer statistics (rdm/peer_stats.h, rdm_core_stats.cc): peers are
@@ -377,11 +391,13 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     kRead,
     kUser,
     kSwitch,
-    kFp,       // an EAGER message written into the peer's RC-FP ring
-    kCredit,   // an explicit RC-FP credit update
-    kWrite,    // an RDMA Write of the write handshake (tx_ index)
-    kFinW,     // the sender's FIN (W) after its Writes: completes the send (tx_ index)
-    kCopyData  // a DATA fragment of the copy rendezvous (the op's msg_id)
+    kFp,        // an EAGER message written into the peer's RC-FP ring
+    kCredit,    // an explicit RC-FP credit update
+    kWrite,     // an RDMA Write of the write handshake (tx_ index)
+    kFinW,      // the sender's FIN (W) after its Writes: completes the send (tx_ index)
+    kCopyData,  // a DATA fragment of the copy rendezvous (the op's msg_id)
+    kTaken,     // a TAKEN report, BROKEN or RESENT (peer id)
+    kResend     // a message sent again on RD after a break (peer id)
   };
   // Which of a peer's QPs: the RD QP, or its connected one.
   enum class Via : uint8_t { kRd, kRc };
@@ -420,6 +436,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t next_try_msgs = 0;  // promotion: counts at which to (re)try a connect
     uint64_t next_try_bytes = 0;
     PeerStats stats;  // a failed session's RD counters added by PeerFailed
+    FbState fb;       // the lossless fall-back (rdm_core_fallback.cc)
     std::array<uint8_t, wire::kRdmHeaderSize> switch_header{};
     std::array<std::deque<uint32_t>, 2> fin_wait;    // per Via: FINs waiting for room
     std::array<std::deque<uint32_t>, 2> read_wait;   // per Via: rendezvous with Reads to post
@@ -736,6 +753,36 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // Both SWITCHes crossed and nothing is pending: the link goes, cleanly.
   void MaybeCloseIdle(Peer& p);
 
+  // The lossless fall-back of a broken connection (rdm_core_fallback.cc).
+  // A new connection's QP: numbering starts again.
+  void FbNewLink(Peer& p);
+  // Sends to p wait (EAGAIN) until our resends are out; no connect meanwhile.
+  [[nodiscard]] static bool FbBlocksSends(const Peer& p);
+  [[nodiscard]] static bool FbBusy(const Peer& p);
+  // The copies kept for p are at their bound: a send on the connection waits.
+  [[nodiscard]] static bool FbFull(const Peer& p);
+  // A numbered message just posted on p's connection: kept (payload gathered
+  // from `iov` after `header`).
+  void FbKeep(Peer& p, ByteSpan header, const iovec* iov, size_t count);
+  // A numbered message of the peer's taken from the connection.
+  void FbTook(Peer& p, const wire::RdmHeader& h);
+  // The connection broke while the RD session lives: recover instead of
+  // failing (false: no RD session, the caller fails the peer).
+  bool FallBack(Peer& p);
+  void OnTaken(Peer& p, Via via, const wire::RdmHeader& h);
+  // RD messages of p held while we wait for its RESENT.
+  [[nodiscard]] static bool FbHolds(const Peer& p);
+  // A SWITCH on RD for a connection that broke: only noted (true).
+  bool FbSwitch(Peer& p);
+  // Reports, BROKEN, resends and RESENT that wait for room; from the pending pass.
+  void FbRun(Peer& p, Via via);
+  [[nodiscard]] static bool FbWantsRun(const Peer& p, Via via);
+  void FbSent(Peer& p, Via via, uint64_t ctx, bool ok);
+  // The RD session failed: everything kept is gone with it.
+  static void FbReset(Peer& p);
+  // Matches p's RD messages held (rd_held) in their order (rdm_core_idle.cc).
+  void ReplayRdHeld(Peer& p);
+
   // Matching and delivery.
   TagMatcher& MatcherFor(bool tagged) { return tagged ? tagged_ : untagged_; }
   void Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage& m);
@@ -834,6 +881,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   std::deque<RndvOp> rndv_;
   std::vector<uint32_t> rndv_free_;
   uint32_t next_msg_gen_ = 1;
+  uint32_t posting_tx_ = UINT32_MAX;  // the tx_ op Send is posting (FallBack leaves it to Send)
   TagMatcher tagged_;
   TagMatcher untagged_;
   Counters counters_;

@@ -131,6 +131,7 @@ void RdmCore::OnFpWrite(RcLink& link, uint32_t stag) {
       if (direct.ok() && direct->header.op == wire::RdmOp::kEager &&
           DeliverIfPosted(p, Via::kRc, *direct)) {
         p.stats.CountReceived(Channel::kRcFp, direct->header.size);
+        FbTook(p, direct->header);
         if (fp.tx) (void)fp.tx->AcceptCredits(m.credits);
         fp.rx->Consume();
         took = true;

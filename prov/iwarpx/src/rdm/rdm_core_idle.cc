@@ -91,6 +91,16 @@ void RdmCore::OnSwitchBack(Peer& p) {
   // The peer's later messages come on RD; those that overtook this SWITCH
   // were held and are matched now, in their order.
   p.rx_switched = false;
+  ReplayRdHeld(p);
+  // Our answer (and the close) from the pending pass, outside this QP's
+  // receive path.
+  if (deferred_added_) {
+    flush_.emplace_back(p.id, Via::kRc);
+    engine_.Update(deferred_);
+  }
+}
+
+void RdmCore::ReplayRdHeld(Peer& p) {
   p.rd_replaying = true;
   while (p.rd_replaying && !p.rd_held.empty()) {
     const auto [bounce, bytes] = p.rd_held.front();
@@ -103,12 +113,6 @@ void RdmCore::OnSwitchBack(Peer& p) {
     Arrived(p, Via::kRd, bounce, *m);
   }
   p.rd_replaying = false;
-  // Our answer (and the close) from the pending pass, outside this QP's
-  // receive path.
-  if (deferred_added_) {
-    flush_.emplace_back(p.id, Via::kRc);
-    engine_.Update(deferred_);
-  }
 }
 
 void RdmCore::MaybeCloseIdle(Peer& p) {

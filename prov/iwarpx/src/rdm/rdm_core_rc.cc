@@ -70,7 +70,9 @@ void RdmCore::CollectStats(progress::EndpointStats* out) const {
 void RdmCore::CountAndPromote(Peer& p, uint64_t bytes) {
   ++p.msgs_sent;
   p.bytes_sent += bytes;
-  if (listener_ == nullptr || p.link != nullptr || links_ >= config_.rc.max_links) return;
+  if (listener_ == nullptr || p.link != nullptr || links_ >= config_.rc.max_links || FbBusy(p)) {
+    return;
+  }
   if (p.next_try_msgs == 0) {
     p.next_try_msgs = config_.rc.threshold_msgs;
     p.next_try_bytes = config_.rc.threshold_bytes;
@@ -117,6 +119,7 @@ void RdmCore::OnRequest(progress::MsgChannel& channel) {
   };
   if (!caller) return refuse();
   Peer& p = PeerFor(*caller);
+  if (FbBusy(p)) return refuse();  // still recovering from a broken one
   if (p.link != nullptr) {
     // Simultaneous connects: the lower address's connection wins. Ours is
     // still pending here (an initiator is established only by the peer's
@@ -155,6 +158,7 @@ void RdmCore::RcQpReady(RcLink& link, qp::QueuePair& q) {
   link.bounces_posted = 0;
   // Nothing the peer asks on it runs before its SWITCH (rdm_core_rma.cc).
   if (!link.peer->rx_switched) q.HoldRequests(true);
+  FbNewLink(*link.peer);
   PostBounces(*link.peer, Via::kRc);
 }
 
@@ -176,6 +180,8 @@ void RdmCore::RcDown(RcLink& link) {
   // it after everything it sent had arrived.
   const bool clean = link.back_sent && link.back_got && LinkQuiet(p);
   const bool was_up = link.up;
+  // Broken while the RD session lives: recovered without loss (rdm_core_fallback.cc).
+  if (was_up && !clean && FallBack(p)) return;
   ++(clean ? counters_.rc_idle_closed : counters_.rc_failed);
   DropLink(p, ECONNRESET);
   // A connection that carried messages may have lost some whose sends
@@ -276,6 +282,12 @@ void RdmCore::OnSwitch(Peer& p, Via via) {
     if (m->header.op == wire::RdmOp::kSwitch) {  // the SWITCH back (rdm_core_idle.cc)
       Repost(p, Via::kRc, bounce);
       OnSwitchBack(p);
+      continue;
+    }
+    if (m->header.op == wire::RdmOp::kFin) {  // held behind them: counted in order
+      Repost(p, Via::kRc, bounce);
+      FbTook(p, m->header);
+      OnFin(p, m->header);
       continue;
     }
     Arrived(p, Via::kRc, bounce, *m);

@@ -24,6 +24,11 @@ qp::QpStatus RdmCore::PostFin(Peer& p, Via via, uint32_t index) {
   wr.context = Ctx(Kind::kFin, index);
   const qp::QpStatus st = q->PostSend(wr);
   if (st == qp::QpStatus::kOk) Kick(p, via);
+  // A FIN (not a CTS) on the connection is numbered: kept until taken.
+  if (st == qp::QpStatus::kOk && via == Via::kRc &&
+      rndv_[index].fin[1] == static_cast<uint8_t>(wire::RdmOp::kFin)) {
+    FbKeep(p, ByteSpan(rndv_[index].fin.data(), rndv_[index].fin_len), nullptr, 0);
+  }
   return st;
 }
 
@@ -53,7 +58,8 @@ void RdmCore::ScheduleFlush(Peer& p, Via via) {
                       ((p.link->fp != nullptr && p.link->fp->credit_wanted) || p.link->back_got);
   // Link work that waited for room for our SWITCH on RD (SwitchFirst).
   if (via == Via::kRd && p.link != nullptr && !p.tx_on_rc) ScheduleFlush(p, Via::kRc);
-  if ((p.read_wait[v].empty() && p.fin_wait[v].empty() && p.write_wait[v].empty() && !credit) ||
+  if ((p.read_wait[v].empty() && p.fin_wait[v].empty() && p.write_wait[v].empty() && !credit &&
+       !FbWantsRun(p, via)) ||
       !deferred_added_) {
     return;
   }
@@ -70,6 +76,7 @@ void RdmCore::RunDeferred() {
       FlushReads(*p, via);
       FlushFins(*p, via);
       FlushWrites(*p, via);
+      FbRun(*p, via);
       if (via == Via::kRc) {
         FlushFpCredit(*p);
         MaybeCloseIdle(*p);
@@ -89,8 +96,12 @@ void RdmCore::DropFins(Peer& p, Via via) {
 bool RdmCore::ContinueReads(Peer& p, uint32_t index) {
   RndvOp& op = rndv_[index];
   qp::QueuePair* q = QpOf(p, op.via);
+  // A post may find the connection broken: the fall-back has then started
+  // this rendezvous again on RD (rdm_core_fallback.cc); this pass is over.
+  const Via via0 = op.via;
   if (op.todo > 0 && q != nullptr) {
     const qp::QpStatus sw = SwitchFirst(p, op.via);
+    if (!op.used || op.via != via0) return true;       // the post found the link broken
     if (sw == qp::QpStatus::kQueueFull) return false;  // after the RD QP's next completion
     if (sw != qp::QpStatus::kOk) q = nullptr;          // fails below
   }
@@ -108,6 +119,7 @@ bool RdmCore::ContinueReads(Peer& p, uint32_t index) {
       rd.remote_stag = seg.stag;
       rd.remote_to = seg.to + op.s_off;
       const qp::QpStatus st = q != nullptr ? q->PostRead(rd) : qp::QpStatus::kBadState;
+      if (!op.used || op.via != via0) return true;
       if (st == qp::QpStatus::kQueueFull) {
         Kick(p, op.via);
         return false;  // the rest when the send queue has room

@@ -137,6 +137,10 @@ bool RdmCore::ContinueWrites(Peer& p, uint32_t index) {
     return true;
   };
   if (q == nullptr) return fail(ECONNRESET);
+  // A post may find the connection broken: the fall-back (rdm_core_fallback.cc)
+  // has then failed this op already, and nothing more goes on that QP.
+  const Via via0 = op.via;
+  auto gone = [&] { return !op.used || op.via != via0; };
   // One Write per overlap of a source piece and a sink segment.
   while (op.todo > 0 && op.si < op.iov_count && op.di < op.dst_count) {
     const iovec& src = op.iov[op.si];
@@ -150,6 +154,7 @@ bool RdmCore::ContinueWrites(Peer& p, uint32_t index) {
       wr.remote_stag = dst.stag;
       wr.remote_to = dst.to + op.d_off;
       const qp::QpStatus st = q->PostWrite(wr);
+      if (gone()) return true;
       if (st == qp::QpStatus::kQueueFull) {
         Kick(p, op.via);
         return false;  // the rest when the send queue has room
@@ -174,6 +179,7 @@ bool RdmCore::ContinueWrites(Peer& p, uint32_t index) {
     wr.sgl.Add(op.fin.data(), wire::kRdmHeaderSize);
     wr.context = Ctx(Kind::kFinW, index);
     const qp::QpStatus st = q->PostSend(wr);
+    if (gone()) return true;
     if (st == qp::QpStatus::kQueueFull) {
       Kick(p, op.via);
       return false;

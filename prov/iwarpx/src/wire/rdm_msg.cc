@@ -46,6 +46,9 @@ bool Valid(const RdmHeader& h) {
     case RdmOp::kData:
       return !h.tagged && !h.has_data && !h.write && h.segment_count == 0 &&
              h.offset <= UINT64_MAX - h.size;
+    case RdmOp::kTaken:
+      return !h.tagged && !h.has_data && !h.write && h.segment_count == 0 && h.msg_id <= 2 &&
+             (h.msg_id != 2 || h.size == 0);
   }
   return false;
 }
@@ -98,7 +101,7 @@ Result<RdmMessage, WireError> DecodeRdmMessage(ByteSpan bytes) {
   version = bytes[0];
   op = bytes[1];
   if (version != kRdmVersion) return Err{WireError::kRdmBadVersion};
-  if (op < static_cast<uint8_t>(RdmOp::kEager) || op > static_cast<uint8_t>(RdmOp::kData)) {
+  if (op < static_cast<uint8_t>(RdmOp::kEager) || op > static_cast<uint8_t>(RdmOp::kTaken)) {
     return Err{WireError::kRdmBadOp};
   }
   if (bytes.size() < kRdmHeaderSize) return Err{WireError::kTruncated};
@@ -169,6 +172,7 @@ Result<RdmMessage, WireError> DecodeRdmMessage(ByteSpan bytes) {
       if (h.tagged || h.has_data) return Err{WireError::kRdmReservedBits};
       break;
     case RdmOp::kSwitch:
+    case RdmOp::kTaken:
       if (!Valid(h)) return Err{WireError::kRdmReservedBits};
       break;
   }

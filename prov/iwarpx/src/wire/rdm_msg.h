@@ -70,7 +70,17 @@ inline constexpr uint16_t kRdmFlagWrite = 0x2000;   // W: RTS and FIN of the wri
 inline constexpr uint16_t kRdmFlagCopy = 0x1000;    // C: RTS and CTS of the copy rendezvous
 inline constexpr uint16_t kRdmFlagsReserved = 0x0FFF;
 
-enum class RdmOp : uint8_t { kEager = 1, kRts = 2, kFin = 3, kSwitch = 4, kCts = 5, kData = 6 };
+// kData: the copy rendezvous; kTaken: the lossless fall-back of a broken
+// connection (docs/wire.md §3.10).
+enum class RdmOp : uint8_t {
+  kEager = 1,
+  kRts = 2,
+  kFin = 3,
+  kSwitch = 4,
+  kCts = 5,
+  kData = 6,
+  kTaken = 7,
+};
 
 struct RdmSegment {
   uint32_t stag = 0;

@@ -91,6 +91,55 @@ TEST(RdmMsgTest, SwitchIsAZeroHeaderAndNothingElse) {
   EXPECT_EQ(EncodeRdmHeader(s, out).error(), WireError::kInvalidArgument);
 }
 
+// TAKEN (the lossless fall-back): header only; msg_id 0 report, 1 BROKEN
+// (both with a count), 2 RESENT (count 0); nothing else.
+TEST(RdmMsgTest, TakenCarriesAKindAndACountOnly) {
+  for (const uint32_t kind : {0u, 1u}) {
+    RdmHeader t;
+    t.op = RdmOp::kTaken;
+    t.msg_id = kind;
+    t.size = 0x0102030405060708ULL;
+    const std::vector<uint8_t> bytes = Encode(t);
+    ASSERT_EQ(bytes.size(), kRdmHeaderSize);
+    EXPECT_EQ(bytes[1], 7);
+    auto m = DecodeRdmMessage(bytes);
+    ASSERT_TRUE(m.ok());
+    EXPECT_EQ(m->header.op, RdmOp::kTaken);
+    EXPECT_EQ(m->header.msg_id, kind);
+    EXPECT_EQ(m->header.size, t.size);
+  }
+  RdmHeader r;
+  r.op = RdmOp::kTaken;
+  r.msg_id = 2;
+  std::vector<uint8_t> resent = Encode(r);
+  ASSERT_TRUE(DecodeRdmMessage(resent).ok());
+  std::vector<uint8_t> out(kRdmRtsMaxSize);
+  r.size = 1;  // RESENT with a count
+  EXPECT_EQ(EncodeRdmHeader(r, out).error(), WireError::kInvalidArgument);
+  r.size = 0;
+  r.msg_id = 3;  // no such kind
+  EXPECT_EQ(EncodeRdmHeader(r, out).error(), WireError::kInvalidArgument);
+  r.msg_id = 0;
+  r.write = true;
+  EXPECT_EQ(EncodeRdmHeader(r, out).error(), WireError::kInvalidArgument);
+  // Decoder: an unknown kind, a count on RESENT, T/D/W flags, a tag, a payload.
+  for (const size_t at : {size_t{7}, size_t{31}, size_t{15}}) {
+    auto bad = resent;
+    bad[at] = at == 7 ? 3 : 1;
+    EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmReservedBits) << at;
+  }
+  for (const uint8_t flag : {uint8_t{0x80}, uint8_t{0x40}, uint8_t{0x20}}) {
+    auto bad = resent;
+    bad[2] |= flag;
+    EXPECT_FALSE(DecodeRdmMessage(bad).ok()) << int{flag};
+  }
+  resent.push_back(0);
+  EXPECT_EQ(DecodeRdmMessage(resent).error(), WireError::kRdmBadLength);
+  resent.pop_back();
+  resent[1] = 8;  // past the last op
+  EXPECT_EQ(DecodeRdmMessage(resent).error(), WireError::kRdmBadOp);
+}
+
 // The RDMA-write handshake: RTS with W and no segments, the receiver's CTS
 // with its sink segments, and the FIN with W.
 TEST(RdmMsgTest, WriteHandshakeRtsCtsAndFinRoundTrip) {
@@ -246,7 +295,7 @@ TEST(RdmMsgTest, DecoderRefusesBadInputInOrder) {
   bad[0] = 2;
   EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadVersion);
   bad = good;
-  bad[1] = 7;
+  bad[1] = 8;
   EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadOp);
   bad[1] = 0;
   EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadOp);
