@@ -90,6 +90,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/lazy_deque.h"
 #include "base/result.h"
 #include "mem/stag_table.h"
 #include "progress/endpoint_stats.h"
@@ -359,10 +360,12 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     std::unique_ptr<RcLink> link;
     bool tx_on_rc = false;     // our SWITCH went out: every later send goes on `link`
     bool rx_switched = false;  // the peer's SWITCH arrived: link arrivals are matched
-    std::deque<std::pair<uint32_t, size_t>> held;  // (bounce, bytes) from the link before it
+    // The queues below are almost always empty: LazyDeque allocates nothing
+    // until used (a std::deque costs ~600 bytes even when empty).
+    LazyDeque<std::pair<uint32_t, size_t>> held;  // (bounce, bytes) from the link before it
     // RD messages that overtook the peer's SWITCH back (held until it
     // arrives on the link), and the replay guard as for `held`.
-    std::deque<std::pair<uint32_t, size_t>> rd_held;
+    LazyDeque<std::pair<uint32_t, size_t>> rd_held;
     bool rd_replaying = false;
     // OnSwitch is matching `held`: a bounce it gives back to the link may
     // deliver the next message at once, which must queue behind the rest.
@@ -373,9 +376,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t next_try_bytes = 0;
     PeerStats stats;  // a failed session's RD counters added by PeerFailed
     std::array<uint8_t, wire::kRdmHeaderSize> switch_header{};
-    std::array<std::deque<uint32_t>, 2> fin_wait;    // per Via: FINs waiting for room
-    std::array<std::deque<uint32_t>, 2> read_wait;   // per Via: rendezvous with Reads to post
-    std::array<std::deque<uint32_t>, 2> write_wait;  // per Via: sends with Writes/FIN to post
+    std::array<LazyDeque<uint32_t>, 2> fin_wait;    // per Via: FINs waiting for room
+    std::array<LazyDeque<uint32_t>, 2> read_wait;   // per Via: rendezvous with Reads to post
+    std::array<LazyDeque<uint32_t>, 2> write_wait;  // per Via: sends with Writes/FIN to post
     void OnSendComplete(uint64_t context) override {
       core->OnSendComplete(*this, Via::kRd, context);
     }
