@@ -321,6 +321,11 @@ QueuePair::Dispatch QueuePair::DispatchTagged(bool read_response) {
   return Dispatch::kProceed;
 }
 
+bool QueuePair::RqEmpty() {
+  if (rq_head_ != rq_tail_) return false;
+  return recv_source_ == nullptr || !recv_source_->Supply(*this) || rq_head_ == rq_tail_;
+}
+
 QueuePair::Dispatch QueuePair::DispatchSend() {
   if (framing_) return DispatchSendSctp();
   const wire::DdpHeader& h = rx_seg_.ddp;
@@ -336,7 +341,7 @@ QueuePair::Dispatch QueuePair::DispatchSend() {
     RxFail(wire::term::kDdpUntaggedInvalidMo);
     return Dispatch::kFailed;
   }
-  if (rq_head_ == rq_tail_) return Dispatch::kBlock;  // stop reading until PostRecv
+  if (RqEmpty()) return Dispatch::kBlock;  // stop reading until PostRecv
   const RqEntry& r = rq_[rq_head_ % rq_.size()];
   if (rx_payload_len_ > r.length || h.mo > r.length - rx_payload_len_) {
     RxFail(wire::term::kDdpUntaggedTooLong);
@@ -435,7 +440,7 @@ QueuePair::Dispatch QueuePair::DispatchImmediate() {
   // After a Send that announced it, the Send's receive (still at the RQ head)
   // takes it: no receive of its own is needed.
   if (rx_imm_due_) return Dispatch::kProceed;
-  if (rq_head_ == rq_tail_) return Dispatch::kBlock;
+  if (RqEmpty()) return Dispatch::kBlock;
   return Dispatch::kProceed;
 }
 

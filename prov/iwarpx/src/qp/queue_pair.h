@@ -113,6 +113,7 @@
 #include "base/result.h"
 #include "mem/stag_table.h"
 #include "qp/completion_sink.h"
+#include "qp/recv_source.h"
 #include "qp/sctp_framing.h"
 #include "qp/work_request.h"
 #include "transport/transport.h"
@@ -205,6 +206,9 @@ class QueuePair {
 
   QpStatus PostSend(const SendWr& wr);
   QpStatus PostRecv(const RecvWr& wr);
+  // Receives on demand (qp/recv_source.h; nullptr: none): asked for one
+  // when a Send or Immediate Data finds the receive queue empty.
+  void SetRecvSource(RecvSource* source) { recv_source_ = source; }
   QpStatus PostWrite(const WriteWr& wr);
   QpStatus PostRead(const ReadWr& wr);
   QpStatus PostAtomic(const AtomicWr& wr);
@@ -393,6 +397,8 @@ class QueuePair {
   size_t PayloadIov(size_t offset, size_t len, std::span<iovec> out) const;
   Dispatch DispatchHeader();
   Dispatch DispatchSend();
+  // No receive posted (TCP/RD receive queue), after asking the RecvSource.
+  bool RqEmpty();
   Dispatch DispatchTagged(bool read_response);
   Dispatch DispatchReadRequest();
   Dispatch DispatchImmediate();
@@ -450,6 +456,7 @@ class QueuePair {
   uint64_t rq_head_ = 0;
   uint64_t rq_next_ = 0;
   uint64_t rq_tail_ = 0;
+  RecvSource* recv_source_ = nullptr;
   std::array<RxMsg, kMaxSctpStreams> rx_msgs_{};  // SCTP: messages in progress
   RxMsg* rx_msg_ = nullptr;                       // SCTP: the current segment's
   bool rx_wait_recv_ = false;  // SCTP: the current segment waits for a posted receive

@@ -18,13 +18,18 @@
 //   receive (RDMAP orders the Writes' placement before the FIN's delivery)
 //   and, once the QP took it, the send. The receiver follows whatever the
 //   RTS asks, so endpoints with different settings interoperate.
-// * Receives: each peer QP keeps `bounces_per_peer` bounce receives of
-//   bounce_size bytes posted. An arriving message is matched against posted
-//   receives (TagMatcher; untagged and tagged separately) in arrival order;
-//   unmatched ones stay in their bounce as unexpected messages (a fresh
-//   bounce replaces it while the unexpected total stays under
-//   unexpected_limit; beyond it the peer's QP runs short of receives and the
-//   RD window closes: backpressure, not loss).
+// * Receives: bounce receives of bounce_size bytes. An RD QP keeps none
+//   posted: it takes one from the endpoint's pool when a message arrives
+//   (qp::RecvSource, rdm_core_bounce.cc, like a shared receive queue), so a
+//   quiet peer holds no buffer and the buffers in use stay few and hot. A
+//   connected QP keeps `bounces_per_peer` posted. An arriving message is
+//   matched against posted receives (TagMatcher; untagged and tagged
+//   separately) in arrival order; unmatched ones stay in their bounce as
+//   unexpected messages. Bounces keep coming while the unexpected total stays
+//   under unexpected_limit, and beyond it for a peer that holds fewer than
+//   bounces_per_peer unexpected messages itself; otherwise the peer's QP
+//   runs short of receives and the RD window closes (backpressure, not
+//   loss) until unexpected messages are taken.
 // * Order: one QP per peer delivers in order, so messages between a pair are
 //   matched in send order (FI_ORDER_SAS, MPI's non-overtaking rule).
 // * Connected channels (rdm_core_rc.cc, docs/design.md "Connected channels in
@@ -99,6 +104,7 @@
 #include "progress/msg_listener.h"
 #include "progress/rd_channel.h"
 #include "qp/completion_sink.h"
+#include "qp/recv_source.h"
 #include "rdm/bounce_pool.h"
 #include "rdm/peer_stats.h"
 #include "rdm/rc_fastpath.h"
@@ -227,6 +233,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   RdmCore& operator=(const RdmCore&) = delete;
 
   [[nodiscard]] size_t eager_limit() const { return config_.bounce_size - wire::kRdmHeaderSize; }
+  // Bounce buffers made so far (the pool only grows; tests and memory checks).
+  [[nodiscard]] uint32_t bounces_made() const { return bounces_.count(); }
   [[nodiscard]] transport::SockAddr local_address() const { return channel_->local_address(); }
   progress::RdChannel& channel() { return *channel_; }
   [[nodiscard]] const progress::RdChannel& channel() const { return *channel_; }
@@ -351,11 +359,13 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   static uint64_t IndexOf(uint64_t ctx) { return ctx & ((uint64_t{1} << 56) - 1); }
 
   // Per peer key, for the life of the core (the sink of each of its QPs).
-  struct Peer final : qp::CompletionSink {
+  struct Peer final : qp::CompletionSink, qp::RecvSource {
     RdmCore* core = nullptr;
     PeerId id = 0;
     transport::SockAddr addr;
     uint32_t bounces_posted = 0;  // on the RD QP
+    uint32_t rd_unexpected = 0;   // unexpected messages from the RD QP
+    bool starved = false;         // in starved_: its RD QP was refused a bounce
     // Connected channel (rdm_core_rc.cc).
     std::unique_ptr<RcLink> link;
     bool tx_on_rc = false;     // our SWITCH went out: every later send goes on `link`
@@ -393,6 +403,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     }
     void OnEstablished() override {}
     void OnTerminated(wire::TermCause /*cause*/, qp::TermOrigin /*origin*/) override {}
+    bool Supply(qp::QueuePair& q) override { return core->SupplyBounce(*this, q); }
   };
   // Work done from the engine's pending pass, outside any call into a QP:
   // destroying dropped links, and posting the Reads and FINs that waited for
@@ -584,6 +595,16 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // The engine re-reads interest after work was posted to `via` outside its
   // own callbacks.
   void Kick(Peer& p, Via via);
+  // Bounces kept posted on `via`'s QP: none on RD (SupplyBounce gives one
+  // when a message arrives), bounces_per_peer on a connection.
+  [[nodiscard]] uint32_t BounceTarget(Via via) const {
+    return via == Via::kRd ? 0 : config_.bounces_per_peer;
+  }
+  // rdm_core_bounce.cc: a bounce for p's RD QP `q` now, unless unexpected
+  // messages hold too much (then p waits in starved_ until FeedStarved).
+  bool SupplyBounce(Peer& p, qp::QueuePair& q);
+  [[nodiscard]] bool MayTakeBounce(const Peer& p) const;
+  void FeedStarved();
   uint32_t AllocBounce() { return bounces_.Alloc(); }
   void FreeBounce(uint32_t b) { bounces_.Free(b); }
 
@@ -733,7 +754,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   std::unordered_map<transport::SockAddr, std::unique_ptr<Peer>, transport::SockAddrHash> peers_;
   std::vector<Peer*> peer_by_id_;
   BouncePool bounces_;
-  bool fp_arriving_ = false;  // Incoming() is handling a message from an RC-FP ring
+  std::vector<PeerId> starved_;  // peers whose RD QP waits for a bounce
+  bool fp_arriving_ = false;     // Incoming() is handling a message from an RC-FP ring
   size_t unexpected_bytes_ = 0;
   std::deque<TxOp> tx_;
   std::vector<uint32_t> tx_free_;
