@@ -35,20 +35,29 @@ void BM_Memcpy(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
 }
 
-void BM_Crc32cHardware(benchmark::State& state) {
-  if (!Crc32cHasHardware()) {
-    state.SkipWithError("no SSE4.2 crc32 on this CPU");
+// CRC32c of state.range(0) bytes by `crc`; skipped with `missing` where the
+// CPU lacks the instructions (`available` false).
+void CrcBench(benchmark::State& state, bool available, const char* missing,
+              uint32_t (*crc)(ByteSpan)) {
+  if (!available) {
+    state.SkipWithError(missing);
     return;
   }
   const auto src = Bytes(static_cast<size_t>(state.range(0)));
-  for (auto _ : state) benchmark::DoNotOptimize(Crc32cHardware(src));
+  for (auto _ : state) benchmark::DoNotOptimize(crc(src));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
 }
 
+void BM_Crc32cHardware(benchmark::State& state) {
+  CrcBench(state, Crc32cHasHardware(), "no SSE4.2 crc32 on this CPU", &Crc32cHardware);
+}
+
+void BM_Crc32cVector(benchmark::State& state) {
+  CrcBench(state, Crc32cHasVector(), "no VPCLMULQDQ/AVX-512 on this CPU", &Crc32cVector);
+}
+
 void BM_Crc32cPortable(benchmark::State& state) {
-  const auto src = Bytes(static_cast<size_t>(state.range(0)));
-  for (auto _ : state) benchmark::DoNotOptimize(Crc32cPortable(src));
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
+  CrcBench(state, true, "", &Crc32cPortable);
 }
 
 // Transmit framing of one FPDU (prefix + pad + CRC over header and payload),
@@ -95,6 +104,7 @@ void BM_ParseFpduStream(benchmark::State& state) {
 
 BENCHMARK(BM_Memcpy)->Arg(64)->Arg(4096)->Arg(65536)->Arg(1 << 20);
 BENCHMARK(BM_Crc32cHardware)->Arg(64)->Arg(4096)->Arg(65536)->Arg(1 << 20);
+BENCHMARK(BM_Crc32cVector)->Arg(1024)->Arg(4096)->Arg(65536)->Arg(1 << 20);
 BENCHMARK(BM_Crc32cPortable)->Arg(64)->Arg(4096)->Arg(65536)->Arg(1 << 20);
 BENCHMARK(BM_FrameFpdu)->ArgsProduct({{8, 1024, 8192, 65000}, {0, 1}});
 BENCHMARK(BM_ParseFpduStream)->ArgsProduct({{8, 1024, 8192, 65000}, {0, 1}});

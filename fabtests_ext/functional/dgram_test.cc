@@ -253,6 +253,17 @@ TEST_F(DgramTest, GatherScatterInjectAndUnknownSource) {
   rx = Wait(b_);
   ASSERT_TRUE(rx && !rx->error);
   EXPECT_EQ(rx->src, FI_ADDR_NOTAVAIL);
+  // Inserted again (a new index: FI_AV_TABLE never reuses one), the next
+  // receive names it: the AV's remembered last answer is dropped on insert
+  // as it was on remove.
+  fi_addr_t again = FI_ADDR_NOTAVAIL;
+  ASSERT_EQ(fi_av_insert(av_, &a_.name, 1, &again, 0, nullptr), 1);
+  ASSERT_NE(again, b_.peer);
+  ASSERT_EQ(fi_recv(b_.ep, r3.data(), r3.size(), nullptr, FI_ADDR_UNSPEC, Ctx(6)), 0);
+  ASSERT_EQ(fi_send(a_.ep, sent.data(), 8, nullptr, a_.peer, Ctx(7)), 0);
+  rx = Wait(b_);
+  ASSERT_TRUE(rx && !rx->error);
+  EXPECT_EQ(rx->src, again);
 }
 
 // FI_MORE: the sends marked with it wait for the next send without it and go

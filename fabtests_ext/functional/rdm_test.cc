@@ -147,13 +147,15 @@ TEST_F(RdmTest, SendRecvEagerAndRendezvousSizes) {
 
 // --- 2. Unexpected messages ----------------------------------------------------
 
-// The rendezvous protocol in use is the one FI_IWARPX_RNDV asks for: the
-// endpoint's rdm_rndv_write_msgs counts rendezvous sent by the RDMA-write
-// handshake. ctest runs this suite once with the default (read: 0) and once
-// with FI_IWARPX_RNDV=write and IWARPX_EXPECT_RNDV=write (every one of them).
+// The rendezvous protocol in use is the one FI_IWARPX_RNDV (or the chain)
+// asks for: the endpoint's rdm_rndv_write_msgs counts rendezvous sent by the
+// RDMA-write handshake, rdm_copy_msgs those sent by the copy rendezvous.
+// ctest runs this suite with the default (read: neither), with
+// FI_IWARPX_RNDV=write and IWARPX_EXPECT_RNDV=write, and with a chain naming
+// copy and IWARPX_EXPECT_RNDV=copy (every one of them).
 TEST_F(RdmTest, RendezvousProtocolIsTheOneAskedFor) {
   const char* want = std::getenv("IWARPX_EXPECT_RNDV");
-  const bool write = want != nullptr && std::string(want) == "write";
+  const std::string mode = want != nullptr ? want : "read";
   constexpr size_t kBig = 3 * kEagerLimit;
   for (uint64_t i = 0; i < 3; ++i) ASSERT_NO_FATAL_FAILURE(SendOne(kBig + i, 40 + i));
   fi_iwarpx_stats_ops* ops = nullptr;
@@ -162,9 +164,17 @@ TEST_F(RdmTest, RendezvousProtocolIsTheOneAskedFor) {
             0);
   fi_iwarpx_ep_stats st{};
   ASSERT_EQ(ops->ep_stats(a_->ep, &st, sizeof(st)), 0);
-  EXPECT_EQ(st.rdm_rndv_write_msgs, write ? 3u : 0u)
-      << "FI_IWARPX_RNDV=" << (write ? "write" : "read (default)") << " not in effect";
-  EXPECT_EQ(st.rdm_ud_zcopy_msgs, 3u);
+  EXPECT_EQ(st.rdm_rndv_write_msgs, mode == "write" ? 3u : 0u)
+      << "IWARPX_EXPECT_RNDV=" << mode << " not in effect";
+  EXPECT_EQ(st.rdm_copy_msgs, mode == "copy" ? 3u : 0u)
+      << "IWARPX_EXPECT_RNDV=" << mode << " not in effect";
+  EXPECT_EQ(st.rdm_ud_zcopy_msgs, mode == "copy" ? 0u : 3u);
+  EXPECT_EQ(st.rdm_copy_fallbacks, 0u);
+  // Per peer: on the copy channel or the datagram rendezvous one.
+  fi_iwarpx_peer_stats ps{};
+  ASSERT_EQ(ops->peer_stats(a_->ep, 0, &ps, sizeof(ps)), 0);
+  EXPECT_EQ(ps.channel[FI_IWARPX_CH_COPY].msgs_sent, mode == "copy" ? 3u : 0u);
+  EXPECT_EQ(ps.channel[FI_IWARPX_CH_UD_ZCOPY].msgs_sent, mode == "copy" ? 0u : 3u);
 }
 
 TEST_F(RdmTest, MessagesArrivingBeforeTheReceive) {

@@ -29,7 +29,7 @@ extern "C" {
 #define FI_IWARPX_PROV_NAME "iwarpx"
 
 /* Version of this extension interface (major << 16 | minor). */
-#define FI_IWARPX_EXT_VERSION ((0 << 16) | 5)
+#define FI_IWARPX_EXT_VERSION ((0 << 16) | 7)
 
 /*
  * Provider-specific protocol (fi_ep_attr.protocol, FI_PROV_SPECIFIC range of
@@ -134,6 +134,25 @@ struct fi_iwarpx_ep_stats {
    * (FI_IWARPX_RNDV=write: RTS, the receiver's CTS, Writes, FIN). Added in
    * version 0.5, after the fields above: a shorter len still gets the prefix. */
   uint64_t rdm_rndv_write_msgs;
+  /* RDM RMA and atomic operations (fi_write/fi_read/fi_atomic and their
+   * variants) posted on the peers' reliable-datagram QPs, and on their
+   * on-demand connections (once the peer's messages moved there, so RMA and
+   * messages stay in one order); of the latter, those that completed with an
+   * error because their connection ended. Added in version 0.6, after the
+   * fields above: a shorter len still gets the prefix. */
+  uint64_t rdm_rd_rma_ops;
+  uint64_t rdm_rc_rma_ops;
+  uint64_t rdm_rc_rma_failed;
+  /* RDM messages whose data went by the copy-based rendezvous (RTS, the
+   * receiver's CTS, eager-sized DATA Sends copied into its buffer): chosen by
+   * a "copy" send rule or fallen back to (next counter). Added in version
+   * 0.7, after the fields above: a shorter len still gets the prefix. */
+  uint64_t rdm_copy_msgs;
+  /* Zero-copy rendezvous that fell back to copying because a buffer could
+   * not be registered: the sender's for the receiver's Reads, or the
+   * receiver's for Reads or the sender's Writes (counted on the side that
+   * could not register). */
+  uint64_t rdm_copy_fallbacks;
 };
 
 /*
@@ -173,6 +192,7 @@ enum fi_iwarpx_channel {
   FI_IWARPX_CH_RC_SR = 2,    /* eager over an on-demand connection */
   FI_IWARPX_CH_RC_FP = 3,    /* RDMA-write fast path over a connection */
   FI_IWARPX_CH_RC_RDMA = 4,  /* rendezvous over a connection */
+  FI_IWARPX_CH_COPY = 5,     /* copy-based rendezvous (eager-sized fragments), 0.7 */
 };
 #define FI_IWARPX_MAX_CHANNELS 8
 
@@ -236,8 +256,11 @@ struct fi_iwarpx_stats_ops {
  * delayed message on another. The peer consumes its posted receives in the
  * order messages *begin* to arrive, and completes each when it is whole:
  * receive completions can come in another order than the receives were
- * posted. Streams are only for sends: RMA, atomics and everything else stay
- * on stream 0, so a send that must follow a write is sent on stream 0.
+ * posted. Streams are only for sends: writes, read requests, atomics and
+ * everything else stay on stream 0, so a send that must follow a write is
+ * sent on stream 0. (The provider itself sends RMA read responses on the
+ * stream of their sink buffer's key; fi_read completions still come in the
+ * order the reads were posted. Not selectable: docs/wire.md §2.2.)
  *
  * tx_streams sets *count to the streams sendmsg may use on `ep`: 1..16
  * (min(the association's outbound streams, 16)) once connected, 1 on an

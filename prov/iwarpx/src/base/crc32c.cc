@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "base/crc32c_vpclmul.h"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <nmmintrin.h>
 #define IWARPX_CRC32C_X86 1
@@ -177,15 +179,27 @@ bool CpuHasSse42() {
 using ExtendFn = uint32_t (*)(uint32_t, const uint8_t*, size_t);
 
 struct Dispatch {
-  bool has_hardware;
-  ExtendFn fn;
+  bool has_hardware = false;
+  ExtendFn fn = nullptr;
+  bool has_vector = false;
 };
+
+#if IWARPX_CRC32C_X86
+// Long buffers by folding with VPCLMULQDQ, shorter ones by `crc32`.
+uint32_t ExtendVector(uint32_t state, const uint8_t* p, size_t n) {
+  if (n >= crc32c_detail::kVpclmulMinBytes) return crc32c_detail::Crc32cExtendVpclmul(state, p, n);
+  return ExtendSse42(state, p, n);
+}
+#endif
 
 Dispatch Resolve() {
 #if IWARPX_CRC32C_X86
-  if (CpuHasSse42()) return {true, &ExtendSse42};
+  if (CpuHasSse42()) {
+    if (crc32c_detail::Crc32cHasVpclmul()) return {true, &ExtendVector, true};
+    return {true, &ExtendSse42, false};
+  }
 #endif
-  return {false, &ExtendTable};
+  return {false, &ExtendTable, false};
 }
 
 const Dispatch& GetDispatch() {
@@ -212,6 +226,17 @@ uint32_t Crc32cExtendHardware(uint32_t state, ByteSpan data) {
   if (GetDispatch().has_hardware) return ExtendSse42(state, data.data(), data.size());
 #endif
   return ExtendTable(state, data.data(), data.size());
+}
+
+bool Crc32cHasVector() {
+  return GetDispatch().has_vector;
+}
+
+uint32_t Crc32cExtendVector(uint32_t state, ByteSpan data) {
+  if (GetDispatch().has_vector) {
+    return crc32c_detail::Crc32cExtendVpclmul(state, data.data(), data.size());
+  }
+  return Crc32cExtendHardware(state, data);
 }
 
 }  // namespace iwarpx

@@ -38,7 +38,8 @@ std::vector<uint8_t> RandomBytes(std::mt19937& rng, size_t n) {
 
 // Every implementation the tests exercise.
 std::vector<uint32_t> AllImpls(ByteSpan data) {
-  return {Crc32c(data), Crc32cPortable(data), Crc32cHardware(data), ReferenceCrc32c(data)};
+  return {Crc32c(data), Crc32cPortable(data), Crc32cHardware(data), Crc32cVector(data),
+          ReferenceCrc32c(data)};
 }
 
 void ExpectAll(ByteSpan data, uint32_t expected) {
@@ -151,6 +152,41 @@ TEST(Crc32cTest, InterleavedLanesMatchPortableAroundBlockBoundaries) {
       ASSERT_EQ(Crc32cExtendHardware(state, s), Crc32cExtendPortable(state, s))
           << "len=" << len << " align=" << align;
     }
+  }
+}
+
+// The VPCLMULQDQ folding (256-byte steps, then 16-byte folds, then a tail of
+// fewer than 16 bytes) gives the portable register from any state, at every
+// length around its step sizes and at every alignment; Crc32cExtend takes it
+// from kVpclmulMinBytes on. Where the CPU lacks it, Crc32cExtendVector is the
+// SSE4.2 path and this still checks that.
+TEST(Crc32cTest, VectorFoldingMatchesPortableAroundEveryBoundary) {
+  if (!Crc32cHasVector()) {
+    GTEST_LOG_(INFO) << "no VPCLMULQDQ/AVX-512 here: Crc32cExtendVector is the SSE4.2 path";
+  }
+  std::mt19937 rng(5043);
+  const std::vector<uint8_t> buf = RandomBytes(rng, 70000);
+  std::vector<size_t> lengths;
+  for (size_t len = 0; len <= 1100; ++len) lengths.push_back(len);
+  for (const size_t base : {size_t{2048}, size_t{4096}, size_t{65536}}) {
+    for (size_t d = 0; d < 40; ++d) {
+      lengths.push_back(base + d);
+      lengths.push_back(base - 1 - d);
+    }
+  }
+  for (int i = 0; i < 200; ++i) lengths.push_back(rng() % (buf.size() - 64));
+  for (const size_t len : lengths) {
+    const size_t align = rng() % 64;
+    const uint32_t state = (len % 3 == 0) ? kCrc32cInit : static_cast<uint32_t>(rng());
+    ByteSpan s(buf.data() + align, len);
+    const uint32_t expected = Crc32cExtendPortable(state, s);
+    ASSERT_EQ(Crc32cExtendVector(state, s), expected) << "len=" << len << " align=" << align;
+    ASSERT_EQ(Crc32cExtend(state, s), expected) << "len=" << len << " align=" << align;
+  }
+  // A register that is all ones or zero in the first bytes' lanes.
+  for (const uint32_t state : {0u, 0xFFFFFFFFu, 0x80000001u}) {
+    ByteSpan s(buf.data(), 4096);
+    EXPECT_EQ(Crc32cExtendVector(state, s), Crc32cExtendPortable(state, s));
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <rdma/fi_errno.h>
 
+#include "base/hash.h"
 #include "ofi/domain.h"
 #include "ofi/log.h"
 #include "ofi/rx_addr.h"
@@ -92,16 +93,11 @@ size_t SockaddrSize(const void* p) {
 }  // namespace
 
 size_t Av::KeyHash::operator()(const Key& k) const {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  auto mix = [&h](uint64_t v) {
-    h ^= v;
-    h *= 1099511628211ull;
-  };
-  mix(static_cast<uint64_t>(k.family));
-  mix(k.port);
-  mix(k.scope);
-  for (const uint8_t b : k.bytes) mix(b);
-  return static_cast<size_t>(h);
+  uint64_t w[2] = {0, 0};
+  std::memcpy(w, k.bytes, sizeof(w));
+  const uint64_t head =
+      (uint64_t{static_cast<uint16_t>(k.family)} << 48) | (uint64_t{k.port} << 32) | k.scope;
+  return static_cast<size_t>(HashCombine(HashCombine(HashMix(head), w[0]), w[1]));
 }
 
 Av::Key Av::KeyOf(const transport::SockAddr& a) {
@@ -167,6 +163,7 @@ fi_addr_t Av::InsertOne(const transport::SockAddr& a) {
   const auto fa = static_cast<fi_addr_t>(entries_.size());
   entries_.emplace_back(a);
   index_.emplace(k, fa);
+  last_find_.reset();
   return fa;
 }
 
@@ -245,6 +242,7 @@ int Av::Remove(fi_addr_t* fi_addr, size_t count, uint64_t flags) {
     index_.erase(KeyOf(*entries_[fi_addr[i]]));
     entries_[fi_addr[i]].reset();
   }
+  last_find_.reset();
   return 0;
 }
 
@@ -277,6 +275,13 @@ std::optional<Av::Target> Av::Resolve(fi_addr_t fi_addr) {
 
 fi_addr_t Av::Find(const transport::SockAddr& addr) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (last_find_ && last_find_->addr == addr) return last_find_->result;
+  const fi_addr_t result = FindLocked(addr);
+  last_find_ = LastFind{addr, result};
+  return result;
+}
+
+fi_addr_t Av::FindLocked(const transport::SockAddr& addr) const {
   auto it = index_.find(KeyOf(addr));
   if (it == index_.end() && addr.is_loopback()) {
     // A peer on this host bound to the wildcard address names itself 0.0.0.0

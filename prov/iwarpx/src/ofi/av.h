@@ -21,7 +21,8 @@
 //   into the entry's address and receive-context index i; Get() and
 //   fi_av_lookup take plain entries only (index 0).
 // - Find() (the engine's reverse lookup for FI_SOURCE) returns the plain
-//   entry; Find(), Get() and Resolve() are O(1).
+//   entry; Find(), Get() and Resolve() are O(1) (Find remembers its last
+//   answer until the next insert or remove).
 // - Thread-safe (one mutex); fi_close is -FI_EBUSY while endpoints are bound.
 #pragma once
 
@@ -97,9 +98,21 @@ class Av {
   Domain* domain_;
   enum fi_av_type type_;
   const int rx_ctx_bits_;
+  // Find() without its cache; mu_ held.
+  [[nodiscard]] fi_addr_t FindLocked(const transport::SockAddr& addr) const;
+
   std::mutex mu_;
   std::vector<std::optional<transport::SockAddr>> entries_;
   std::unordered_map<Key, fi_addr_t, KeyHash> index_;
+  // Find()'s last answer, dropped whenever index_ changes: a datagram
+  // endpoint's receives mostly come from the peer of the previous one, and
+  // the hash lookup (two of them for a loopback source of a wildcard entry)
+  // was ~600 instructions of a ping-pong's receive path.
+  struct LastFind {
+    transport::SockAddr addr;
+    fi_addr_t result = FI_ADDR_NOTAVAIL;
+  };
+  std::optional<LastFind> last_find_;
   std::atomic<int> refs_{0};
 };
 

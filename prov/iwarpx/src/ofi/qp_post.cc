@@ -30,6 +30,15 @@ uint64_t LoadOperand(const void* p, size_t size) {
   return v;
 }
 
+// `post(wr)` with the target's tracker told before and, on a refusal, after.
+template <class Wr, class Post>
+qp::QpStatus Tracked(const QpTarget& t, const Wr& wr, Post post) {
+  if (t.tracker != nullptr) t.tracker->Posting(wr.context);
+  const qp::QpStatus st = post(wr);
+  if (st != qp::QpStatus::kOk && t.tracker != nullptr) t.tracker->Refused(wr.context);
+  return st;
+}
+
 int ErrFor(const qp::WcError& e) {
   switch (e.origin) {
     case qp::TermOrigin::kLocalClose: return FI_ECANCELED;
@@ -60,7 +69,9 @@ bool PostDeliveryFence(const QpTarget& t, uint32_t write_index, uint32_t fence_i
   rd.remote_stag = key;
   rd.remote_to = addr;
   rd.flags = qp::kWrSignaled;
-  if (t.qp.PostRead(rd) == qp::QpStatus::kOk) return true;
+  if (Tracked(t, rd, [&](const qp::ReadWr& r) { return t.qp.PostRead(r); }) == qp::QpStatus::kOk) {
+    return true;
+  }
   t.reporter.FreeTx(fence_index);
   IWX_WARN(ep_data,
            "fi_write: the queue pair refused the FI_DELIVERY_COMPLETE fence (connection "
@@ -146,7 +157,8 @@ ssize_t PostRmaWrite(const QpTarget& t, const struct iovec* iov, size_t count, u
   wr.flags = WrFlagsFor(flags);
   wr.with_imm = (flags & FI_REMOTE_CQ_DATA) != 0;
   wr.imm = data;
-  const ssize_t ret = QpStatusToFi(t.qp.PostWrite(wr), "fi_write");
+  const ssize_t ret = QpStatusToFi(
+      Tracked(t, wr, [&](const qp::WriteWr& w) { return t.qp.PostWrite(w); }), "fi_write");
   if (ret != 0) {
     rep.FreeTx(index);
     if (delivery) rep.FreeTx(fence_index);
@@ -217,7 +229,8 @@ ssize_t PostRmaRead(const QpTarget& t, const struct iovec* iov, void** desc, siz
   wr.remote_stag = static_cast<uint32_t>(key);
   wr.remote_to = addr;
   wr.flags = WrFlagsFor(flags);
-  const ssize_t ret = QpStatusToFi(t.qp.PostRead(wr), "fi_read");
+  const ssize_t ret = QpStatusToFi(
+      Tracked(t, wr, [&](const qp::ReadWr& w) { return t.qp.PostRead(w); }), "fi_read");
   if (ret != 0) {
     ReleaseTempStag(t.domain, *s);
     rep.FreeTx(index);
@@ -286,7 +299,8 @@ ssize_t PostRmaAtomic(const QpTarget& t, const void* buf, size_t count, enum fi_
   wr.remote_to = addr;
   wr.result = fetch ? result : nullptr;
   wr.flags = WrFlagsFor(flags);
-  const ssize_t ret = QpStatusToFi(t.qp.PostAtomic(wr), "fi_atomic");
+  const ssize_t ret = QpStatusToFi(
+      Tracked(t, wr, [&](const qp::AtomicWr& w) { return t.qp.PostAtomic(w); }), "fi_atomic");
   if (ret != 0) {
     rep.FreeTx(index);
     return ret;

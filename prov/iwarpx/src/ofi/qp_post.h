@@ -29,11 +29,23 @@ namespace iwarpx::ofi {
 
 class Domain;
 
+// Told of each work request's context right before it is posted (a
+// completion may be reported from inside the post) and again if the QP
+// refused it: the RDM endpoint tracks the RMA it puts on a connection
+// (rdm::RdmCore::RmaPosting).
+class PostTracker {
+ public:
+  virtual ~PostTracker() = default;
+  virtual void Posting(uint64_t context) = 0;
+  virtual void Refused(uint64_t context) = 0;
+};
+
 struct QpTarget {
   EpReporter& reporter;
   Domain* domain = nullptr;
   qp::QueuePair& qp;
   uint64_t ctx_bits = 0;
+  PostTracker* tracker = nullptr;  // optional
 };
 
 // -FI_E* (logged) for a QueuePair status; 0 for kOk.

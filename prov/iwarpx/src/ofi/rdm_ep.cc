@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <new>
 
@@ -458,51 +459,67 @@ ssize_t RdmEndpoint::Cancel(void* context) {
   return -FI_ENOENT;
 }
 
-// --- RMA and atomics: straight to the peer's RD queue pair ----------------------
+// --- RMA and atomics: on the QP that carries the peer's messages --------------
+// (rdm::RdmCore::RouteRma: RD, or the connection once our messages moved
+// there, so messages and RMA keep one order).
+
+namespace {
+
+// Tells the core of the work requests a qp_post call puts on a route.
+struct RouteTracker final : PostTracker {
+  rdm::RdmCore& core;
+  const rdm::RdmCore::RmaRoute& route;
+  RouteTracker(rdm::RdmCore& c, const rdm::RdmCore::RmaRoute& r) : core(c), route(r) {}
+  void Posting(uint64_t context) override { core.RmaPosting(route, context); }
+  void Refused(uint64_t context) override { core.RmaRefused(route, context); }
+};
+
+}  // namespace
+
+ssize_t RdmEndpoint::PostRma(fi_addr_t peer, const char* call,
+                             const std::function<ssize_t(const QpTarget&)>& post) {
+  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
+  if (!enabled_) {
+    IWX_WARN(ep_data, "%s: the endpoint is not enabled\n", call);
+    return -FI_EOPBADSTATE;
+  }
+  const std::optional<transport::SockAddr> to = PeerAddress(peer, call);
+  if (!to) return -FI_EINVAL;
+  rdm::RdmCore::RmaRoute route;
+  if (const rdm::RdmStatus st = core_->RouteRma(*to, &route); st != rdm::RdmStatus::kOk) {
+    return StatusToFi(st, call);
+  }
+  RouteTracker tracker(*core_, route);
+  const ssize_t r = post({reporter_, domain_, *route.qp, route.ctx_bits, &tracker});
+  if (r == 0) {
+    core_->RmaPosted(route);
+    core_->AfterPost();
+  }
+  return r;
+}
 
 ssize_t RdmEndpoint::PostWrite(const struct iovec* iov, size_t count, fi_addr_t dest, uint64_t addr,
                                uint64_t key, void* context, uint64_t flags, uint64_t data) {
-  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
-  if (!enabled_) return -FI_EOPBADSTATE;
-  const std::optional<transport::SockAddr> to = PeerAddress(dest, "fi_write");
-  if (!to) return -FI_EINVAL;
-  rd::RdQp* q = core_->Qp(*to);
-  if (q == nullptr) return -FI_EAGAIN;
-  const ssize_t r = PostRmaWrite({reporter_, domain_, q->qp(), rdm::RdmCore::UserContext(0)}, iov,
-                                 count, addr, key, context, flags, data);
-  if (r == 0) core_->AfterPost();
-  return r;
+  return PostRma(dest, "fi_write", [&](const QpTarget& t) {
+    return PostRmaWrite(t, iov, count, addr, key, context, flags, data);
+  });
 }
 
 ssize_t RdmEndpoint::PostRead(const struct iovec* iov, void** desc, size_t count, fi_addr_t src,
                               uint64_t addr, uint64_t key, void* context, uint64_t flags) {
-  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
-  if (!enabled_) return -FI_EOPBADSTATE;
-  const std::optional<transport::SockAddr> from = PeerAddress(src, "fi_read");
-  if (!from) return -FI_EINVAL;
-  rd::RdQp* q = core_->Qp(*from);
-  if (q == nullptr) return -FI_EAGAIN;
-  const ssize_t r = PostRmaRead({reporter_, domain_, q->qp(), rdm::RdmCore::UserContext(0)}, iov,
-                                desc, count, addr, key, context, flags);
-  if (r == 0) core_->AfterPost();
-  return r;
+  return PostRma(src, "fi_read", [&](const QpTarget& t) {
+    return PostRmaRead(t, iov, desc, count, addr, key, context, flags);
+  });
 }
 
 ssize_t RdmEndpoint::PostAtomic(const void* buf, size_t count, enum fi_datatype datatype,
                                 enum fi_op op, fi_addr_t dest, uint64_t addr, uint64_t key,
                                 const void* compare, void* result, void* context, uint64_t flags,
                                 bool fetch, bool cmp) {
-  std::lock_guard<std::mutex> lock(fabric_->engine().mu());
-  if (!enabled_) return -FI_EOPBADSTATE;
-  const std::optional<transport::SockAddr> to = PeerAddress(dest, "fi_atomic");
-  if (!to) return -FI_EINVAL;
-  rd::RdQp* q = core_->Qp(*to);
-  if (q == nullptr) return -FI_EAGAIN;
-  const ssize_t r =
-      PostRmaAtomic({reporter_, domain_, q->qp(), rdm::RdmCore::UserContext(0)}, buf, count,
-                    datatype, op, addr, key, compare, result, context, flags, fetch, cmp);
-  if (r == 0) core_->AfterPost();
-  return r;
+  return PostRma(dest, "fi_atomic", [&](const QpTarget& t) {
+    return PostRmaAtomic(t, buf, count, datatype, op, addr, key, compare, result, context, flags,
+                         fetch, cmp);
+  });
 }
 
 void RdmEndpoint::RmaDone(uint64_t context) {

@@ -39,6 +39,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include <rdma/fabric.h>
@@ -47,6 +48,7 @@
 #include <rdma/fi_ext_iwarpx.h>
 
 #include "ofi/cl_ep.h"
+#include "ofi/qp_post.h"
 #include "rdm/rdm_core.h"
 
 namespace iwarpx::ofi {
@@ -74,7 +76,9 @@ class RdmEndpoint final : public ClEndpoint, public rdm::RdmSink {
                     uint64_t ignore, void* context, uint64_t flags);
   ssize_t PostTSend(const struct iovec* iov, size_t count, fi_addr_t dest, uint64_t tag,
                     void* context, uint64_t flags, uint64_t data);
-  // RmaOps / AtomicOps (qp_post.h on the peer's RD queue pair).
+  // RmaOps / AtomicOps (qp_post.h on the QP that carries the peer's
+  // messages: rdm::RdmCore::RouteRma; -FI_EAGAIN while its connection is
+  // being left).
   ssize_t PostWrite(const struct iovec* iov, size_t count, fi_addr_t dest, uint64_t addr,
                     uint64_t key, void* context, uint64_t flags, uint64_t data);
   ssize_t PostRead(const struct iovec* iov, void** desc, size_t count, fi_addr_t src, uint64_t addr,
@@ -114,6 +118,10 @@ class RdmEndpoint final : public ClEndpoint, public rdm::RdmSink {
   std::optional<transport::SockAddr> PeerAddress(fi_addr_t addr, const char* call);
   fi_addr_t SourceOf(rdm::PeerId id);
   ssize_t StatusToFi(rdm::RdmStatus s, const char* call);
+  // RMA/atomics: routes to the peer's QP, runs `post` there (engine lock
+  // held), counts and kicks.
+  ssize_t PostRma(fi_addr_t peer, const char* call,
+                  const std::function<ssize_t(const QpTarget&)>& post);
   // Engine lock held: peer `index` in the public form.
   bool PeerStatsLocked(size_t index, struct fi_iwarpx_peer_stats* out);
   // FI_IWARPX_STATS=1: the busiest peers, one line each (engine lock held,

@@ -26,6 +26,7 @@ static_assert(FI_IWARPX_CH_UD_ZCOPY == static_cast<int>(rdm::Channel::kUdZcopy))
 static_assert(FI_IWARPX_CH_RC_SR == static_cast<int>(rdm::Channel::kRcSr));
 static_assert(FI_IWARPX_CH_RC_FP == static_cast<int>(rdm::Channel::kRcFp));
 static_assert(FI_IWARPX_CH_RC_RDMA == static_cast<int>(rdm::Channel::kRcRdma));
+static_assert(FI_IWARPX_CH_COPY == static_cast<int>(rdm::Channel::kCopy));
 static_assert(rdm::kChannelCount <= FI_IWARPX_MAX_CHANNELS);
 static_assert(FI_IWARPX_PEER_DATAGRAM == static_cast<int>(rdm::PeerState::kDatagram));
 static_assert(FI_IWARPX_PEER_CONNECTING == static_cast<int>(rdm::PeerState::kConnecting));

@@ -74,7 +74,14 @@ namespace iwarpx::progress {
   /* RDM messages by RDMA Write into the peer's RC-FP ring. */                    \
   X(rdm_rc_fp_msgs)                                                               \
   /* RDM rendezvous messages sent by the RDMA-write handshake. */                 \
-  X(rdm_rndv_write_msgs)
+  X(rdm_rndv_write_msgs)                                                          \
+  /* RDM RMA/atomic operations per QP kind; connection RMA failed by its end. */  \
+  X(rdm_rd_rma_ops)                                                               \
+  X(rdm_rc_rma_ops)                                                               \
+  X(rdm_rc_rma_failed)                                                            \
+  /* RDM messages sent by the copy rendezvous, and fallbacks to it. */            \
+  X(rdm_copy_msgs)                                                                \
+  X(rdm_copy_fallbacks)
 
 struct EndpointStats {
 #define IWARPX_STAT_FIELD(name) uint64_t name = 0;

@@ -79,7 +79,9 @@ void Engine::Update(Pollable& p) {
       }
     }
   }
-  const bool timed = p.deadline().has_value();
+  const std::optional<uint64_t> deadline = p.deadline();
+  if (deadline) pass_deadline_ = std::min(pass_deadline_, *deadline);
+  const bool timed = deadline.has_value();
   if (timed != p.timed_) {
     p.timed_ = timed;
     if (timed) {
@@ -135,7 +137,11 @@ size_t Engine::RunOnce(int timeout_ms) {
   if (timeout_ms == 0 && RunDirect(&ran)) return ran;
   direct_passes_ = 0;
   if (!pending_.empty()) timeout_ms = 0;
-  const int until_timer = MsUntilNextDeadline();
+  // One deadline scan per pass: its minimum bounds the wait, and the
+  // callbacks of this pass lower it through Update(), so RunTimers (a second
+  // scan) runs only when some deadline is really due.
+  pass_deadline_ = NextDeadline();
+  const int until_timer = MsUntil(pass_deadline_);
   if (until_timer >= 0 && (timeout_ms < 0 || until_timer < timeout_ms)) timeout_ms = until_timer;
   auto w = poller_->Wait(timeout_ms, events_);
   if (w.ok()) {
@@ -150,24 +156,31 @@ size_t Engine::RunOnce(int timeout_ms) {
       ++ran;
     }
   }
-  if (!timed_.empty()) RunTimers();
+  if (!timed_.empty() && pass_deadline_ <= clock_.NowNs()) RunTimers();
   if (!pending_.empty()) RunPending();
   return ran;
 }
 
-int Engine::MsUntilNextDeadline() const {
-  if (timed_.empty()) return -1;
-  uint64_t next = std::numeric_limits<uint64_t>::max();
+uint64_t Engine::NextDeadline() const {
+  uint64_t next = kNoDeadline;
   for (const uint64_t token : timed_) {
     const Pollable* p = Lookup(token);
     if (p == nullptr) continue;
     if (const auto d = p->deadline(); d) next = std::min(next, *d);
   }
-  if (next == std::numeric_limits<uint64_t>::max()) return -1;
+  return next;
+}
+
+int Engine::MsUntil(uint64_t deadline) const {
+  if (deadline == kNoDeadline) return -1;
   const uint64_t now = clock_.NowNs();
-  if (next <= now) return 0;
-  const uint64_t ms = (next - now + kNsPerMs - 1) / kNsPerMs;
+  if (deadline <= now) return 0;
+  const uint64_t ms = (deadline - now + kNsPerMs - 1) / kNsPerMs;
   return static_cast<int>(std::min<uint64_t>(ms, std::numeric_limits<int>::max()));
+}
+
+int Engine::MsUntilNextDeadline() const {
+  return MsUntil(NextDeadline());
 }
 
 void Engine::RunTimers() {

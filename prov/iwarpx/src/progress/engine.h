@@ -40,6 +40,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -129,6 +130,11 @@ class Engine {
   void Dispatch(Pollable& p, uint32_t events);
   void RunTimers();
   void RunPending();
+  // The earliest deadline of the timed Pollables (kNoDeadline: none), and
+  // the milliseconds from now until a deadline (-1: none, 0: due).
+  static constexpr uint64_t kNoDeadline = std::numeric_limits<uint64_t>::max();
+  [[nodiscard]] uint64_t NextDeadline() const;
+  [[nodiscard]] int MsUntil(uint64_t deadline) const;
 
   // The hot-descriptor pass of RunOnce(0); true if it replaced epoll_wait.
   bool RunDirect(size_t* ran);
@@ -142,6 +148,9 @@ class Engine {
   uint32_t hot_misses_ = 0;     // direct reads in a row that found nothing
   uint32_t direct_passes_ = 0;  // passes since the last epoll_wait
   uint32_t writers_ = 0;        // Pollables registered for writability
+  // The earliest deadline seen in this pass: NextDeadline() at its start,
+  // lowered by every Update() (a callback may set an earlier one).
+  uint64_t pass_deadline_ = kNoDeadline;
   bool hot_polling_ = true;
   std::mutex mu_;
   uint64_t next_token_ = 1;

@@ -1,7 +1,9 @@
 // The engine's hot-descriptor pass (busy polling): after a descriptor had
 // input, zero-timeout passes read it directly instead of calling epoll_wait,
 // yet every other descriptor is still seen within kDirectPassesMax passes,
-// writers disable it, and a hot descriptor that stays empty goes cold.
+// writers disable it, and a hot descriptor that stays empty goes cold. And
+// its timers: one deadline scan per epoll pass, timers run only when one is
+// due, including a deadline a callback of the same pass set.
 #include "progress/engine.h"
 
 #include <fcntl.h>
@@ -12,13 +14,14 @@
 #include <gtest/gtest.h>
 
 #include "base/clock.h"
+#include "testing/fake_clock.h"
 #include "transport/poller.h"
 
 namespace iwarpx::progress {
 namespace {
 
 // A pipe's read end. PollDirect reads one byte if there is one.
-class PipeReader final : public Pollable {
+class PipeReader : public Pollable {
  public:
   PipeReader() { EXPECT_EQ(pipe2(fds_, O_NONBLOCK), 0); }
   ~PipeReader() override {
@@ -55,20 +58,32 @@ class PipeReader final : public Pollable {
   int fds_[2] = {-1, -1};
 };
 
-class EngineHotTest : public ::testing::Test {
+// An engine on a ClockT, with locked helpers.
+template <class ClockT>
+class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto e = Engine::Create(clock_);
     ASSERT_TRUE(e.ok());
     engine_ = std::move(e).value();
   }
+  void Add(Pollable& p) {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    ASSERT_TRUE(engine_->Add(p).ok());
+  }
+  void Remove(Pollable& p) {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    engine_->Remove(p);
+  }
   size_t Pass() {
     std::lock_guard<std::mutex> lock(engine_->mu());
     return engine_->RunOnce(0);
   }
-  MonotonicClock clock_;
+  ClockT clock_;
   std::unique_ptr<Engine> engine_;
 };
+
+using EngineHotTest = EngineTest<MonotonicClock>;
 
 TEST_F(EngineHotTest, DirectReadsReplaceEpollAndOthersAreStillSeen) {
   PipeReader hot;
@@ -145,6 +160,84 @@ TEST_F(EngineHotTest, QuietHotDescriptorGoesColdAndWritersDisableIt) {
     std::lock_guard<std::mutex> lock(engine_->mu());
     engine_->Remove(p);
   }
+}
+
+// A PipeReader with a settable deadline; counts how often the engine asks for
+// the deadline and runs its timer.
+class TimedPipe final : public PipeReader {
+ public:
+  void OnReady(uint32_t events) override {
+    PipeReader::OnReady(events);
+    if (deadline_on_ready) at = deadline_on_ready;
+  }
+  [[nodiscard]] std::optional<uint64_t> deadline() const override {
+    ++asked;
+    return at;
+  }
+  void OnTimer() override {
+    ++timers;
+    at.reset();
+  }
+  std::optional<uint64_t> at;
+  std::optional<uint64_t> deadline_on_ready;  // set by OnReady (a callback)
+  mutable int asked = 0;
+  int timers = 0;
+};
+
+class EngineTimerTest : public EngineTest<testing::FakeClock> {
+ protected:
+  void SetUp() override {
+    EngineTest::SetUp();
+    engine_->set_hot_polling(false);  // every pass an epoll pass
+  }
+};
+
+TEST_F(EngineTimerTest, OneDeadlineScanPerPassWhileNothingIsDue) {
+  TimedPipe a;
+  TimedPipe b;
+  a.at = clock_.NowNs() + 5 * kNsPerMs;
+  b.at = clock_.NowNs() + 7 * kNsPerMs;
+  Add(a);
+  Add(b);
+  a.asked = 0;
+  b.asked = 0;
+  for (int i = 0; i < 10; ++i) Pass();
+  // One scan per pass (it was two: the wait's bound, then the timer run).
+  EXPECT_EQ(a.asked, 10);
+  EXPECT_EQ(b.asked, 10);
+  EXPECT_EQ(a.timers + b.timers, 0);
+  clock_.Advance(5 * kNsPerMs);
+  Pass();
+  EXPECT_EQ(a.timers, 1);  // due: run in this pass
+  EXPECT_EQ(b.timers, 0);  // not due
+  clock_.Advance(2 * kNsPerMs);
+  Pass();
+  EXPECT_EQ(b.timers, 1);
+  Remove(a);
+  Remove(b);
+}
+
+TEST_F(EngineTimerTest, DeadlineSetByACallbackRunsInTheSamePassWhenDue) {
+  TimedPipe p;
+  TimedPipe idle;
+  idle.at = clock_.NowNs() + 60 * 1000 * kNsPerMs;  // keeps a scan going
+  Add(p);
+  Add(idle);
+  p.deadline_on_ready = clock_.NowNs();  // due at once
+  p.Put();
+  EXPECT_EQ(Pass(), 1u);  // OnReady set it; Update lowered the pass's deadline
+  EXPECT_EQ(p.timers, 1);
+  // A deadline set in the future by a callback waits for its time.
+  p.deadline_on_ready = clock_.NowNs() + kNsPerMs;
+  p.Put();
+  Pass();
+  EXPECT_EQ(p.timers, 1);
+  clock_.Advance(kNsPerMs);
+  Pass();
+  EXPECT_EQ(p.timers, 2);
+  EXPECT_EQ(idle.timers, 0);
+  Remove(p);
+  Remove(idle);
 }
 
 }  // namespace

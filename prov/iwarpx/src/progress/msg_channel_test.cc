@@ -6,6 +6,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -439,6 +440,85 @@ TEST_P(MsgChannelSctpTest, BadMessagesAfterSetupEndInTerminate) {
       server.reset();
     }
   }
+}
+
+// Issue 8 item 2 over a real association: Read Responses travel on the
+// stream of their sink STag (qp/sctp_framing.h, "Streams"), arrive intact and
+// complete in post order.
+TEST_P(MsgChannelSctpTest, ReadResponsesUseTheStreamsOfTheirSinkStags) {
+  Sink client_sink;
+  Sink server_sink;
+  auto client = Connect("", client_sink);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(RunUntil([&] { return !requests_.requests.empty(); }));
+  std::unique_ptr<MsgChannel> server;
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    server = listener_->Take(requests_.requests[0]);
+    ASSERT_NE(server, nullptr);
+    ASSERT_EQ(server->Accept({}, stags_, 0, qp::QpConfig{}, server_sink), 0);
+  }
+  ASSERT_TRUE(
+      RunUntil([&] { return client_sink.rec.established == 1 && server->qp() != nullptr; }));
+  constexpr size_t kReads = 4;
+  constexpr size_t kLen = size_t{96} * 1024;
+  std::vector<uint8_t> src(kReads * kLen);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + (i >> 9));
+  auto reg = [&](uint8_t* host, size_t len, uint32_t access) {
+    mem::RegionSpec spec;
+    spec.host = host;
+    spec.length = len;
+    spec.access = access;
+    auto r = stags_.Register(spec);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : 0U;
+  };
+  const uint32_t src_stag = reg(src.data(), src.size(), mem::kRemoteRead);
+  std::vector<std::vector<uint8_t>> sinks(kReads, std::vector<uint8_t>(kLen, 0));
+  std::vector<uint32_t> sink_stags;
+  sink_stags.reserve(kReads);
+  for (auto& s : sinks) sink_stags.push_back(reg(s.data(), s.size(), mem::kLocalWrite));
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    for (size_t i = 0; i < kReads; ++i) {
+      qp::ReadWr rd;
+      rd.context = i;
+      rd.local_stag = sink_stags[i];
+      rd.length = static_cast<uint32_t>(kLen);
+      rd.remote_stag = src_stag;
+      rd.remote_to = i * kLen;
+      ASSERT_EQ(client->qp()->PostRead(rd), qp::QpStatus::kOk);
+    }
+    engine_->Update(*client);
+  }
+  ASSERT_TRUE(
+      RunUntil([&] { return client_sink.rec.Count(qp::test::Completion::Kind::kRdma) == kReads; }));
+  std::lock_guard<std::mutex> lock(engine_->mu());
+  for (size_t i = 0; i < kReads; ++i) {
+    EXPECT_EQ(client_sink.rec.completions[i].context, i);
+    EXPECT_TRUE(std::equal(sinks[i].begin(), sinks[i].end(),
+                           src.begin() + static_cast<std::ptrdiff_t>(i * kLen)))
+        << i;
+  }
+  const qp::SctpFraming* out = server->qp()->sctp_framing();
+  const qp::SctpFraming* in = client->qp()->sctp_framing();
+  ASSERT_NE(out, nullptr);
+  ASSERT_NE(in, nullptr);
+  const uint16_t n = out->tx_streams();
+  ASSERT_GT(n, 1U);
+  // Every Read Response segment on its sink STag's stream, none on stream 0.
+  uint64_t off_zero = 0;
+  for (uint16_t s = 1; s < n; ++s) off_zero += out->messages_sent_on(s);
+  EXPECT_EQ(out->messages_sent_on(0), 0U);
+  EXPECT_EQ(off_zero, out->messages_sent());
+  EXPECT_GE(off_zero, kReads * (kLen / 65536));
+  for (uint32_t stag : sink_stags) {
+    const uint16_t s = qp::SctpFraming::ReadResponseStream(stag, n);
+    EXPECT_NE(s, 0U);
+    EXPECT_GT(out->messages_sent_on(s), 0U) << s;
+    EXPECT_EQ(in->messages_received_on(s), out->messages_sent_on(s)) << s;
+  }
+  EXPECT_EQ(client_sink.rec.terminated + server_sink.rec.terminated, 0);
 }
 
 std::string LlpName(const ::testing::TestParamInfo<Llp>& info) {

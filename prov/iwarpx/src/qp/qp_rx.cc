@@ -274,7 +274,24 @@ bool QueuePair::RxRead() {
   return true;
 }
 
+// HoldRequests: everything the peer asks of us stops; responses to our own
+// requests, Terminates and the RTR the QP awaits (a zero-length Write) pass.
+bool QueuePair::HeldByRequestHold() const {
+  if (!hold_requests_) return false;
+  switch (rx_seg_.opcode) {
+    case wire::RdmapOpcode::kRdmaReadResponse:
+    case wire::RdmapOpcode::kAtomicResponse:
+    case wire::RdmapOpcode::kTerminate: return false;
+    case wire::RdmapOpcode::kRdmaWrite: return !(awaiting_rtr_ && rx_payload_len_ == 0);
+    default: return true;
+  }
+}
+
 QueuePair::Dispatch QueuePair::DispatchHeader() {
+  if (HeldByRequestHold()) {
+    rx_held_ = true;
+    return Dispatch::kBlock;  // HoldRequests(false) resumes here
+  }
   switch (rx_seg_.opcode) {
     case wire::RdmapOpcode::kRdmaWrite: return DispatchTagged(false);
     case wire::RdmapOpcode::kRdmaReadResponse: return DispatchTagged(true);
@@ -297,7 +314,9 @@ QueuePair::Dispatch QueuePair::DispatchTagged(bool read_response) {
   const wire::DdpHeader& h = rx_seg_.ddp;
   const size_t len = rx_payload_len_;
   rx_dest_ = RxDest::kNone;
-  if (read_response) {
+  if (read_response && framing_) {
+    if (DispatchReadResponseSctp() != Dispatch::kProceed) return Dispatch::kFailed;
+  } else if (read_response) {
     if (orq_count_ == 0) {
       RxFail(wire::term::kRdmapUnexpectedOpcode);
       return Dispatch::kFailed;
@@ -491,6 +510,7 @@ QueuePair::Dispatch QueuePair::DispatchAtomicRequest() {
 }
 
 QueuePair::Dispatch QueuePair::DispatchAtomicResponse() {
+  if (framing_) return DispatchAtomicResponseSctp();
   const wire::DdpHeader& h = rx_seg_.ddp;
   const auto* body = std::get_if<wire::AtomicResponseBody>(&rx_seg_.body);
   if (body == nullptr || orq_count_ == 0 || Sq(orq_[orq_head_]).op != SqOp::kAtomic ||
@@ -631,6 +651,10 @@ void QueuePair::RxFpduComplete() {
       if (h.last && rx_dest_ == RxDest::kTagged) sink_.OnRemoteWrite(h.stag);
       break;
     case wire::RdmapOpcode::kRdmaReadResponse: {
+      if (framing_) {
+        if (!FinishReadResponseSctp()) return;
+        break;
+      }
       const uint64_t seq = orq_[orq_head_];
       SqEntry& e = Sq(seq);
       e.rx_done += rx_payload_len_;
@@ -668,17 +692,25 @@ void QueuePair::RxFpduComplete() {
       break;
     }
     case wire::RdmapOpcode::kAtomicResponse: {
-      const uint64_t seq = orq_[orq_head_];
+      // SCTP: the matched slot, done in place (qp_orq_sctp.cc); TCP: the head.
+      const size_t slot = framing_ ? rx_orq_slot_ : orq_head_;
+      const uint64_t seq = orq_[slot];
       SqEntry& e = Sq(seq);
       const uint64_t word = std::get<wire::AtomicResponseBody>(rx_seg_.body).original_remote_data;
       ++rx_msn_atomic_resp_;
-      orq_head_ = (orq_head_ + 1) % orq_.size();
-      --orq_count_;
+      if (!framing_) {
+        orq_head_ = (orq_head_ + 1) % orq_.size();
+        --orq_count_;
+      }
       if (e.xor_loop && (word & e.compare_mask) != e.compare) {
         // Missed: the lane held another value; guess that one next.
         e.compare = word & e.compare_mask;
         e.operand = (e.compare ^ e.xor_operand) & e.compare_mask;
         xor_retry_ = true;
+        if (framing_) {
+          orq_state_[slot] = OrqSlot::kRetired;
+          RetireOrqSctp();
+        }
         break;
       }
       if (e.xor_loop) xor_busy_ = false;
@@ -689,6 +721,11 @@ void QueuePair::RxFpduComplete() {
         } else {
           std::memcpy(e.result, &word, sizeof(word));
         }
+      }
+      if (framing_) {
+        orq_state_[slot] = OrqSlot::kDone;
+        RetireOrqSctp();
+        break;
       }
       CompleteSq(seq);
       break;

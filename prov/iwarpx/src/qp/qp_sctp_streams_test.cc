@@ -105,7 +105,8 @@ TEST(QpSctpStreamsTest, SendSegmentsGoOnTheirStreamEverythingElseOnStreamZero) {
   }
   EXPECT_EQ(on3, 6u);
   EXPECT_EQ(on0, 5u + 1u + 1u);
-  for (const auto& m : p.b.conn->sent()) EXPECT_EQ(m.info.stream, 0u);
+  // b's Read Responses: on their sink STag's stream (docs/wire.md §2.2).
+  for (const auto& m : p.b.conn->sent()) EXPECT_EQ(m.info.stream, 1 + lstag % 7);
   EXPECT_EQ(p.a.sink.terminated + p.b.sink.terminated, 0);
 }
 

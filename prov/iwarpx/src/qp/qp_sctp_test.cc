@@ -104,10 +104,17 @@ TEST(QpSctpTest, WriteReadAndAtomicOverMessages) {
   ASSERT_EQ(p.a.sink.Count(Kind::kRdma), 3u);
   EXPECT_EQ(p.a.sink.Count(Kind::kError), 0u);
   EXPECT_EQ(p.b.sink.terminated, 0);
+  // Everything on stream 0 but b's Read Responses, which go on the stream of
+  // their sink STag (docs/wire.md §2.2): 1 + STag mod 7 with 8 streams.
+  const auto rr_stream = static_cast<uint16_t>(1 + lstag % 7);
   for (const auto* side : {&p.a, &p.b}) {
     for (const auto& m : side->conn->sent()) {
       EXPECT_EQ(m.info.ppid, kSctpPpidDdpSegment);
-      EXPECT_EQ(m.info.stream, 0u);
+      EXPECT_FALSE(m.info.unordered);
+      // b sends the Read Response segments and one Atomic Response.
+      const bool rr =
+          side == &p.b && m.size != wire::kDdpUntaggedHeaderSize + wire::kAtomicResponseBodySize;
+      EXPECT_EQ(m.info.stream, rr ? rr_stream : 0u);
       EXPECT_LE(m.size, 1000u);
     }
   }

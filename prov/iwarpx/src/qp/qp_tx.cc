@@ -142,8 +142,7 @@ Result<size_t, wire::WireError> QueuePair::EncodeAtomic(uint64_t seq) {
   body.add_or_swap_mask = e.operand_mask;
   body.compare_data = e.compare;
   body.compare_mask = e.compare_mask;
-  orq_[(orq_head_ + orq_count_) % orq_.size()] = seq;
-  ++orq_count_;
+  PushOrq(seq);
   return wire::EncodeAtomicRequest(tx_msn_read_++, body, tx_->header);
 }
 
@@ -166,8 +165,7 @@ bool QueuePair::BuildSqFpdu() {
     body.source_stag = e.remote_stag;
     body.source_to = e.remote_to;
     n = wire::EncodeReadRequest(tx_msn_read_++, body, tx_->header);
-    orq_[(orq_head_ + orq_count_) % orq_.size()] = seq;
-    ++orq_count_;
+    PushOrq(seq);
     ++sq_tx_;
   } else if (e.op == SqOp::kAtomic) {
     n = EncodeAtomic(seq);
@@ -223,6 +221,8 @@ bool QueuePair::BuildReadResponse() {
       std::min(r.length - r.done, config_.max_fpdu_payload - wire::kDdpTaggedHeaderSize);
   const bool last = r.done + len == r.length;
   auto n = wire::EncodeReadResponseHeader(r.sink_stag, r.sink_to + r.done, last, tx_->header);
+  // SCTP: on the sink STag's stream, ordered (sctp_framing.h, "Streams").
+  if (framing_) tx_->stream = SctpFraming::ReadResponseStream(r.sink_stag, tx_streams());
   if (len > 0) {
     // The source stays registered memory of the application and is read at
     // send time (as siw does), not copied; it is resolved again here so a

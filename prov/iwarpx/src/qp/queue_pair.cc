@@ -84,6 +84,7 @@ QueuePair::QueuePair(std::unique_ptr<SctpFraming> framing, transport::Connection
       sq_capacity_(config.sq_size),
       rq_(config.rq_size),
       orq_(mpa.ord),
+      orq_state_(mpa.ord, OrqSlot::kPending),
       ord_(mpa.ord),
       // irq_ (mpa.ird entries) is made at the first inbound Read/Atomic Request.
       tx_stash_size_(wire::MarkedFpduLength(0, config.max_fpdu_payload + kFpduOverhead) +
@@ -250,6 +251,15 @@ QpStatus QueuePair::PostRecv(const RecvWr& wr) {
   return QpStatus::kOk;
 }
 
+void QueuePair::HoldRequests(bool hold) {
+  hold_requests_ = hold;
+  if (hold || !rx_held_) return;
+  // Resume where the hold stopped: the header waits in rx_hdr_ and later
+  // bytes may be staged; no new socket readiness comes for them.
+  rx_held_ = false;
+  if (state_ == QpState::kRts) ProcessRx();
+}
+
 void QueuePair::Disconnect() {
   Fire(Event::kDisconnect, wire::term::kLlpStreamLost, {}, 0);
 }
@@ -282,9 +292,11 @@ bool QueuePair::wants_progress() const {
   return rx_budget_hit_ || rx_stage_head_ < rx_stage_tail_;
 }
 
-// Stopped on an untagged Send (or Immediate Data) with no receive posted.
+// Stopped on an untagged Send (or Immediate Data) with no receive posted, or
+// on a request while the peer's requests are held.
 bool QueuePair::RxBlocked() const {
   if (!rx_hdr_done_ || rx_dispatched_) return false;
+  if (rx_held_) return true;  // HoldRequests
   if (framing_) return rx_wait_recv_ && rq_next_ == rq_tail_;
   return rq_head_ == rq_tail_;
 }

@@ -63,6 +63,16 @@
 //     and reads on like OnReadable() (completions may be reported from inside
 //     PostRecv(); a PostRecv() made from a completion callback does not
 //     recurse, the running receive loop continues instead).
+//   - Holding the peer's requests (HoldRequests(true)): the receive side
+//     stops before the first FPDU of anything the peer asks of us — Sends,
+//     RDMA Writes, Read and Atomic Requests, Immediate Data — exactly like a
+//     Send without a posted receive (nothing placed, answered or executed;
+//     nothing more read, so TCP pushes back). Responses to our own Reads and
+//     Atomics and Terminates still pass, as does the RFC 6581 RTR (a
+//     zero-length Write while the QP awaits it). HoldRequests(false) resumes
+//     at once, from inside the call, like PostRecv() on a blocked QP. The
+//     RDM endpoint holds a new connection until the peer's SWITCH arrived on
+//     its other QP (rdm/rdm_core_rma.cc).
 //
 // States (one handler per source state in queue_pair.cc):
 //   kRts        connected; WRs flow.
@@ -86,8 +96,9 @@
 // framing refuses (wrong PPID, longer than a ULPDU) ends in a Terminate with
 // its cause, like a malformed FPDU on TCP (sctp_framing.h).
 // Streams on SCTP (SendWr::stream, docs/design.md "Streams for untagged
-// Sends"): a Send may travel on a stream other than 0, every other segment
-// stays on stream 0. On SCTP the receive side therefore takes QN 0 messages
+// Sends"): a Send may travel on a stream other than 0, and a Read Response
+// travels on its sink STag's stream (below); every other segment stays on
+// stream 0. On SCTP the receive side therefore takes QN 0 messages
 // (Sends, Immediate Data) as they arrive, interleaved across streams: the
 // first segment of a message claims the next posted receive (receives are
 // consumed in arrival order, not MSN order), later segments find their
@@ -96,6 +107,18 @@
 // others are doing. At most kMaxSctpStreams messages are in progress at once
 // (one per stream); a reused MSN of a message in progress is refused. With
 // everything on stream 0 this is exactly the TCP behaviour (MSN order).
+// Read Responses on SCTP (docs/design.md "Streams for Read Responses"): the
+// responder sends each on the stream its sink STag maps to
+// (SctpFraming::ReadResponseStream), so responses to Reads with different
+// sink STags may arrive in any order. The requester matches a Read Response
+// to the oldest outstanding Read with that local STag and requires it to
+// continue that Read exactly (TO = local TO + bytes placed, within its
+// length, the last flag exactly on its last byte; anything else: Terminate
+// DDP tagged, invalid STag or base/bounds, before a byte is placed). An
+// Atomic Response (stream 0) matches the oldest outstanding Atomic and its
+// request id. Outbound Reads and Atomics are then done out of order, but are
+// completed (reported) in ORQ order: a done entry waits in the ORQ until
+// those before it are done (qp_orq_sctp.cc). ORD counts it until then.
 // Not supported yet (Create returns kInvalid): the zero-length Send and Read
 // RTRs. RFC 7306: Immediate Data
 // (WriteWr::with_imm; SendWr::with_imm on a connection that negotiated the
@@ -223,6 +246,10 @@ class QueuePair {
   QpStatus PostWrite(const WriteWr& wr);
   QpStatus PostRead(const ReadWr& wr);
   QpStatus PostAtomic(const AtomicWr& wr);
+  // Stops (true) or resumes (false) the receive side before the peer's next
+  // request FPDU (file comment, "Holding the peer's requests").
+  void HoldRequests(bool hold);
+  [[nodiscard]] bool requests_held() const { return hold_requests_; }
 
   // Orderly local close: flushes every WR (origin kLocalClose) and shuts the
   // write side after the FPDU in flight.
@@ -247,6 +274,8 @@ class QueuePair {
   [[nodiscard]] uint16_t tx_streams() const {
     return framing_ ? std::max<uint16_t>(framing_->tx_streams(), 1) : 1;
   }
+  // The SCTP framing adapter (its per-stream counters; tests), null on TCP.
+  [[nodiscard]] const SctpFraming* sctp_framing() const { return framing_.get(); }
   // Send queue entries a Post* could still take.
   [[nodiscard]] size_t sq_free() const { return sq_capacity_ - (sq_tail_ - sq_head_); }
 
@@ -407,6 +436,7 @@ class QueuePair {
   bool RxRead();
   size_t PayloadIov(size_t offset, size_t len, std::span<iovec> out) const;
   Dispatch DispatchHeader();
+  [[nodiscard]] bool HeldByRequestHold() const;
   Dispatch DispatchSend();
   // No receive posted (TCP/RD receive queue), after asking the RecvSource.
   bool RqEmpty();
@@ -421,6 +451,15 @@ class QueuePair {
   RxMsg* FindRxMsg(uint32_t msn);
   Dispatch DispatchAtomicRequest();
   Dispatch DispatchAtomicResponse();
+  // --- qp_orq_sctp.cc (SCTP: responses matched by STag, completed in order)
+  void PushOrq(uint64_t seq);
+  Dispatch DispatchReadResponseSctp();
+  Dispatch DispatchAtomicResponseSctp();
+  // The current Read Response segment is placed: count it, and on its last
+  // segment mark the Read done. False after RxFail.
+  bool FinishReadResponseSctp();
+  // Pops the done prefix of the ORQ, completing each done entry in order.
+  void RetireOrqSctp();
   void RxFpduComplete();
   void RxFail(wire::TermCause cause);
   bool AdmitInboundRequest(uint32_t msn);  // QN 1: MSN order and IRD room
@@ -470,9 +509,17 @@ class QueuePair {
   RecvSource* recv_source_ = nullptr;
   std::array<RxMsg, kMaxSctpStreams> rx_msgs_{};  // SCTP: messages in progress
   RxMsg* rx_msg_ = nullptr;                       // SCTP: the current segment's
-  bool rx_wait_recv_ = false;  // SCTP: the current segment waits for a posted receive
+  bool rx_wait_recv_ = false;   // SCTP: the current segment waits for a posted receive
+  bool hold_requests_ = false;  // HoldRequests(true)
+  bool rx_held_ = false;        // the current FPDU is a request stopped by the hold
   // Outstanding outbound Reads (SQ slots), in request order.
   std::vector<uint64_t> orq_;  // SQ sequence numbers
+  // SCTP: the state of each ORQ slot (qp_orq_sctp.cc). kDone: its response
+  // is in, complete it when it reaches the head; kRetired: an XOR loop's
+  // missed attempt, dropped silently when it reaches the head.
+  enum class OrqSlot : uint8_t { kPending, kDone, kRetired };
+  std::vector<OrqSlot> orq_state_;
+  size_t rx_orq_slot_ = 0;  // SCTP: the ORQ slot the current response answers
   // An XOR compare-and-swap loop in progress (AtomicWr::xor_loop) holds the
   // send queue: xor_seq_ is its entry, xor_retry_ says its next guess is due.
   bool xor_busy_ = false;

@@ -96,6 +96,11 @@ void SctpFraming::SetImageStream(uint8_t* crc_field, uint16_t stream) {
   crc_field[3] = static_cast<uint8_t>(stream & 0xFF);
 }
 
+uint16_t SctpFraming::ReadResponseStream(uint32_t sink_stag, uint16_t streams) {
+  if (streams <= 1) return 0;
+  return static_cast<uint16_t>(1 + sink_stag % (streams - 1u));
+}
+
 transport::IoResult SctpFraming::SendV(std::span<const iovec> iov) {
   const size_t total = transport::TotalLength(iov);
   IovCursor cur(iov);
@@ -136,6 +141,7 @@ transport::IoResult SctpFraming::SendV(std::span<const iovec> iov) {
     }
     if (r.status != transport::IoStatus::kOk) return pos > 0 ? transport::IoResult::Ok(pos) : r;
     ++messages_sent_;
+    ++sent_on_[info.stream];
     cur.Skip(image);
     pos += image;
   }
@@ -174,6 +180,7 @@ transport::IoResult SctpFraming::ReceiveMessage() {
   image_len_ = wire::FpduWireLength(msg_len_);
   image_off_ = 0;
   ++messages_received_;
+  ++received_on_[rx_stream_];
   return transport::IoResult::Ok(msg_len_);
 }
 
@@ -191,7 +198,10 @@ bool SctpFraming::AdmitOnStream() {
   const bool immediate =
       op == wire::RdmapOpcode::kImmediateData || op == wire::RdmapOpcode::kImmediateDataWithSe;
   const bool qn0 = !h->tagged && h->qn == wire::kQnSend && (send || immediate);
-  if (rx_stream_ != 0 && (!qn0 || !send)) {
+  // Read Responses may come on any stream (the sender picks it by sink STag);
+  // the QP matches each to its Read by STag and TO (queue_pair.h).
+  const bool read_response = h->tagged && op == wire::RdmapOpcode::kRdmaReadResponse;
+  if (rx_stream_ != 0 && !read_response && (!qn0 || !send)) {
     Refuse(wire::term::kLlpInvalidReqRep);
     return false;
   }

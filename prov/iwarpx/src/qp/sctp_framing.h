@@ -20,23 +20,27 @@
 // is incomplete, or names a stream the association does not have, is a
 // caller bug: kError EMSGSIZE / EINVAL.
 //
-// Streams (docs/design.md "Streams for untagged Sends"). Stream 0, ordered,
-// carries every segment except the untagged Sends a ULP put on another stream
-// (SendWr::stream, the FI_IWARPX_SCTP_OPS extension). The QP says which
-// stream an image goes on through the image's CRC field: CRC is never
-// negotiated on SCTP, so the 4-byte field is free between the QP and this
-// adapter; it holds the stream number big-endian (0: stream 0) and never goes
-// on the wire. Tagged segments stay on stream 0: the engine's receive checks
-// rely on one ordered sequence for them (a Read Response's TO must continue
-// the ORQ head's, Read and Atomic Responses complete in ORQ order), and a
-// Send that must be ordered after a Write stays on stream 0 with it.
+// Streams (docs/design.md "Streams for untagged Sends", "Streams for Read
+// Responses"; docs/wire.md §2.2). Stream 0, ordered, carries every segment
+// except the untagged Sends a ULP put on another stream (SendWr::stream, the
+// FI_IWARPX_SCTP_OPS extension) and the Read Responses, which go on the
+// stream ReadResponseStream() picks from their sink STag, ordered, so all
+// responses for one sink STag share a stream and keep their order. The QP
+// says which stream an image goes on through the image's CRC field: CRC is
+// never negotiated on SCTP, so the 4-byte field is free between the QP and
+// this adapter; it holds the stream number big-endian (0: stream 0) and never
+// goes on the wire. RDMA Writes stay on stream 0: RFC 5040 §5.5 wants them
+// placed before a later Send completes, and nothing in a Send's header lets
+// the receiver wait for a Write on another stream. Nothing is sent unordered
+// (a Read Response carries only STag and TO, which cannot tell two Reads into
+// the same sink range apart, so arrival order is what matches them).
 //
 // The receive side keeps, per stream, the untagged QN 0 message in progress
 // and refuses (Terminate, see below) what a correct sender never produces:
 //   - a stream >= kMaxSctpStreams: LLP / invalid request or reply;
-//   - on a stream other than 0, anything but a Send-family segment (tagged
-//     segments, Read/Atomic Requests and Responses, Immediate Data,
-//     Terminate): LLP / invalid request or reply;
+//   - on a stream other than 0, anything but a Send-family segment or a
+//     tagged Read Response (Writes, Read/Atomic Requests, Atomic Responses,
+//     Immediate Data, Terminate): LLP / invalid request or reply;
 //   - a QN 0 message (Send family or Immediate Data, any stream) whose first
 //     segment has MO != 0 or whose next segment does not continue it (same
 //     MSN, MO = bytes so far): DDP untagged / invalid MO;
@@ -116,9 +120,19 @@ class SctpFraming final : public transport::Connection {
   [[nodiscard]] uint16_t tx_streams() const;
   // Writes `stream` into the CRC field of an outgoing image (see "Streams").
   static void SetImageStream(uint8_t* crc_field, uint16_t stream);
-  // Segments sent and received so far (tests).
+  // The stream of a Read Response for `sink_stag` on an association with
+  // `streams` usable outbound streams (tx_streams()): 1 + sink_stag %
+  // (streams - 1), or 0 when there is only one (docs/wire.md §2.2).
+  static uint16_t ReadResponseStream(uint32_t sink_stag, uint16_t streams);
+  // Segments sent and received so far, in all and per stream (tests).
   [[nodiscard]] uint64_t messages_sent() const { return messages_sent_; }
   [[nodiscard]] uint64_t messages_received() const { return messages_received_; }
+  [[nodiscard]] uint64_t messages_sent_on(uint16_t stream) const {
+    return stream < kMaxSctpStreams ? sent_on_[stream] : 0;
+  }
+  [[nodiscard]] uint64_t messages_received_on(uint16_t stream) const {
+    return stream < kMaxSctpStreams ? received_on_[stream] : 0;
+  }
 
  private:
   // Receives (the rest of) one message into rx_buf_. kOk when a whole
@@ -150,6 +164,8 @@ class SctpFraming final : public transport::Connection {
   size_t msg_len_ = 0;
   uint64_t messages_sent_ = 0;
   uint64_t messages_received_ = 0;
+  std::array<uint64_t, kMaxSctpStreams> sent_on_{};
+  std::array<uint64_t, kMaxSctpStreams> received_on_{};
 };
 
 }  // namespace iwarpx::qp

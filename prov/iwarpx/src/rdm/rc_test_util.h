@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,13 +25,23 @@ struct Sink final : RdmSink {
   size_t send_failed = 0;
   size_t recv_failed = 0;
   std::vector<std::pair<uint64_t, RecvResult>> recvs;
+  // RMA (rc_rma_core_test.cc): contexts done and failed, remote CQ data.
+  std::vector<uint64_t> rma_done;
+  std::vector<std::pair<uint64_t, qp::WcError>> rma_failed;
+  std::vector<uint64_t> remote_data;
+  // Called at each receive's completion, when the receiver's application
+  // would look at it (before the engine runs on).
+  std::function<void(uint64_t, const RecvResult&)> on_recv;
   void SendDone(uint64_t /*c*/) override { ++send_done; }
   void SendFailed(uint64_t /*c*/, int /*err*/) override { ++send_failed; }
-  void RecvDone(uint64_t c, const RecvResult& r) override { recvs.emplace_back(c, r); }
+  void RecvDone(uint64_t c, const RecvResult& r) override {
+    if (on_recv) on_recv(c, r);
+    recvs.emplace_back(c, r);
+  }
   void RecvFailed(uint64_t /*c*/, int /*err*/) override { ++recv_failed; }
-  void RmaDone(uint64_t /*c*/) override {}
-  void RmaFailed(uint64_t /*c*/, const qp::WcError& /*e*/) override {}
-  void RemoteWriteData(uint64_t /*data*/, PeerId /*src*/) override {}
+  void RmaDone(uint64_t c) override { rma_done.push_back(c); }
+  void RmaFailed(uint64_t c, const qp::WcError& e) override { rma_failed.emplace_back(c, e); }
+  void RemoteWriteData(uint64_t data, PeerId /*src*/) override { remote_data.push_back(data); }
   std::vector<std::pair<PeerEvent, int>> events;
   void OnPeerEvent(PeerId /*id*/, const transport::SockAddr& /*addr*/, PeerEvent e,
                    int err) override {

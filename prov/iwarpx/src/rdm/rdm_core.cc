@@ -189,10 +189,6 @@ void RdmCore::PeerFailed(const progress::RdPeerKey& key, const rd::RdQp& qp) {
   }
 }
 
-rd::RdQp* RdmCore::Qp(const transport::SockAddr& to) {
-  return channel_->Peer({PeerFor(to).addr, kRdmQpn});
-}
-
 qp::QueuePair* RdmCore::QpOf(Peer& p, Via via) {
   if (via == Via::kRc) {
     return p.link != nullptr && !p.link->dead ? p.link->qp : nullptr;
@@ -278,6 +274,7 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
   h.data = has_data ? data : 0;
   h.size = IovBytes(iov, count);
   qp::SendWr wr;
+  bool fell_back = false;  // registration refused: copy instead (counted once posted)
   auto undo = [&](RdmStatus s) {
     for (uint8_t k = 0; k < op.stag_count; ++k) (void)stags_.Deregister(op.stags[k]);
     op.used = false;
@@ -287,7 +284,7 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
   ChannelLimits limits;
   limits.max_size[static_cast<int>(Channel::kUdSr)] = eager_limit();
   limits.max_size[static_cast<int>(Channel::kRcSr)] = eager_limit();
-  ChannelSet available{Channel::kUdSr, Channel::kUdZcopy};
+  ChannelSet available{Channel::kUdSr, Channel::kUdZcopy, Channel::kCopy};
   if (rc != nullptr) {
     available.Add(Channel::kRcSr);
     available.Add(Channel::kRcRdma);
@@ -328,14 +325,13 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
     op.size = h.size;
     // The write handshake: no registration, the data goes by our Writes
     // once the CTS names the receiver's buffer (rdm_core_write.cc).
-    op.write = config_.rndv_write;
-    h.write = op.write;
+    // The copy rendezvous (rdm_core_copy.cc) registers nothing either.
+    op.copy = channel == Channel::kCopy;
+    op.write = config_.rndv_write && !op.copy;
     for (size_t i = 0; i < count; ++i) {
       if (iov[i].iov_len == 0) continue;
-      if (op.write) {
-        op.iov[op.iov_count++] = iov[i];
-        continue;
-      }
+      op.iov[op.iov_count++] = iov[i];  // the Writes' or DATA's source, if it comes to that
+      if (op.write || op.copy) continue;
       mem::RegionSpec spec;
       spec.host = static_cast<uint8_t*>(iov[i].iov_base);
       spec.length = iov[i].iov_len;
@@ -343,12 +339,21 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
       spec.access = mem::kRemoteRead;
       spec.pd = config_.channel.pd;
       auto stag = stags_.Register(spec);
-      if (!stag.ok()) return undo(RdmStatus::kInvalid);
+      if (!stag.ok()) {
+        // No zero-copy from this buffer: the data goes by copy instead.
+        for (uint8_t k = 0; k < op.stag_count; ++k) (void)stags_.Deregister(op.stags[k]);
+        op.stag_count = 0;
+        op.copy = true;
+        fell_back = true;
+        continue;
+      }
       op.stags[op.stag_count] = *stag;
       h.segments[op.stag_count] = {*stag, spec.base_to, spec.length};
       ++op.stag_count;
     }
-    h.segment_count = op.write ? 0 : op.stag_count;
+    h.write = op.write;
+    h.copy = op.copy;
+    h.segment_count = op.write || op.copy ? 0 : op.stag_count;
     auto n = wire::EncodeRdmHeader(h, op.header);
     if (!n.ok()) return undo(RdmStatus::kInvalid);
     wr.sgl.Add(op.header.data(), *n);
@@ -366,14 +371,20 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
   }
   ++(op.kind == Kind::kEager ? counters_.eager_sent : counters_.rts_sent);
   if (op.write) ++counters_.rndv_write_msgs;
+  if (fell_back) ++counters_.copy_fallbacks;
   if (fp) {
     ++counters_.rc_fp_msgs;
+  } else if (op.copy) {
+    ++counters_.copy_msgs;
   } else if (op.via == Via::kRc) {
     ++(eager ? counters_.rc_sr_msgs : counters_.rc_rdma_msgs);
   } else {
     ++(eager ? counters_.ud_sr_msgs : counters_.ud_zcopy_msgs);
   }
-  p.stats.CountSent(fp ? Channel::kRcFp : CarriedOn(op.via, op.kind == Kind::kEager), h.size);
+  p.stats.CountSent(fp        ? Channel::kRcFp
+                    : op.copy ? Channel::kCopy
+                              : CarriedOn(op.via, op.kind == Kind::kEager),
+                    h.size);
   CountAndPromote(p, h.size);
   return RdmStatus::kOk;
 }
@@ -394,6 +405,10 @@ void RdmCore::OnSendComplete(Peer& p, Via via, uint64_t ctx) {
       if (i >= tx_.size() || !tx_[i].used) return;
       TxOp& op = tx_[i];
       op.sent = true;
+      if (op.copy) {
+        MaybeFinishCopySend(static_cast<uint32_t>(i));
+        return;
+      }
       if (op.write || !op.fin_seen) return;  // a write handshake completes with its FIN (W)
       const uint64_t context = op.context;
       op.used = false;
@@ -415,7 +430,11 @@ void RdmCore::OnSendComplete(Peer& p, Via via, uint64_t ctx) {
       sink_.SendDone(context);
       return;
     }
-    case Kind::kUser: sink_.RmaDone(i); return;
+    case Kind::kUser:
+      RmaFinished(p, via, ctx);
+      sink_.RmaDone(i);
+      return;
+    case Kind::kCopyData: OnCopySent(ctx); return;
     case Kind::kWrite:
     case Kind::kBounce:
     case Kind::kRead:
@@ -428,7 +447,7 @@ void RdmCore::OnSendComplete(Peer& p, Via via, uint64_t ctx) {
 void RdmCore::OnFin(Peer& p, const wire::RdmHeader& h) {
   const uint32_t i = h.msg_id & 0xFFFF;
   if (i >= tx_.size() || !tx_[i].used || tx_[i].kind != Kind::kRts || tx_[i].msg_id != h.msg_id ||
-      tx_[i].peer != p.id || tx_[i].fin_seen || tx_[i].write) {
+      tx_[i].peer != p.id || tx_[i].fin_seen || tx_[i].write || tx_[i].copy) {
     ProtocolError(p, "FIN for no rendezvous of this peer");
     return;
   }
@@ -476,7 +495,15 @@ void RdmCore::Incoming(Peer& p, Via via, uint32_t b, size_t bytes, const wire::R
       return;
     case wire::RdmOp::kCts:
       Repost(p, via, b);
-      OnCts(p, via, m.header);
+      if (m.header.copy) {
+        OnCopyCts(p, via, m.header);
+      } else {
+        OnCts(p, via, m.header);
+      }
+      return;
+    case wire::RdmOp::kData:
+      OnCopyData(p, via, m);  // copied out before the bounce goes back
+      Repost(p, via, b);
       return;
     case wire::RdmOp::kSwitch:
       if (via == Via::kRc) {
@@ -537,7 +564,9 @@ void RdmCore::Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage&
   const wire::RdmHeader& h = m.header;
   // A message taken from the RC-FP ring counts there (fp_arriving_, set by
   // the ring's reader; one held until a SWITCH counts as rc_sr).
-  p.stats.CountReceived(fp_arriving_ ? Channel::kRcFp : CarriedOn(via, h.op == wire::RdmOp::kEager),
+  p.stats.CountReceived(fp_arriving_ ? Channel::kRcFp
+                        : h.copy     ? Channel::kCopy
+                                     : CarriedOn(via, h.op == wire::RdmOp::kEager),
                         h.size);
   TagMatcher& matcher = MatcherFor(h.tagged);
   if (DeliverIfPosted(p, via, m)) {
@@ -614,6 +643,10 @@ void RdmCore::StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src
   op.result.len = want;
   op.result.truncated = h.size - want;
   op.msg_id = h.msg_id;
+  if (h.copy) {
+    StartCopyRendezvous(*p, *index, iov, r.count);
+    return;
+  }
   if (h.write) {
     StartWriteRendezvous(*p, *index, iov, r.count);
     return;
@@ -624,6 +657,17 @@ void RdmCore::StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src
   fin.size = want;
   (void)wire::EncodeRdmHeader(fin, op.fin);
   RegisterSinks(op, iov, r.count, mem::kLocalWrite);  // for the Reads
+  if (op.failed) {
+    // No Reads into this buffer: the sender copies it over instead.
+    for (uint8_t k = 0; k < op.stag_count; ++k) (void)stags_.Deregister(op.stags[k]);
+    op.stag_count = 0;
+    op.sink_count = 0;
+    op.failed = false;
+    op.err = 0;
+    ++counters_.copy_fallbacks;
+    StartCopyRendezvous(*p, *index, iov, r.count);
+    return;
+  }
   op.src = h.segments;
   op.src_count = h.segment_count;
   op.todo = op.failed ? 0 : want;
@@ -691,6 +735,7 @@ void RdmCore::OnRdmaComplete(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/) {
   ScheduleFlush(p, via);
   const uint64_t i = IndexOf(ctx);
   if (KindOf(ctx) == Kind::kUser) {
+    RmaFinished(p, via, ctx);
     sink_.RmaDone(i);
     return;
   }
@@ -754,7 +799,11 @@ void RdmCore::OnError(Peer& p, Via via, uint64_t ctx, qp::WcOp /*op*/, const qp:
       rndv_[i].todo = 0;  // a waiting rest is not read
       if (--rndv_[i].reads_left == 0) FinishRendezvous(static_cast<uint32_t>(i));
       return;
-    case Kind::kUser: sink_.RmaFailed(i, error); return;
+    case Kind::kUser:
+      RmaFinished(p, via, ctx);
+      sink_.RmaFailed(i, error);
+      return;
+    case Kind::kCopyData: OnCopyFailed(ctx, ErrnoOf(error)); return;
   }
 }
 

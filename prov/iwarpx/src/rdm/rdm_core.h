@@ -18,6 +18,16 @@
 //   receive (RDMAP orders the Writes' placement before the FIN's delivery)
 //   and, once the QP took it, the send. The receiver follows whatever the
 //   RTS asks, so endpoints with different settings interoperate.
+// * Copy rendezvous (rdm_core_copy.cc; docs/design.md "Copy fallback"): a
+//   message the chain gives `copy` goes as an RTS (C) without registration;
+//   the matched receiver answers CTS (C) with the bytes it takes and its
+//   largest fragment, and the sender sends the data as eager-sized DATA
+//   Sends (from the pending pass, at most kCopyWindow in flight), which the
+//   receiver copies into the buffer at their offset; the receive completes
+//   with the last byte, the send once the last DATA's Send completed (as
+//   EAGER). A zero-copy rendezvous whose buffer cannot be registered falls
+//   back to it: the sender sends RTS (C) instead of RTS, a receiver answers
+//   any RTS with CTS (C) (counted in copy_fallbacks).
 // * Receives: bounce receives of bounce_size bytes. An RD QP keeps none
 //   posted: it takes one from the endpoint's pool when a message arrives
 //   (qp::RecvSource, rdm_core_bounce.cc, like a shared receive queue), so a
@@ -42,9 +52,20 @@
 //   change). The same EAGER/RTS/FIN protocol runs on both QPs; an RTS is
 //   read and answered on the QP it came on. An established connection that
 //   ends fails the peer's RD session too (error completions, never a silent
-//   loss); a connect that fails leaves the peer on datagrams. RMA and
-//   atomics stay on the RD QP (Qp()): for a switched peer they are not
-//   ordered with its messages.
+//   loss); a connect that fails leaves the peer on datagrams.
+// * RMA and atomics follow the messages (rdm_core_rma.cc, RouteRma): on the
+//   RD QP until our SWITCH, then on the connection, so one QP orders a
+//   peer's messages and RMA (FI_ORDER_SAW, WAS, RAW, RAS, ...). Across the
+//   switch the order holds because our first FPDU of any kind on a
+//   connection (message, rendezvous Read, FIN/CTS, RC-FP credit, RMA,
+//   SWITCH back) follows our SWITCH on RD (SwitchFirst), and the receiver's
+//   connected QP holds the peer's requests (qp::QueuePair::HoldRequests:
+//   nothing placed, answered, executed or delivered) until that SWITCH
+//   arrived on RD, i.e. after everything the peer sent on RD before it.
+//   While a connection is being left (a SWITCH back crossed one way only)
+//   RouteRma answers kAgain. RMA outstanding on a connection that breaks
+//   completes with an error (RmaFailed), never silently; the idle close
+//   waits for it.
 // * RC-FP (rdm_core_fp.cc, rc_fastpath.h; docs/design.md "RC-FP: the
 //   RDMA-write ring"): when the chain names rc_fp, each side of a new
 //   connection that is under config.rc.max_fastpath registers a receive
@@ -71,8 +92,9 @@
 //   on it. Traffic reopens one on demand (the promotion thresholds).
 // * Peers are named by RdPeerKey; PeerIdOf() gives each key a stable id used
 //   for FI_DIRECTED_RECV matching and reported as the source of receives.
-// * RMA and atomics go to Qp(key) directly with contexts made by
-//   UserContext(); their completions come back through RdmSink::Rma*.
+// * RMA and atomics are posted by the caller on the QP RouteRma() names,
+//   with its ctx_bits in every context; their completions come back through
+//   RdmSink::Rma*.
 // * A peer whose QP fails (RD timeout, RESET, protocol error) fails its
 //   outstanding sends, rendezvous reads and RMA with errors; unexpected
 //   EAGER messages already received stay deliverable, unexpected RTS ones
@@ -185,7 +207,8 @@ class RdmSink {
   virtual void SendFailed(uint64_t context, int err) = 0;
   virtual void RecvDone(uint64_t context, const RecvResult& r) = 0;
   virtual void RecvFailed(uint64_t context, int err) = 0;
-  // RMA/atomic work requests posted with UserContext(context).
+  // RMA/atomic work requests posted on a RouteRma() route (context: the index
+  // OR-ed with the route's ctx_bits; this is the index).
   virtual void RmaDone(uint64_t context) = 0;
   virtual void RmaFailed(uint64_t context, const qp::WcError& error) = 0;
   // fi_writedata at this target: the peer's RDMA Write with Immediate Data.
@@ -224,6 +247,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
  public:
   // iovecs per message: the QP's SGL holds the header plus three.
   static constexpr size_t kMaxIov = qp::kMaxSge - 1;
+  // DATA fragments of one copy rendezvous in flight (posted, not completed).
+  static constexpr uint32_t kCopyWindow = 8;
 
   static Result<std::unique_ptr<RdmCore>, transport::IoError> Open(
       progress::Engine& engine, const transport::SockAddr& local, const RdmConfig& config,
@@ -273,9 +298,26 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // FI_PEEK|FI_DISCARD: drops the first matching unexpected message.
   RdmStatus DiscardUnexpected(const RecvRequest& r, RecvResult* out);
 
-  // The QP to `to` for RMA and atomics (made if needed), or nullptr.
-  rd::RdQp* Qp(const transport::SockAddr& to);
-  static uint64_t UserContext(uint64_t context) { return Ctx(Kind::kUser, context); }
+  // Where a user RMA/atomic operation to `to` goes (rdm_core_rma.cc): the
+  // peer's RD QP, or its connection's QP once our SWITCH moved our messages
+  // there. kAgain while the connection is being left or is ending (retry
+  // after progress), kNoPeer when no QP can be made.
+  struct RmaRoute {
+    qp::QueuePair* qp = nullptr;
+    uint64_t ctx_bits = 0;  // OR-ed into every work request's context
+    PeerId peer = 0;
+    bool on_rc = false;
+  };
+  RdmStatus RouteRma(const transport::SockAddr& to, RmaRoute* out);
+  // Each work request posted on a route, told right before the post (a
+  // completion may be reported from inside it) and again if the QP refused
+  // it: what is on a connection is tracked, so that it completes with an
+  // error (RmaFailed) when the connection ends, and holds the idle close.
+  void RmaPosting(const RmaRoute& route, uint64_t context);
+  void RmaRefused(const RmaRoute& route, uint64_t context);
+  // An operation went out on `route`: counted per channel; the connection
+  // is kicked and marked active.
+  void RmaPosted(const RmaRoute& route);
   void AfterPost() { channel_->AfterPost(); }
 
   // Connected channels: whether this core listens for them (the chain names
@@ -297,8 +339,10 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   struct Counters {
     uint64_t eager_sent = 0;
     uint64_t rts_sent = 0;
-    uint64_t cts_sent = 0;         // write handshakes this side answered
+    uint64_t cts_sent = 0;         // CTS answers sent (write handshake or copy)
     uint64_t rndv_write_msgs = 0;  // RTS (W) sent: rendezvous by the write handshake
+    uint64_t copy_msgs = 0;        // messages whose data this side sent as DATA fragments
+    uint64_t copy_fallbacks = 0;   // zero-copy rendezvous turned copy (registration refused here)
     uint64_t unexpected = 0;
     uint64_t protocol_errors = 0;
     uint64_t peers_failed = 0;
@@ -318,6 +362,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t rc_failed = 0;         // connections that ended or never came up
     uint64_t rc_switches = 0;       // SWITCHes sent
     uint64_t rc_idle_closed = 0;    // connections left after FI_IWARPX_RC_IDLE_MS
+    uint64_t rd_rma_ops = 0;        // RMA/atomic operations posted on RD QPs
+    uint64_t rc_rma_ops = 0;        // ... and on connections (after our SWITCH)
+    uint64_t rc_rma_failed = 0;     // of those, failed because their connection ended
   };
   [[nodiscard]] const Counters& counters() const { return counters_; }
   // Per-peer statistics (rdm/peer_stats.h, rdm_core_stats.cc): peers are
@@ -339,10 +386,11 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     kRead,
     kUser,
     kSwitch,
-    kFp,      // an EAGER message written into the peer's RC-FP ring
-    kCredit,  // an explicit RC-FP credit update
-    kWrite,   // an RDMA Write of the write handshake (tx_ index)
-    kFinW     // the sender's FIN (W) after its Writes: completes the send (tx_ index)
+    kFp,       // an EAGER message written into the peer's RC-FP ring
+    kCredit,   // an explicit RC-FP credit update
+    kWrite,    // an RDMA Write of the write handshake (tx_ index)
+    kFinW,     // the sender's FIN (W) after its Writes: completes the send (tx_ index)
+    kCopyData  // a DATA fragment of the copy rendezvous (the op's msg_id)
   };
   // Which of a peer's QPs: the RD QP, or its connected one.
   enum class Via : uint8_t { kRd, kRc };
@@ -455,6 +503,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t last_active_ns = 0;
     bool back_sent = false;
     bool back_got = false;
+    // User RMA work requests outstanding on it (contexts; rdm_core_rma.cc).
+    std::deque<uint64_t> rma;
     std::array<uint8_t, wire::kRdmHeaderSize> back_header{};
     uint32_t bounces_posted = 0;
     void OnQpReady(qp::QueuePair& q) override {
@@ -514,6 +564,14 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t d_off = 0;
     uint64_t todo = 0;  // bytes not yet covered by a posted Write
     std::array<uint8_t, wire::kRdmHeaderSize> fin{};
+    // The copy rendezvous (rdm_core_copy.cc): iov/si/s_off/todo walk the
+    // source; DATA headers in flight live in `frags` (slot seq % window).
+    bool copy = false;
+    uint64_t frag_max = 0;  // payload bytes per DATA (the CTS's, bounded by ours)
+    uint64_t c_off = 0;     // message offset of the next DATA
+    uint32_t frags_out = 0;
+    uint32_t frag_seq = 0;
+    std::array<std::array<uint8_t, wire::kRdmHeaderSize>, kCopyWindow> frags{};
   };
   // A posted receive.
   struct RxOp {
@@ -569,6 +627,12 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t s_off = 0;
     uint64_t d_off = 0;
     uint64_t todo = 0;  // bytes not yet covered by a posted Read
+    // Copy rendezvous: the receive buffer's pieces and the bytes placed so
+    // far (DATA must come in order: offset == received).
+    bool copy = false;
+    std::array<iovec, kMaxIov> dst_iov{};
+    uint8_t dst_iov_count = 0;
+    uint64_t received = 0;
   };
 
   RdmCore(progress::Engine& engine, const RdmConfig& config, mem::StagTable& stags, RdmSink& sink);
@@ -644,6 +708,18 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   void ReapLinks() { graveyard_.clear(); }
   // The peer's SWITCH: link arrivals held so far are matched, in order.
   void OnSwitch(Peer& p, Via via);
+
+  // RMA on connections and the first use of a link (rdm_core_rma.cc).
+  // Before our first FPDU of any kind on p's connection (`via` kRc): our
+  // SWITCH on RD (kOk: sent now or before, or `via` is RD; kQueueFull: the
+  // RD send queue is full, retry after its next completion; kBadState).
+  qp::QpStatus SwitchFirst(Peer& p, Via via);
+  // The peer's SWITCH arrived: its requests on the connection go ahead.
+  void ReleaseLinkHold(Peer& p);
+  // A user work request finished (completed or failed) on `via`.
+  void RmaFinished(Peer& p, Via via, uint64_t ctx);
+  // The connection ends: its outstanding user RMA fails with `err`.
+  void FailLinkRma(RcLink& link, int err);
 
   // RC-FP (rdm_core_fp.cc).
   [[nodiscard]] bool FpWanted() const;
@@ -723,6 +799,22 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // A QP of p failed: receives waiting for its FIN (W) fail, and its
   // queued Writes are forgotten (their sends fail with the peer's sends).
   void DropWriteRendezvous(Peer& p, Via via, int err);
+  // The copy rendezvous (rdm_core_copy.cc). Receiver: StartCopyRendezvous
+  // answers with the CTS (C) (also the fallback when registration failed);
+  // OnCopyData places one DATA (offset and length checked against the
+  // matched buffer, else a protocol error). Sender: OnCopyCts queues the op
+  // in write_wait (also a read or write RTS the receiver turned copy);
+  // ContinueCopy posts DATA from the pending pass while the window and the
+  // send queue have room; OnCopySent/OnCopyFailed take their completions.
+  void StartCopyRendezvous(Peer& p, uint32_t index, const iovec* iov, size_t count);
+  void OnCopyData(Peer& p, Via via, const wire::RdmMessage& m);
+  void OnCopyCts(Peer& p, Via via, const wire::RdmHeader& h);
+  bool ContinueCopy(Peer& p, uint32_t index);
+  void OnCopySent(uint64_t ctx);
+  void OnCopyFailed(uint64_t ctx, int err);
+  // The op of a DATA completion context, or nullptr (freed or reused).
+  TxOp* CopyOpOf(uint64_t ctx);
+  void MaybeFinishCopySend(uint32_t index);
   void FreeRndv(uint32_t index);
   void OnFin(Peer& p, const wire::RdmHeader& h);
   void DeliverUnexpected(const RecvRequest& r, const iovec* iov, uint32_t unexp);

@@ -195,6 +195,8 @@ void RdmCore::FlushFpCredit(Peer& p) {
   wr.remote_stag = fp.tx->ring().stag;
   wr.remote_to = fp.tx->ring().credit_word();
   wr.sgl.Add(fp.credit_out.data(), kFpCreditWordSize);
+  // Our first use of the link may be this credit: SWITCH first (rdm_core_rma.cc).
+  if (SwitchFirst(p, Via::kRc) != qp::QpStatus::kOk) return;
   const qp::QpStatus st = l->qp->PostWrite(wr);
   if (st == qp::QpStatus::kQueueFull) return;  // again after the link's next completion
   fp.credit_wanted = false;

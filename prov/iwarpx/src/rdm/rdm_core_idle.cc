@@ -33,6 +33,7 @@ void RdmCore::MarkActive(Peer& p) {
 bool RdmCore::LinkQuiet(const Peer& p) const {
   const auto rc = static_cast<size_t>(Via::kRc);
   if (!p.held.empty() || !p.fin_wait[rc].empty() || !p.read_wait[rc].empty()) return false;
+  if (p.link != nullptr && !p.link->rma.empty()) return false;  // RMA in flight on it
   for (const TxOp& op : tx_) {
     if (op.used && op.peer == p.id && op.via == Via::kRc) return false;
   }
@@ -64,6 +65,9 @@ void RdmCore::OnIdleTimer() {
 void RdmCore::SendBack(Peer& p) {
   RcLink* l = p.link.get();
   if (l == nullptr || l->dead || l->back_sent || l->qp == nullptr) return;
+  // A side that never used the link says SWITCH on RD first: the peer holds
+  // the link until then (rdm_core_rma.cc). Full: the next timer tries again.
+  if (SwitchFirst(p, Via::kRc) != qp::QpStatus::kOk) return;
   wire::RdmHeader h;
   h.op = wire::RdmOp::kSwitch;
   if (!wire::EncodeRdmHeader(h, l->back_header).ok()) return;

@@ -56,10 +56,15 @@ void RdmCore::CollectStats(progress::EndpointStats* out) const {
   out->rdm_rc_rdma_msgs += counters_.rc_rdma_msgs;
   out->rdm_rc_fp_msgs += counters_.rc_fp_msgs;
   out->rdm_rndv_write_msgs += counters_.rndv_write_msgs;
+  out->rdm_copy_msgs += counters_.copy_msgs;
+  out->rdm_copy_fallbacks += counters_.copy_fallbacks;
   out->rc_opened += counters_.rc_opened;
   out->rc_accepted += counters_.rc_accepted;
   out->rc_rejected += counters_.rc_rejected;
   out->rc_failed += counters_.rc_failed;
+  out->rdm_rd_rma_ops += counters_.rd_rma_ops;
+  out->rdm_rc_rma_ops += counters_.rc_rma_ops;
+  out->rdm_rc_rma_failed += counters_.rc_rma_failed;
 }
 
 void RdmCore::CountAndPromote(Peer& p, uint64_t bytes) {
@@ -148,6 +153,8 @@ void RdmCore::OnRequest(progress::MsgChannel& channel) {
 void RdmCore::RcQpReady(RcLink& link, qp::QueuePair& q) {
   link.qp = &q;
   link.bounces_posted = 0;
+  // Nothing the peer asks on it runs before its SWITCH (rdm_core_rma.cc).
+  if (!link.peer->rx_switched) q.HoldRequests(true);
   PostBounces(*link.peer, Via::kRc);
 }
 
@@ -187,6 +194,7 @@ void RdmCore::DropLink(Peer& p, int err) {
   sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRcClosed, err);
   if (p.link->ch != nullptr) p.link->ch->CollectStats(&links_gone_);  // counts only grow
   DropFpLink(*p.link);  // its memory stays until the QP is gone (graveyard)
+  FailLinkRma(*p.link, err);
   p.link->dead = true;
   graveyard_.push_back(std::move(p.link));
   if (deferred_added_) engine_.Update(deferred_);
@@ -273,6 +281,7 @@ void RdmCore::OnSwitch(Peer& p, Via via) {
     Arrived(p, Via::kRc, bounce, *m);
   }
   p.replaying = false;
+  ReleaseLinkHold(p);
 }
 
 }  // namespace iwarpx::rdm

@@ -3,150 +3,23 @@
 // ignore bits and directed receives, eager and rendezvous sizes up to 64 MiB
 // bit-exact, truncation, peek/claim/discard, remote write data, and a peer
 // that vanishes failing what waits on it; each with the read and the write
-// rendezvous handshake.
+// rendezvous handshake and the copy rendezvous (rdm_core_fixture.h).
 #include "rdm/rdm_core.h"
 
-#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "base/clock.h"
+#include "rdm/rdm_core_fixture.h"
 
 namespace iwarpx::rdm {
 namespace {
 
-struct Event {
-  enum Kind : uint8_t {
-    kSendDone,
-    kSendFailed,
-    kRecvDone,
-    kRecvFailed,
-    kRmaDone,
-    kRmaFailed,
-    kData
-  };
-  Kind kind;
-  uint64_t context = 0;
-  RecvResult r;
-  int err = 0;
-};
-
-class Sink final : public RdmSink {
- public:
-  void SendDone(uint64_t c) override { ev.push_back({Event::kSendDone, c, {}, 0}); }
-  void SendFailed(uint64_t c, int err) override { ev.push_back({Event::kSendFailed, c, {}, err}); }
-  void RecvDone(uint64_t c, const RecvResult& r) override {
-    ev.push_back({Event::kRecvDone, c, r, 0});
-  }
-  void RecvFailed(uint64_t c, int err) override { ev.push_back({Event::kRecvFailed, c, {}, err}); }
-  void RmaDone(uint64_t c) override { ev.push_back({Event::kRmaDone, c, {}, 0}); }
-  void RmaFailed(uint64_t c, const qp::WcError& /*e*/) override {
-    ev.push_back({Event::kRmaFailed, c, {}, 0});
-  }
-  void RemoteWriteData(uint64_t data, PeerId src) override {
-    RecvResult r;
-    r.data = data;
-    r.src = src;
-    ev.push_back({Event::kData, 0, r, 0});
-  }
-  size_t Count(Event::Kind k) const {
-    size_t n = 0;
-    for (const Event& e : ev) n += e.kind == k ? 1 : 0;
-    return n;
-  }
-  const Event* Find(Event::Kind k, uint64_t context) const {
-    for (const Event& e : ev) {
-      if (e.kind == k && e.context == context) return &e;
-    }
-    return nullptr;
-  }
-  std::vector<Event> ev;
-};
-
-// Every test runs with both rendezvous protocols: the receiver's RDMA Reads
-// (read) and the RDMA-write handshake (write, FI_IWARPX_RNDV=write).
-class RdmCoreTest : public ::testing::TestWithParam<bool> {
- protected:
-  void SetUp() override {
-    auto e = progress::Engine::Create(clock_);
-    ASSERT_TRUE(e.ok());
-    engine_ = std::move(e).value();
-    Open();
-  }
-  void TearDown() override {
-    std::lock_guard<std::mutex> lock(engine_->mu());
-    a_.reset();
-    b_.reset();
-  }
-  void Open(const transport::FaultSpec& faults = {}, uint64_t dead_after_ns = 2'000'000'000) {
-    RdmConfig c;
-    c.channel.pd = 1;
-    c.channel.qp.stream.send.dead_after_ns = dead_after_ns;
-    c.bounce_size = 4096;
-    c.rndv_write = GetParam();
-    std::lock_guard<std::mutex> lock(engine_->mu());
-    a_.reset();
-    b_.reset();
-    auto a = RdmCore::Open(*engine_, transport::SockAddr::Loopback4(0), c, stags_a_, sa_, faults);
-    auto b = RdmCore::Open(*engine_, transport::SockAddr::Loopback4(0), c, stags_b_, sb_, faults);
-    ASSERT_TRUE(a.ok() && b.ok());
-    a_ = std::move(a).value();
-    b_ = std::move(b).value();
-  }
-  template <class F>
-  bool RunUntil(F done, int seconds = 20) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> lock(engine_->mu());
-        if (done()) return true;
-        engine_->RunOnce(1);
-      }
-      if (std::chrono::steady_clock::now() > end) return false;
-    }
-  }
-  RdmStatus Send(RdmCore& from, RdmCore& to, std::vector<uint8_t>& buf, uint64_t ctx,
-                 bool tagged = false, uint64_t tag = 0) {
-    std::lock_guard<std::mutex> lock(engine_->mu());
-    iovec v{buf.data(), buf.size()};
-    const RdmStatus s = from.Send(to.local_address(), &v, 1, tagged, tag, false, 0, ctx);
-    from.AfterPost();
-    return s;
-  }
-  RdmStatus Recv(RdmCore& on, std::vector<uint8_t>& buf, uint64_t ctx, bool tagged = false,
-                 uint64_t tag = 0, uint64_t ignore = 0, PeerId src = kAnySource) {
-    std::lock_guard<std::mutex> lock(engine_->mu());
-    iovec v{buf.data(), buf.size()};
-    RecvRequest r;
-    r.tagged = tagged;
-    r.tag = tag;
-    r.ignore = ignore;
-    r.src = src;
-    r.context = ctx;
-    r.iov = &v;
-    r.count = 1;
-    const RdmStatus s = on.PostRecv(r);
-    on.AfterPost();
-    return s;
-  }
-  static std::vector<uint8_t> Pattern(size_t n, uint8_t seed) {
-    std::vector<uint8_t> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 131 + seed + (i >> 12));
-    return v;
-  }
-
-  MonotonicClock clock_;
-  std::unique_ptr<progress::Engine> engine_;
-  mem::StagTable stags_a_{Random(1), 1024};
-  mem::StagTable stags_b_{Random(2), 1024};
-  Sink sa_;
-  Sink sb_;
-  std::unique_ptr<RdmCore> a_;
-  std::unique_ptr<RdmCore> b_;
-};
+using testing_core::Event;
+using testing_core::RdmCoreTest;
+using testing_core::RdmMode;
 
 TEST_P(RdmCoreTest, EagerAndRendezvousInBothPostingOrders) {
   for (const size_t size : {size_t{0}, size_t{10}, size_t{4000}, size_t{70000}, size_t{1} << 20}) {
@@ -182,9 +55,12 @@ TEST_P(RdmCoreTest, EagerAndRendezvousInBothPostingOrders) {
   }
   EXPECT_GT(a_->counters().rts_sent, 0u);
   EXPECT_GT(a_->counters().eager_sent, 0u);
-  // The protocol really used: CTS answers only in the write handshake.
-  EXPECT_EQ(b_->counters().cts_sent > 0, GetParam());
-  EXPECT_EQ(b_->counters().cts_sent, GetParam() ? a_->counters().rts_sent : 0u);
+  // The protocol really used: CTS answers only in the write handshake and
+  // the copy rendezvous, DATA fragments only in the latter.
+  const RdmMode mode = GetParam();
+  EXPECT_EQ(b_->counters().cts_sent, mode != RdmMode::kRead ? a_->counters().rts_sent : 0u);
+  EXPECT_EQ(a_->counters().copy_msgs, mode == RdmMode::kCopy ? a_->counters().rts_sent : 0u);
+  EXPECT_EQ(a_->counters().rndv_write_msgs, mode == RdmMode::kWrite ? a_->counters().rts_sent : 0u);
 }
 
 TEST_P(RdmCoreTest, SixtyFourMebibytesBitExact) {
@@ -395,10 +271,9 @@ TEST_P(RdmCoreTest, MultiReceiveBufferFillsInOrderAndReleasesBelowTheMinimum) {
   EXPECT_EQ(buf[11 * kMsg], 0xEE);  // nothing written past the last message
 }
 
-INSTANTIATE_TEST_SUITE_P(Rndv, RdmCoreTest, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& i) {
-                           return i.param ? "write" : "read";
-                         });
+INSTANTIATE_TEST_SUITE_P(Rndv, RdmCoreTest,
+                         ::testing::Values(RdmMode::kRead, RdmMode::kWrite, RdmMode::kCopy),
+                         testing_core::ModeName);
 
 }  // namespace
 }  // namespace iwarpx::rdm

@@ -18,6 +18,7 @@ constexpr uint64_t kMaxReadChunk = uint64_t{1} << 30;  // ReadWr lengths are 32-
 qp::QpStatus RdmCore::PostFin(Peer& p, Via via, uint32_t index) {
   qp::QueuePair* q = QpOf(p, via);
   if (q == nullptr) return qp::QpStatus::kBadState;
+  if (const qp::QpStatus s = SwitchFirst(p, via); s != qp::QpStatus::kOk) return s;
   qp::SendWr wr;
   wr.sgl.Add(rndv_[index].fin.data(), rndv_[index].fin_len);  // a FIN, or a CTS
   wr.context = Ctx(Kind::kFin, index);
@@ -50,6 +51,8 @@ void RdmCore::ScheduleFlush(Peer& p, Via via) {
   // On the connection also: a credit update to write, or a close to finish.
   const bool credit = via == Via::kRc && p.link != nullptr &&
                       ((p.link->fp != nullptr && p.link->fp->credit_wanted) || p.link->back_got);
+  // Link work that waited for room for our SWITCH on RD (SwitchFirst).
+  if (via == Via::kRd && p.link != nullptr && !p.tx_on_rc) ScheduleFlush(p, Via::kRc);
   if ((p.read_wait[v].empty() && p.fin_wait[v].empty() && p.write_wait[v].empty() && !credit) ||
       !deferred_added_) {
     return;
@@ -86,6 +89,11 @@ void RdmCore::DropFins(Peer& p, Via via) {
 bool RdmCore::ContinueReads(Peer& p, uint32_t index) {
   RndvOp& op = rndv_[index];
   qp::QueuePair* q = QpOf(p, op.via);
+  if (op.todo > 0 && q != nullptr) {
+    const qp::QpStatus sw = SwitchFirst(p, op.via);
+    if (sw == qp::QpStatus::kQueueFull) return false;  // after the RD QP's next completion
+    if (sw != qp::QpStatus::kOk) q = nullptr;          // fails below
+  }
   // One Read per overlap of a source segment and a sink piece.
   while (op.todo > 0 && op.si < op.src_count && op.di < op.sink_count) {
     const wire::RdmSegment& seg = op.src[op.si];

@@ -33,14 +33,20 @@ void RdmCore::StartWriteRendezvous(Peer& p, uint32_t index, const iovec* iov, si
   cts.msg_id = op.msg_id;
   // The sink pieces, registered for the sender's Writes (and local access).
   RegisterSinks(op, iov, count, mem::kLocalWrite | mem::kRemoteWrite);
-  for (uint8_t k = 0; k < op.sink_count && !op.failed; ++k) {
-    cts.segments[cts.segment_count++] = {op.sinks[k].stag, op.sinks[k].to, op.sinks[k].len};
-  }
   if (op.failed) {
-    // Nothing to write into: a CTS for 0 bytes still ends the sender's wait.
+    // Nothing to write into: the sender copies the data over instead
+    // (rdm_core_copy.cc).
     for (uint8_t k = 0; k < op.stag_count; ++k) (void)stags_.Deregister(op.stags[k]);
     op.stag_count = 0;
-    cts.segment_count = 0;
+    op.sink_count = 0;
+    op.failed = false;
+    op.err = 0;
+    ++counters_.copy_fallbacks;
+    StartCopyRendezvous(p, index, iov, count);
+    return;
+  }
+  for (uint8_t k = 0; k < op.sink_count; ++k) {
+    cts.segments[cts.segment_count++] = {op.sinks[k].stag, op.sinks[k].to, op.sinks[k].len};
   }
   for (uint8_t k = 0; k < cts.segment_count; ++k) cts.size += cts.segments[k].len;
   auto n = wire::EncodeRdmHeader(cts, op.fin);
@@ -69,7 +75,8 @@ void RdmCore::OnWritten(Peer& p, Via via, const wire::RdmHeader& h) {
   uint32_t index = UINT32_MAX;
   for (uint32_t i = 0; i < rndv_.size(); ++i) {
     const RndvOp& op = rndv_[i];
-    if (op.used && op.write_waiting && op.peer == p.id && op.via == via && op.msg_id == h.msg_id) {
+    if (op.used && op.write_waiting && !op.copy && op.peer == p.id && op.via == via &&
+        op.msg_id == h.msg_id) {
       index = i;
       break;
     }
@@ -183,7 +190,16 @@ void RdmCore::FlushWrites(Peer& p, Via via) {
   while (!wait.empty()) {
     const uint32_t index = wait.front();
     wait.pop_front();
-    if (!tx_[index].used || !tx_[index].write || tx_[index].fin_posted) continue;
+    const TxOp& op = tx_[index];
+    if (op.used && op.copy) {  // the copy rendezvous's DATA wait here too
+      if (!op.cts_seen || op.todo == 0) continue;
+      if (!ContinueCopy(p, index)) {
+        wait.push_front(index);
+        return;
+      }
+      continue;
+    }
+    if (!op.used || !op.write || op.fin_posted) continue;
     if (!ContinueWrites(p, index)) {
       wait.push_front(index);
       return;

@@ -8,7 +8,7 @@ namespace iwarpx::rdm {
 namespace {
 
 constexpr std::array<std::string_view, kChannelCount> kChannelNames = {"ud_sr", "ud_zcopy", "rc_sr",
-                                                                       "rc_fp", "rc_rdma"};
+                                                                       "rc_fp", "rc_rdma",  "copy"};
 
 // A cursor over one rule's text with the error context.
 class Lexer {
@@ -153,7 +153,7 @@ Result<SendRule, std::string> ParseRule(std::string_view text, size_t index) {
   if (c == kChannelNames.size() || name.empty()) {
     return Err{RuleError(index, text,
                          "unknown channel \"" + std::string(name.empty() ? lx.rest() : name) +
-                             "\" (ud_sr, ud_zcopy, rc_sr, rc_fp, rc_rdma)")};
+                             "\" (ud_sr, ud_zcopy, rc_sr, rc_fp, rc_rdma, copy)")};
   }
   rule.channel = static_cast<Channel>(c);
   if (!lx.AtEnd()) {

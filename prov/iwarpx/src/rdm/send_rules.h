@@ -11,7 +11,7 @@
 //                                                    peers: peers of the endpoint
 //   op        := "<=" | "<" | ">=" | ">" | "=="
 //   number    := decimal digits, optional suffix k | m | g (x1024, x1024^2, x1024^3)
-//   channel   := "ud_sr" | "ud_zcopy" | "rc_sr" | "rc_fp" | "rc_rdma"
+//   channel   := "ud_sr" | "ud_zcopy" | "rc_sr" | "rc_fp" | "rc_rdma" | "copy"
 // Spaces and tabs around tokens are ignored; names are lower case.
 // Example: size<=2048:rc_fp,size<=8192:ud_sr,size<=8192:rc_sr,any:rc_rdma,any:ud_zcopy
 //
@@ -43,8 +43,13 @@ enum class Channel : uint8_t {
   kRcSr = 2,     // send/receive over an on-demand connected QP
   kRcFp = 3,     // small-message RDMA-write fast path over a connected QP
   kRcRdma = 4,   // zero-copy rendezvous over a connected QP
+  // Copy-based rendezvous (seed 004 §3.2): RTS, the receiver's CTS, then the
+  // data as eager-sized DATA Sends copied into the matched buffer; over the
+  // peer's current path (datagrams, or its connection once switched), any
+  // size. Also what a rendezvous falls back to when registration fails.
+  kCopy = 5,
 };
-inline constexpr size_t kChannelCount = 5;
+inline constexpr size_t kChannelCount = 6;
 
 [[nodiscard]] std::string_view ChannelName(Channel c);
 
@@ -69,7 +74,8 @@ class ChannelSet {
 // Largest message each channel can carry for one peer (0: none; UINT64_MAX:
 // any). UD-SR is bounded by the eager bounce size, RC-FP by its ring slot.
 struct ChannelLimits {
-  uint64_t max_size[kChannelCount] = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+  uint64_t max_size[kChannelCount] = {UINT64_MAX, UINT64_MAX, UINT64_MAX,
+                                      UINT64_MAX, UINT64_MAX, UINT64_MAX};
   [[nodiscard]] uint64_t of(Channel c) const { return max_size[static_cast<int>(c)]; }
 };
 

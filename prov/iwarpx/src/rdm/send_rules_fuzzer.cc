@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ChannelLimits lim;
   lim.max_size[static_cast<int>(Channel::kUdSr)] = 16352;
   lim.max_size[static_cast<int>(Channel::kRcFp)] = 2048;
-  const ChannelSet some{Channel::kUdSr, Channel::kRcFp};
+  const ChannelSet some{Channel::kUdSr, Channel::kRcFp, Channel::kCopy};
   for (const uint64_t sz : {uint64_t{0}, uint64_t{8}, uint64_t{2048}, uint64_t{2049},
                             uint64_t{16352}, uint64_t{1} << 20, UINT64_MAX}) {
     const Channel ch = c->Select(sz, size, some, lim);

@@ -81,6 +81,27 @@ TEST(SendRules, ConditionsCombineSizeAndPeersWithAllOperators) {
   EXPECT_FALSE(c.named().Has(Channel::kUdSr));
 }
 
+// The copy rendezvous: named like any channel, chosen where the caller has
+// it (RdmCore always offers it), skipped where not; never the last rule.
+TEST(SendRules, CopyChannelIsChosenWhereOfferedAndNeverLast) {
+  const SendRuleChain c = MustParse("any:ud_sr,size<=1m:copy,any:ud_zcopy");
+  ChannelLimits lim;
+  lim.max_size[static_cast<int>(Channel::kUdSr)] = 4064;
+  ChannelSet with_copy = kUdOnly;
+  with_copy.Add(Channel::kCopy);
+  EXPECT_EQ(c.Select(4064, 1, with_copy, lim), Channel::kUdSr);
+  EXPECT_EQ(c.Select(4065, 1, with_copy, lim), Channel::kCopy);
+  EXPECT_EQ(c.Select(1u << 20, 1, with_copy, lim), Channel::kCopy);
+  EXPECT_EQ(c.Select((1u << 20) + 1, 1, with_copy, lim), Channel::kUdZcopy);
+  EXPECT_EQ(c.Select(4065, 1, kUdOnly, lim), Channel::kUdZcopy);
+  EXPECT_TRUE(c.named().Has(Channel::kCopy));
+  EXPECT_EQ(ChannelName(Channel::kCopy), "copy");
+  EXPECT_EQ(MustParse(c.ToString()), c);
+  EXPECT_NE(ErrorOf("any:ud_sr,any:copy").find("last rule must be \"any:ud_zcopy\""),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("any:copies,any:ud_zcopy").find("copy)"), std::string::npos);
+}
+
 TEST(SendRules, ToStringIsCanonicalAndParsesBackToTheSameChain) {
   for (const std::string_view text :
        {kAptus, std::string_view("size>1k&size<4k&peers>=8:rc_sr,peers==3:rc_fp,any:ud_zcopy"),

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "base/hash.h"
+
 namespace iwarpx::transport {
 namespace {
 
@@ -241,26 +243,23 @@ SockAddr SockAddr::HostLocal() const {
 }
 
 size_t SockAddrHash::operator()(const SockAddr& a) const {
-  // FNV-1a over the fields operator== compares (flowinfo aside: a hash may
-  // ignore a field that equality checks).
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  };
+  // The fields operator== compares (flowinfo aside: a hash may ignore a field
+  // that equality checks), a 64-bit word at a time (base/hash.h).
   const int family = a.family();
-  mix(&family, sizeof(family));
-  const uint16_t port = a.port();
-  mix(&port, sizeof(port));
+  const uint64_t head = (uint64_t{static_cast<uint16_t>(family)} << 16) | a.port();
   if (family == AF_INET) {
-    const auto* s4 = reinterpret_cast<const sockaddr_in*>(a.sa());
-    mix(&s4->sin_addr, sizeof(s4->sin_addr));
-  } else if (family == AF_INET6) {
-    const auto* s6 = reinterpret_cast<const sockaddr_in6*>(a.sa());
-    mix(&s6->sin6_addr, sizeof(s6->sin6_addr));
-    mix(&s6->sin6_scope_id, sizeof(s6->sin6_scope_id));
+    uint32_t addr = 0;
+    std::memcpy(&addr, &reinterpret_cast<const sockaddr_in*>(a.sa())->sin_addr, sizeof(addr));
+    return static_cast<size_t>(HashMix((head << 32) | addr));
   }
-  return static_cast<size_t>(h);
+  if (family == AF_INET6) {
+    const auto* s6 = reinterpret_cast<const sockaddr_in6*>(a.sa());
+    uint64_t w[2] = {0, 0};
+    std::memcpy(w, &s6->sin6_addr, sizeof(w));
+    const uint64_t h = HashMix(head ^ (uint64_t{s6->sin6_scope_id} << 32));
+    return static_cast<size_t>(HashCombine(HashCombine(h, w[0]), w[1]));
+  }
+  return static_cast<size_t>(HashMix(head));
 }
 
 }  // namespace iwarpx::transport

@@ -3,6 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <set>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "transport/fd.h"
@@ -88,6 +91,27 @@ TEST(SockAddrTest, EqualityAndPort) {
   empty.set_port(5);
   EXPECT_EQ(empty.port(), 0);
   EXPECT_EQ(empty.ToString(), "");
+}
+
+// Equal addresses hash alike; the addresses a busy endpoint meets (one host,
+// many ports; many hosts, one port; v4 and v6) do not collide.
+TEST(SockAddrTest, HashIsConsistentWithEqualityAndSpreads) {
+  const SockAddrHash hash;
+  SockAddr a = SockAddr::Loopback4(9000);
+  SockAddr b = SockAddr::Loopback4(1);
+  b.set_port(9000);
+  ASSERT_EQ(a, b);
+  EXPECT_EQ(hash(a), hash(b));
+  std::set<size_t> seen;
+  for (uint16_t port = 1; port < 2000; ++port) {
+    EXPECT_TRUE(seen.insert(hash(SockAddr::Loopback4(port))).second) << port;
+    EXPECT_TRUE(seen.insert(hash(SockAddr::Loopback6(port))).second) << port;
+  }
+  for (int host = 1; host < 250; ++host) {
+    auto h = SockAddr::ParseHostPort("10.0.0." + std::to_string(host) + ":7000");
+    ASSERT_TRUE(h.ok());
+    EXPECT_TRUE(seen.insert(hash(*h)).second) << host;
+  }
 }
 
 TEST(SockAddrTest, FromRawChecksFamilyAndLength) {

@@ -19,19 +19,33 @@ bool HasSegments(RdmOp op) {
   return op == RdmOp::kRts || op == RdmOp::kCts;
 }
 
+// Bytes 8..15 carry the offset (DATA, CTS with C) instead of the tag.
+bool CarriesOffset(const RdmHeader& h) {
+  return h.op == RdmOp::kData || (h.op == RdmOp::kCts && h.copy);
+}
+
 bool Valid(const RdmHeader& h) {
   if (!h.tagged && h.tag != 0) return false;
   if (!h.has_data && h.data != 0) return false;
+  if (!CarriesOffset(h) && h.offset != 0) return false;
+  if (h.copy && h.op != RdmOp::kRts && h.op != RdmOp::kCts) return false;
   switch (h.op) {
     case RdmOp::kEager: return h.segment_count == 0 && h.msg_id == 0 && !h.write;
     case RdmOp::kRts:
-      if (h.write) return h.segment_count == 0;
+      if (h.write && h.copy) return false;
+      if (h.write || h.copy) return h.segment_count == 0;
       return h.segment_count != 0 && SegmentsAddUp(h);
-    case RdmOp::kCts: return !h.tagged && !h.has_data && !h.write && SegmentsAddUp(h);
+    case RdmOp::kCts:
+      if (h.tagged || h.has_data || h.write) return false;
+      if (h.copy) return h.segment_count == 0 && (h.size == 0 || h.offset > 0);
+      return SegmentsAddUp(h);
     case RdmOp::kFin: return !h.tagged && !h.has_data && h.segment_count == 0;
     case RdmOp::kSwitch:
       return !h.tagged && !h.has_data && !h.write && h.segment_count == 0 && h.msg_id == 0 &&
              h.size == 0;
+    case RdmOp::kData:
+      return !h.tagged && !h.has_data && !h.write && h.segment_count == 0 &&
+             h.offset <= UINT64_MAX - h.size;
   }
   return false;
 }
@@ -52,11 +66,12 @@ Result<size_t, WireError> EncodeRdmHeader(const RdmHeader& h, MutableByteSpan ou
   if (h.tagged) flags |= kRdmFlagTagged;
   if (h.has_data) flags |= kRdmFlagData;
   if (h.write) flags |= kRdmFlagWrite;
+  if (h.copy) flags |= kRdmFlagCopy;
   w.WriteU8(kRdmVersion);
   w.WriteU8(static_cast<uint8_t>(h.op));
   w.WriteBe16(flags);
   w.WriteBe32(h.msg_id);
-  w.WriteBe64(h.tag);
+  w.WriteBe64(CarriesOffset(h) ? h.offset : h.tag);
   w.WriteBe64(h.data);
   w.WriteBe64(h.size);
   if (HasSegments(h.op)) {
@@ -83,7 +98,7 @@ Result<RdmMessage, WireError> DecodeRdmMessage(ByteSpan bytes) {
   version = bytes[0];
   op = bytes[1];
   if (version != kRdmVersion) return Err{WireError::kRdmBadVersion};
-  if (op < static_cast<uint8_t>(RdmOp::kEager) || op > static_cast<uint8_t>(RdmOp::kCts)) {
+  if (op < static_cast<uint8_t>(RdmOp::kEager) || op > static_cast<uint8_t>(RdmOp::kData)) {
     return Err{WireError::kRdmBadOp};
   }
   if (bytes.size() < kRdmHeaderSize) return Err{WireError::kTruncated};
@@ -97,9 +112,17 @@ Result<RdmMessage, WireError> DecodeRdmMessage(ByteSpan bytes) {
   h.tagged = (flags & kRdmFlagTagged) != 0;
   h.has_data = (flags & kRdmFlagData) != 0;
   h.write = (flags & kRdmFlagWrite) != 0;
+  h.copy = (flags & kRdmFlagCopy) != 0;
   if ((flags & kRdmFlagsReserved) != 0) return Err{WireError::kRdmReservedBits};
   if (h.write && h.op != RdmOp::kRts && h.op != RdmOp::kFin)
     return Err{WireError::kRdmReservedBits};
+  if (h.copy && h.op != RdmOp::kRts && h.op != RdmOp::kCts) {
+    return Err{WireError::kRdmReservedBits};
+  }
+  if (CarriesOffset(h)) {
+    h.offset = h.tag;
+    h.tag = 0;
+  }
   if (HasSegments(h.op)) {
     uint8_t count = 0;
     uint8_t reserved[3] = {};
@@ -128,11 +151,18 @@ Result<RdmMessage, WireError> DecodeRdmMessage(ByteSpan bytes) {
       if (bytes.size() - kRdmHeaderSize != h.size) return Err{WireError::kRdmBadLength};
       m.payload = bytes.subspan(kRdmHeaderSize);
       return m;
+    case RdmOp::kData:
+      if (h.tagged || h.has_data || h.write) return Err{WireError::kRdmReservedBits};
+      if (bytes.size() - kRdmHeaderSize != h.size || !Valid(h)) {
+        return Err{WireError::kRdmBadLength};
+      }
+      m.payload = bytes.subspan(kRdmHeaderSize);
+      return m;
     case RdmOp::kRts:
       if (!Valid(h)) return Err{WireError::kRdmBadLength};
       break;
     case RdmOp::kCts:
-      if (h.tagged || h.has_data) return Err{WireError::kRdmReservedBits};
+      if (h.tagged || h.has_data || h.write) return Err{WireError::kRdmReservedBits};
       if (!Valid(h)) return Err{WireError::kRdmBadLength};
       break;
     case RdmOp::kFin:

@@ -27,12 +27,25 @@
 //  SWITCH: header only, every field 0: the sender's later messages to this
 //         peer come on their connected QP (docs/design.md "Connected channels
 //         in the RDM endpoint").
+//  Copy-based rendezvous (flag C; docs/design.md "Copy fallback"):
+//  RTS with C: count 0, no segments: the sender will send the data in DATA
+//         fragments once the receiver answers with a CTS with C. C and W
+//         are exclusive.
+//  CTS with C: the receiver's "clear to send by copy", the answer to any RTS
+//         (C, W, or one with segments whose zero-copy the receiver cannot
+//         do): msg_id of the RTS, size = bytes it takes (at most the RTS's),
+//         bytes 8..15 ("offset") = the largest DATA payload it accepts (>= 1
+//         when size > 0), count 0; T, D, W clear.
+//  DATA:  op 6, flags 0, msg_id of the RTS, bytes 8..15 = offset of the
+//         fragment in the message, data 0, size = payload bytes; exactly
+//         `size` payload bytes follow (the Send is 32 + size bytes), and
+//         offset + size does not overflow.
 //
 // Contract: pure functions on caller-owned memory; DecodeRdmMessage reads
 // only inside its input, never allocates, and refuses anything the format
 // does not allow (first failed check: kTruncated, kRdmBadVersion,
 // kRdmBadOp, kRdmReservedBits, kRdmBadLength). An accepted message encodes
-// back to the same bytes (EAGER: header + the payload view).
+// back to the same bytes (EAGER, DATA: header + the payload view).
 #pragma once
 
 #include <array>
@@ -54,9 +67,10 @@ inline constexpr size_t kRdmRtsMaxSize = kRdmHeaderSize + 4 + kRdmMaxSegments * 
 inline constexpr uint16_t kRdmFlagTagged = 0x8000;  // T
 inline constexpr uint16_t kRdmFlagData = 0x4000;    // D
 inline constexpr uint16_t kRdmFlagWrite = 0x2000;   // W: RTS and FIN of the write handshake
-inline constexpr uint16_t kRdmFlagsReserved = 0x1FFF;
+inline constexpr uint16_t kRdmFlagCopy = 0x1000;    // C: RTS and CTS of the copy rendezvous
+inline constexpr uint16_t kRdmFlagsReserved = 0x0FFF;
 
-enum class RdmOp : uint8_t { kEager = 1, kRts = 2, kFin = 3, kSwitch = 4, kCts = 5 };
+enum class RdmOp : uint8_t { kEager = 1, kRts = 2, kFin = 3, kSwitch = 4, kCts = 5, kData = 6 };
 
 struct RdmSegment {
   uint32_t stag = 0;
@@ -70,8 +84,12 @@ struct RdmHeader {
   bool tagged = false;
   bool has_data = false;
   bool write = false;  // W (RTS, FIN)
+  bool copy = false;   // C (RTS, CTS)
   uint32_t msg_id = 0;
   uint64_t tag = 0;
+  // DATA: the fragment's offset in the message; CTS with C: the largest
+  // DATA payload the receiver takes. Both travel where the tag does.
+  uint64_t offset = 0;
   uint64_t data = 0;
   uint64_t size = 0;
   // RTS and CTS only.
@@ -81,7 +99,7 @@ struct RdmHeader {
 
 struct RdmMessage {
   RdmHeader header;
-  ByteSpan payload;  // EAGER: the `size` bytes after the header (a view)
+  ByteSpan payload;  // EAGER, DATA: the `size` bytes after the header (a view)
 };
 
 // Bytes the header of `h` takes (32, or 36 + 24 per segment for RTS, CTS).
@@ -91,8 +109,10 @@ size_t RdmHeaderLength(const RdmHeader& h);
 // length. kInvalidArgument for what the format cannot carry (RTS without
 // 1..4 segments — 0 with W — or whose lengths do not add up to size, CTS
 // with T/D/W, more than 4 segments or lengths not adding up, FIN with T/D,
-// W on EAGER/SWITCH/CTS, tag without T, data without D), kNoSpace if `out`
-// is too small.
+// W on EAGER/SWITCH/CTS, C on anything but RTS/CTS, C with W or segments,
+// DATA with flags, data, segments or an offset + size that overflows, an
+// offset on anything but DATA and CTS with C, tag without T, data without
+// D), kNoSpace if `out` is too small.
 Result<size_t, WireError> EncodeRdmHeader(const RdmHeader& h, MutableByteSpan out);
 
 // Decodes one whole received Send.

@@ -246,7 +246,7 @@ TEST(RdmMsgTest, DecoderRefusesBadInputInOrder) {
   bad[0] = 2;
   EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadVersion);
   bad = good;
-  bad[1] = 6;
+  bad[1] = 7;
   EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadOp);
   bad[1] = 0;
   EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadOp);
@@ -292,6 +292,152 @@ TEST(RdmMsgTest, DecoderRefusesBadInputInOrder) {
   EXPECT_EQ(DecodeRdmMessage(ByteSpan(rts.data(), rts.size() - 1)).error(), WireError::kTruncated);
   bad = rts;
   bad.push_back(0);
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadLength);
+}
+
+// The copy rendezvous: RTS with C and no segments, the receiver's CTS with C
+// naming the bytes it takes and its largest fragment, DATA fragments with
+// their offset where the tag goes.
+TEST(RdmMsgTest, CopyRtsCtsAndDataRoundTrip) {
+  RdmHeader r;
+  r.op = RdmOp::kRts;
+  r.copy = true;
+  r.tagged = true;
+  r.tag = 0x77;
+  r.has_data = true;
+  r.data = 5;
+  r.msg_id = 0x30004;
+  r.size = 100000;
+  std::vector<uint8_t> bytes = Encode(r);
+  ASSERT_EQ(bytes.size(), 36u);
+  EXPECT_EQ(bytes[2], 0xD0);  // T|D|C
+  auto m = DecodeRdmMessage(bytes);
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(m->header.copy);
+  EXPECT_FALSE(m->header.write);
+  EXPECT_EQ(m->header.tag, 0x77u);
+  EXPECT_EQ(m->header.offset, 0u);
+
+  RdmHeader c;
+  c.op = RdmOp::kCts;
+  c.copy = true;
+  c.msg_id = r.msg_id;
+  c.size = 60000;
+  c.offset = 4064;  // the receiver's largest fragment
+  bytes = Encode(c);
+  ASSERT_EQ(bytes.size(), 36u);
+  EXPECT_EQ(bytes[1], 5);
+  EXPECT_EQ(bytes[2], 0x10);
+  EXPECT_EQ(bytes[14], 0x0F);  // 4064 = 0x0FE0 at bytes 8..15
+  EXPECT_EQ(bytes[15], 0xE0);
+  m = DecodeRdmMessage(bytes);
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(m->header.copy);
+  EXPECT_EQ(m->header.offset, 4064u);
+  EXPECT_EQ(m->header.tag, 0u);
+  EXPECT_EQ(m->header.size, 60000u);
+
+  RdmHeader d;
+  d.op = RdmOp::kData;
+  d.msg_id = r.msg_id;
+  d.offset = 0x0102030405060708;
+  d.size = 3;
+  bytes = Encode(d, std::vector<uint8_t>{9, 8, 7});
+  ASSERT_EQ(bytes.size(), kRdmHeaderSize + 3);
+  EXPECT_EQ(bytes[1], 6);
+  EXPECT_EQ(bytes[2], 0);
+  EXPECT_EQ(bytes[8], 0x01);
+  EXPECT_EQ(bytes[15], 0x08);
+  m = DecodeRdmMessage(bytes);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->header.op, RdmOp::kData);
+  EXPECT_EQ(m->header.offset, d.offset);
+  EXPECT_EQ(m->header.msg_id, d.msg_id);
+  ASSERT_EQ(m->payload.size(), 3u);
+  EXPECT_EQ(m->payload[2], 7);
+}
+
+TEST(RdmMsgTest, CopyRefusals) {
+  std::vector<uint8_t> out(kRdmRtsMaxSize);
+  RdmHeader h;
+  h.op = RdmOp::kRts;
+  h.copy = true;
+  h.write = true;  // C and W
+  EXPECT_EQ(EncodeRdmHeader(h, out).error(), WireError::kInvalidArgument);
+  h.write = false;
+  h.size = 10;
+  h.segment_count = 1;  // C: no segments
+  h.segments[0].len = 10;
+  EXPECT_EQ(EncodeRdmHeader(h, out).error(), WireError::kInvalidArgument);
+  for (const RdmOp op : {RdmOp::kEager, RdmOp::kFin, RdmOp::kSwitch, RdmOp::kData}) {
+    h = {};
+    h.op = op;
+    h.copy = true;  // C where it means nothing
+    EXPECT_EQ(EncodeRdmHeader(h, out).error(), WireError::kInvalidArgument);
+  }
+  h = {};
+  h.offset = 1;  // an offset on an EAGER
+  EXPECT_EQ(EncodeRdmHeader(h, out).error(), WireError::kInvalidArgument);
+  h = {};
+  h.op = RdmOp::kCts;
+  h.copy = true;
+  h.size = 10;  // bytes to take but no fragment size
+  EXPECT_EQ(EncodeRdmHeader(h, out).error(), WireError::kInvalidArgument);
+  h = {};
+  h.op = RdmOp::kData;
+  h.size = 2;
+  h.offset = UINT64_MAX;  // offset + size wraps
+  EXPECT_EQ(EncodeRdmHeader(h, out).error(), WireError::kInvalidArgument);
+  h.offset = 0;
+  h.tagged = true;  // DATA with T
+  EXPECT_EQ(EncodeRdmHeader(h, out).error(), WireError::kInvalidArgument);
+
+  // Decoder.
+  RdmHeader d;
+  d.op = RdmOp::kData;
+  d.msg_id = 1;
+  d.offset = 100;
+  d.size = 2;
+  const std::vector<uint8_t> data = Encode(d, std::vector<uint8_t>{1, 2});
+  ASSERT_TRUE(DecodeRdmMessage(data).ok());
+  auto bad = data;
+  bad.push_back(3);  // one byte more than size
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadLength);
+  EXPECT_EQ(DecodeRdmMessage(ByteSpan(data.data(), data.size() - 1)).error(),
+            WireError::kRdmBadLength);
+  bad = data;
+  for (size_t i = 8; i < 16; ++i) bad[i] = 0xFF;  // offset + size wraps
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadLength);
+  for (const uint8_t flag : {uint8_t{0x80}, uint8_t{0x40}, uint8_t{0x20}, uint8_t{0x10}}) {
+    bad = data;  // T, D, W, C on DATA
+    bad[2] = static_cast<uint8_t>(bad[2] | flag);
+    EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmReservedBits) << int{flag};
+  }
+  RdmHeader e;
+  e.size = 1;
+  bad = Encode(e, std::vector<uint8_t>{1});
+  bad[2] |= 0x10;  // C on an EAGER
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmReservedBits);
+  RdmHeader c;
+  c.op = RdmOp::kCts;
+  c.copy = true;
+  c.size = 8;
+  c.offset = 8;
+  const std::vector<uint8_t> cts = Encode(c);
+  ASSERT_TRUE(DecodeRdmMessage(cts).ok());
+  bad = cts;
+  bad[15] = 0;  // no fragment size for 8 bytes
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadLength);
+  bad = cts;
+  bad[32] = 1;  // a segment on a CTS with C
+  bad.resize(bad.size() + kRdmSegmentSize, 0);
+  EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadLength);
+  RdmHeader r;
+  r.op = RdmOp::kRts;
+  r.copy = true;
+  r.size = 8;
+  bad = Encode(r);
+  bad[2] |= 0x20;  // C with W
   EXPECT_EQ(DecodeRdmMessage(bad).error(), WireError::kRdmBadLength);
 }
 

@@ -1,0 +1,105 @@
+// The requester's outbound read queue (ORQ) on SCTP (queue_pair.h, "Read
+// Responses on SCTP"; docs/design.md "Streams for Read Responses").
+//
+// Over TCP every response continues the ORQ head, so qp_rx.cc checks it
+// against the head and pops it. On SCTP the responder puts Read Responses on
+// the stream of their sink STag, so responses to Reads with different sink
+// STags overtake each other. The responses for one sink STag are on one
+// ordered stream and the responder answers Reads in request order, so they
+// still arrive in ORQ order among themselves: a Read Response belongs to the
+// oldest Read with its STag that is not done, and must continue it exactly.
+// Atomic Responses stay on stream 0, in order among themselves, and carry the
+// request id. An answered entry is marked done in place; the ORQ head pops
+// done entries and completes them in ORQ (post) order, so what the
+// application sees is the TCP order.
+//
+// Never places a byte outside the matched Read's range, never completes a
+// Read short: the checks run before the payload is placed.
+#include <variant>
+
+#include "qp/queue_pair.h"
+#include "wire/rdmap.h"
+#include "wire/terminate.h"
+
+namespace iwarpx::qp {
+
+void QueuePair::PushOrq(uint64_t seq) {
+  const size_t slot = (orq_head_ + orq_count_) % orq_.size();
+  orq_[slot] = seq;
+  orq_state_[slot] = OrqSlot::kPending;
+  ++orq_count_;
+}
+
+QueuePair::Dispatch QueuePair::DispatchReadResponseSctp() {
+  const wire::DdpHeader& h = rx_seg_.ddp;
+  const size_t len = rx_payload_len_;
+  bool any_read = false;
+  for (size_t k = 0; k < orq_count_; ++k) {
+    const size_t slot = (orq_head_ + k) % orq_.size();
+    if (orq_state_[slot] != OrqSlot::kPending) continue;
+    const SqEntry& e = Sq(orq_[slot]);
+    if (e.op != SqOp::kRead) continue;
+    any_read = true;
+    if (e.local_stag != h.stag) continue;
+    // The oldest Read for this STag: the segment must continue it, and its
+    // last flag must sit exactly on the Read's last byte.
+    const bool continues = h.to == e.local_to + e.rx_done && len <= e.length - e.rx_done;
+    if (!continues || h.last != (e.rx_done + len == e.length)) {
+      RxFail(wire::term::kDdpTaggedBaseBounds);
+      return Dispatch::kFailed;
+    }
+    rx_orq_slot_ = slot;
+    return Dispatch::kProceed;
+  }
+  // No outstanding Read has this STag, or no Read is outstanding at all (a
+  // response nobody asked for).
+  RxFail(any_read ? wire::term::kDdpTaggedInvalidStag : wire::term::kRdmapUnexpectedOpcode);
+  return Dispatch::kFailed;
+}
+
+QueuePair::Dispatch QueuePair::DispatchAtomicResponseSctp() {
+  const wire::DdpHeader& h = rx_seg_.ddp;
+  const auto* body = std::get_if<wire::AtomicResponseBody>(&rx_seg_.body);
+  for (size_t k = 0; body != nullptr && k < orq_count_; ++k) {
+    const size_t slot = (orq_head_ + k) % orq_.size();
+    if (orq_state_[slot] != OrqSlot::kPending || Sq(orq_[slot]).op != SqOp::kAtomic) continue;
+    if (body->original_request_id != static_cast<uint32_t>(orq_[slot])) break;
+    if (h.msn != rx_msn_atomic_resp_) {
+      RxFail(wire::term::kDdpUntaggedMsnRange);
+      return Dispatch::kFailed;
+    }
+    rx_orq_slot_ = slot;
+    return Dispatch::kProceed;
+  }
+  RxFail(wire::term::kRdmapUnexpectedOpcode);
+  return Dispatch::kFailed;
+}
+
+bool QueuePair::FinishReadResponseSctp() {
+  const size_t slot = rx_orq_slot_;
+  SqEntry& e = Sq(orq_[slot]);
+  e.rx_done += rx_payload_len_;
+  if (!rx_seg_.ddp.last) return true;
+  if (e.rx_done != e.length) {  // cannot happen: checked before placement
+    RxFail(wire::term::kDdpTaggedBaseBounds);
+    return false;
+  }
+  orq_state_[slot] = OrqSlot::kDone;
+  RetireOrqSctp();
+  return true;
+}
+
+void QueuePair::RetireOrqSctp() {
+  // Each entry leaves the ORQ before its completion is reported: a callback
+  // that posts (and pushes a new ORQ entry) sees a consistent queue.
+  while (orq_count_ > 0 && orq_state_[orq_head_] != OrqSlot::kPending) {
+    const bool report = orq_state_[orq_head_] == OrqSlot::kDone;
+    const uint64_t seq = orq_[orq_head_];
+    orq_state_[orq_head_] = OrqSlot::kPending;
+    orq_head_ = (orq_head_ + 1) % orq_.size();
+    --orq_count_;
+    if (report) CompleteSq(seq);
+  }
+}
+
+}  // namespace iwarpx::qp
