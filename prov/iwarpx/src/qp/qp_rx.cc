@@ -58,12 +58,12 @@ void QueuePair::DrainClosing() {
       rx_budget_hit_ = true;
       return;
     }
-    const iovec v{rx_stage_.get(), kRxStagingSize};
+    const iovec v{rx_stage_.get(), rx_stage_size_};
     const transport::IoResult r = conn_.RecvV(std::span<const iovec>(&v, 1));
     ++rx_stats_.recv_calls;
     if (r.status == transport::IoStatus::kOk && r.bytes > 0) {
       rx_pass_bytes_ += r.bytes;
-      if (rx_short_read_drains_ && r.bytes < kRxStagingSize) return;  // empty for now
+      if (rx_short_read_drains_ && r.bytes < rx_stage_size_) return;  // empty for now
       continue;
     }
     if (r.status == transport::IoStatus::kWouldBlock || r.status == transport::IoStatus::kOk) {
@@ -224,10 +224,16 @@ bool QueuePair::RxRead() {
     return false;
   }
   rx_stage_head_ = rx_stage_tail_ = 0;
+  if (rx_stage_grow_) {
+    // Staging is empty here: the larger buffer replaces it with nothing to keep.
+    rx_stage_grow_ = false;
+    rx_stage_size_ *= 2;
+    rx_stage_ = std::make_unique_for_overwrite<uint8_t[]>(rx_stage_size_);
+  }
   std::array<iovec, kMaxSge + 1> v{};
   size_t count = 0;
   size_t direct = 0;
-  size_t stage_len = kRxStagingSize;
+  size_t stage_len = rx_stage_size_;
   const bool in_payload = rx_.stage() == wire::FpduReceiver::Stage::kUlpdu && rx_hdr_done_;
   if (in_payload && rx_payload_done_ < rx_payload_len_) {
     direct = std::min(rx_.Needed(), rx_payload_len_ - rx_payload_done_);
@@ -246,6 +252,7 @@ bool QueuePair::RxRead() {
   } else if (rx_bulk_) {
     stage_len = kBulkHeaderRead;
   }
+  stage_len = std::min(stage_len, rx_stage_size_);
   v[count++] = iovec{rx_stage_.get(), stage_len};
   const transport::IoResult r = conn_.RecvV(std::span<const iovec>(v.data(), count));
   ++rx_stats_.recv_calls;
@@ -254,6 +261,8 @@ bool QueuePair::RxRead() {
   if (rx_short_read_drains_ && r.bytes < direct + stage_len) rx_pass_drained_ = true;
   const size_t got_direct = std::min(r.bytes, direct);
   rx_stage_tail_ = r.bytes - got_direct;
+  // A full staging buffer: more was waiting; read more at a time from now on.
+  if (rx_stage_tail_ == rx_stage_size_ && rx_stage_size_ < kRxStagingSize) rx_stage_grow_ = true;
   rx_payload_done_ += got_direct;
   rx_stats_.direct_bytes += got_direct;
   size_t left = got_direct;
@@ -340,6 +349,11 @@ QueuePair::Dispatch QueuePair::DispatchTagged(bool read_response) {
   return Dispatch::kProceed;
 }
 
+bool QueuePair::RqEmpty() {
+  if (rq_head_ != rq_tail_) return false;
+  return recv_source_ == nullptr || !recv_source_->Supply(*this) || rq_head_ == rq_tail_;
+}
+
 QueuePair::Dispatch QueuePair::DispatchSend() {
   if (framing_) return DispatchSendSctp();
   const wire::DdpHeader& h = rx_seg_.ddp;
@@ -355,7 +369,7 @@ QueuePair::Dispatch QueuePair::DispatchSend() {
     RxFail(wire::term::kDdpUntaggedInvalidMo);
     return Dispatch::kFailed;
   }
-  if (rq_head_ == rq_tail_) return Dispatch::kBlock;  // stop reading until PostRecv
+  if (RqEmpty()) return Dispatch::kBlock;  // stop reading until PostRecv
   const RqEntry& r = rq_[rq_head_ % rq_.size()];
   if (rx_payload_len_ > r.length || h.mo > r.length - rx_payload_len_) {
     RxFail(wire::term::kDdpUntaggedTooLong);
@@ -454,7 +468,7 @@ QueuePair::Dispatch QueuePair::DispatchImmediate() {
   // After a Send that announced it, the Send's receive (still at the RQ head)
   // takes it: no receive of its own is needed.
   if (rx_imm_due_) return Dispatch::kProceed;
-  if (rq_head_ == rq_tail_) return Dispatch::kBlock;
+  if (RqEmpty()) return Dispatch::kBlock;
   return Dispatch::kProceed;
 }
 
@@ -466,6 +480,7 @@ bool QueuePair::AdmitInboundRequest(uint32_t msn) {
     RxFail(wire::term::kDdpUntaggedMsnRange);
     return false;
   }
+  if (irq_.empty() && mpa_.ird > 0) irq_.resize(mpa_.ird);  // first one: made on demand
   if (irq_count_ >= irq_.size()) {
     RxFail(wire::term::kRdmapCatastrophicStream);
     return false;

@@ -33,6 +33,13 @@ uint64_t MaskedAdd(uint64_t a, uint64_t b, uint64_t boundaries) {
 
 void QueuePair::ProcessTx() {
   while (!write_shut_) {
+    if (tx_ring_wanted_ && tx_count_ == 0) {
+      // Nothing built: no iovec points into the ring, it may move.
+      tx_ring_wanted_ = false;
+      tx_ring_.resize(kTxBatch);
+      tx_head_ = 0;
+      tx_ = tx_ring_.data();
+    }
     // Gather FPDUs into the batch: one SendV carries them all.
     size_t bytes = 0;
     for (size_t k = 0; k < tx_count_; ++k) {
@@ -47,6 +54,10 @@ void QueuePair::ProcessTx() {
       if (!BuildNext()) break;
       ++tx_count_;
       bytes += tx_->total;
+    }
+    if (tx_count_ == tx_ring_.size() && tx_ring_.size() < kTxBatch && !mpa_.markers_tx &&
+        (rtr_pending_ || irq_count_ > 0 || SqHasWork())) {
+      tx_ring_wanted_ = true;  // a full batch with more to build: grow when it is out
     }
     if (tx_count_ == 0) {
       if (shutdown_after_tx_) Shutdown();

@@ -48,7 +48,9 @@ Result<std::unique_ptr<QueuePair>, QpStatus> QueuePair::Create(transport::Connec
                                                                CompletionSink& sink) {
   if (config.sq_size == 0 || config.rq_size == 0 || config.max_fpdu_payload < kMinFpduPayload ||
       config.max_fpdu_payload > wire::kMaxUlpduLength || config.rx_budget_fpdus == 0 ||
-      config.rx_budget_bytes == 0) {
+      config.rx_budget_bytes == 0 || config.rx_staging_initial < kRxStagingMin ||
+      config.rx_staging_initial > kRxStagingSize ||
+      !std::has_single_bit(config.rx_staging_initial)) {
     return Err{QpStatus::kInvalid};
   }
   if (mpa.send_rtr && mpa.rtr != wire::MpaRtr::kWrite) return Err{QpStatus::kInvalid};
@@ -84,12 +86,13 @@ QueuePair::QueuePair(std::unique_ptr<SctpFraming> framing, transport::Connection
       orq_(mpa.ord),
       orq_state_(mpa.ord, OrqSlot::kPending),
       ord_(mpa.ord),
-      irq_(mpa.ird),
+      // irq_ (mpa.ird entries) is made at the first inbound Read/Atomic Request.
       tx_stash_size_(wire::MarkedFpduLength(0, config.max_fpdu_payload + kFpduOverhead) +
                      wire::kMarkerSize),
       tx_marker_body_(mpa.markers_tx ? config.max_fpdu_payload + kFpduOverhead : 0),
       rx_(RxConfigFor(mpa)),
-      rx_stage_(std::make_unique_for_overwrite<uint8_t[]>(kRxStagingSize)),
+      rx_stage_(std::make_unique_for_overwrite<uint8_t[]>(config.rx_staging_initial)),
+      rx_stage_size_(config.rx_staging_initial),
       rx_short_read_drains_(!conn.preserves_message_boundaries()) {}
 
 QueuePair::~QueuePair() = default;

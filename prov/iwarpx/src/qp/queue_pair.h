@@ -12,9 +12,13 @@
 // CompletionSink; all three must outlive it. No thread-safety: the caller
 // (progress engine) serialises every call. Nothing blocks.
 //
-// Memory: every queue (send ring, receive ring, ORD and IRD queues) and the
-// receive staging buffer (kRxStagingSize) are allocated in Create(); posting,
-// transmitting and receiving never allocate.
+// Memory: the receive ring and the ORD queue are allocated in Create(); the
+// parts a QP of a quiet peer does not need start small or come on first use,
+// each at most once per doubling: the send ring (kSqInitialSlots, doubling up
+// to sq_size), the transmit batch (one FPDU, then kTxBatch), the IRD queue
+// (at the first inbound Read or Atomic Request) and the receive staging
+// buffer (QpConfig::rx_staging_initial, doubling up to kRxStagingSize while
+// reads fill it). Nothing else allocates on the data path.
 //
 // Borrowed memory: a Read Response is sent straight from the responder's
 // registered region, resolved through the StagTable for each FPDU. If the
@@ -136,6 +140,7 @@
 #include "base/result.h"
 #include "mem/stag_table.h"
 #include "qp/completion_sink.h"
+#include "qp/recv_source.h"
 #include "qp/sctp_framing.h"
 #include "qp/work_request.h"
 #include "transport/transport.h"
@@ -170,6 +175,10 @@ struct QpConfig {
   // Receive budget of one OnReadable() call (see the file comment); >= 1.
   size_t rx_budget_fpdus = 64;
   size_t rx_budget_bytes = size_t{256} * 1024;
+  // Receive staging bytes to start with (a power of two, at most
+  // kRxStagingSize): the buffer doubles while RecvV fills it. The default
+  // is the full size; a QP of a mostly quiet peer (rd::RdQp) starts small.
+  size_t rx_staging_initial = size_t{16} * 1024;
 };
 
 inline constexpr size_t kMinFpduPayload = 128;
@@ -181,6 +190,9 @@ inline constexpr size_t kFpduOverhead =
     wire::kFpduLengthSize + wire::kFpduMaxPad + wire::kFpduCrcSize;
 // Receive staging (read-ahead) buffer, allocated once per QP.
 inline constexpr size_t kRxStagingSize = size_t{16} * 1024;
+// The smallest QpConfig::rx_staging_initial (holds a bulk stream's trailer,
+// next length and header with room to spare).
+inline constexpr size_t kRxStagingMin = 256;
 // An FPDU with at least this many payload bytes marks a bulk stream: the
 // staging part of the next reads is cut to the next header.
 inline constexpr size_t kRxBulkThreshold = 1024;
@@ -228,6 +240,9 @@ class QueuePair {
 
   QpStatus PostSend(const SendWr& wr);
   QpStatus PostRecv(const RecvWr& wr);
+  // Receives on demand (qp/recv_source.h; nullptr: none): asked for one
+  // when a Send or Immediate Data finds the receive queue empty.
+  void SetRecvSource(RecvSource* source) { recv_source_ = source; }
   QpStatus PostWrite(const WriteWr& wr);
   QpStatus PostRead(const ReadWr& wr);
   QpStatus PostAtomic(const AtomicWr& wr);
@@ -423,6 +438,8 @@ class QueuePair {
   Dispatch DispatchHeader();
   [[nodiscard]] bool HeldByRequestHold() const;
   Dispatch DispatchSend();
+  // No receive posted (TCP/RD receive queue), after asking the RecvSource.
+  bool RqEmpty();
   Dispatch DispatchTagged(bool read_response);
   Dispatch DispatchReadRequest();
   Dispatch DispatchImmediate();
@@ -472,7 +489,7 @@ class QueuePair {
   // doubles when full, up to sq_capacity_ (config.sq_size): a QP that never
   // has many sends outstanding (most peers of an RDM endpoint) does not pay
   // for a deep queue's 232-byte entries.
-  static constexpr size_t kSqInitialSlots = 8;
+  static constexpr size_t kSqInitialSlots = 2;
   void GrowSq();
   std::vector<SqEntry> sq_;
   size_t sq_capacity_ = 0;
@@ -489,6 +506,7 @@ class QueuePair {
   uint64_t rq_head_ = 0;
   uint64_t rq_next_ = 0;
   uint64_t rq_tail_ = 0;
+  RecvSource* recv_source_ = nullptr;
   std::array<RxMsg, kMaxSctpStreams> rx_msgs_{};  // SCTP: messages in progress
   RxMsg* rx_msg_ = nullptr;                       // SCTP: the current segment's
   bool rx_wait_recv_ = false;   // SCTP: the current segment waits for a posted receive
@@ -517,13 +535,18 @@ class QueuePair {
   bool prefer_irq_ = false;
 
   // Transmit batch: FPDUs [tx_head_, tx_head_ + tx_count_) of the ring are
-  // built and not yet completely written; tx_ is the one being built.
+  // built and not yet completely written; tx_ is the one being built. The
+  // ring starts with one slot (a TxFpdu is 272 bytes) and grows to kTxBatch
+  // once a batch filled it with more work waiting (tx_ring_wanted_), at a
+  // moment it is empty (a built FPDU's iovecs point into its own slot): a QP
+  // that sends one message now and then (an RDM peer) keeps one slot.
   static constexpr size_t kTxBatch = 16;
   static constexpr size_t kTxBatchBytes = size_t{512} * 1024;
-  std::array<TxFpdu, kTxBatch> tx_ring_{};
+  std::vector<TxFpdu> tx_ring_ = std::vector<TxFpdu>(1);
+  bool tx_ring_wanted_ = false;
   size_t tx_head_ = 0;
   size_t tx_count_ = 0;
-  TxFpdu* tx_ = &tx_ring_[0];
+  TxFpdu* tx_ = tx_ring_.data();
   // One FPDU with markers, allocated on first use (Stash()): a QP whose
   // connection takes whole FPDUs and has no markers (an RD stream) never
   // needs it, so it costs an RDM peer nothing.
@@ -570,6 +593,8 @@ class QueuePair {
   // Staging: bytes [rx_stage_head_, rx_stage_tail_) were received and not
   // yet consumed. RecvV only happens with staging empty, so no compaction.
   std::unique_ptr<uint8_t[]> rx_stage_;
+  size_t rx_stage_size_ = 0;
+  bool rx_stage_grow_ = false;  // the last read filled staging: double it before the next
   size_t rx_stage_head_ = 0;
   size_t rx_stage_tail_ = 0;
   bool rx_bulk_ = false;          // the last FPDU dispatched had a bulk payload

@@ -35,6 +35,9 @@ Result<std::unique_ptr<RdQp>, qp::QpStatus> RdQp::Create(
   qc.rq_size = config.rq_size;
   qc.max_fpdu_payload = config.stream.max_segment;
   qc.role = wire::MpaRole::kInitiator;
+  // Most peers of an endpoint are quiet: staging starts small and doubles
+  // while the peer's traffic fills it (queue_pair.h, "Memory").
+  qc.rx_staging_initial = qp::kRxStagingMin;
   auto q = qp::QueuePair::Create(*r->stream_, stags, pd, RdOutcome(), qc, sink);
   if (!q.ok()) return Err{q.error()};
   r->qp_ = std::move(q).value();

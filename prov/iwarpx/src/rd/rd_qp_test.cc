@@ -315,6 +315,29 @@ TEST_F(RdQpTest, ManyMessagesWithoutFaultsNeedNoResend) {
   EXPECT_EQ(b_->Qp().stream().stats().duplicates, 0u);
 }
 
+// A peer that sends a message now and then keeps a copy buffer of a few
+// hundred bytes; a stream of messages grows it (records keep their bytes).
+TEST_F(RdQpTest, CopyBufferStartsSmallAndGrowsWithTheFlight) {
+  std::vector<uint8_t> rx(64);
+  ASSERT_EQ(b_->Qp().qp().PostRecv({1, Sgl(rx.data(), rx.size())}), qp::QpStatus::kOk);
+  std::vector<uint8_t> ping(8, 0x5A);
+  qp::SendWr s;
+  s.context = 1;
+  s.sgl = Sgl(ping.data(), ping.size());
+  ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  ASSERT_TRUE(Run(
+      [&] { return b_->sink.Count(Completion::Kind::kRecv) == 1 && a_->Qp().stream().settled(); }));
+  EXPECT_EQ(rx[7], 0x5A);
+  EXPECT_LE(a_->Qp().stream().send_buffer_allocated(), 512u);
+  EXPECT_LE(b_->Qp().stream().send_buffer_allocated(), 512u);
+  a_->sink.completions.clear();
+  b_->sink.completions.clear();
+  RunManyMessages(this, *a_, *b_, 3000,
+                  [&](const std::function<bool()>& pump) { return Run(pump); });
+  EXPECT_GT(a_->Qp().stream().send_buffer_allocated(), 4096u);
+  EXPECT_EQ(a_->Qp().stream().stats().retransmitted, 0u);
+}
+
 TEST_F(RdQpTest, RdmaWriteReadAndAtomicsThroughFaults) {
   const std::string faults = "drop=50,dup=30,reorder=50,corrupt=10,seed=";
   Build(faults + "8", faults + "9", SmallSegments());

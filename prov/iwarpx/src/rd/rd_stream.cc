@@ -67,15 +67,15 @@ RdStream::RdStream(DgramPort& port, const transport::SockAddr& peer, uint32_t lo
       send_(config.send, *this),
       recv_(config.recv),
       had_inbound_(sessions.current() != 0),
-      buf_(std::make_unique_for_overwrite<uint8_t[]>(
-          std::max(config.send_buffer_bytes, config.max_segment))),
       buf_size_(std::max(config.send_buffer_bytes, config.max_segment)),
+      buf_cap_(std::min(kInitialBuffer, buf_size_)),
       tx_(config.send.capacity, kInitialSlots),
       // A resend may be queued, then acked before it left: such stale
       // cookies wait in the queue too, so it can hold more than capacity.
       pending_(2 * size_t{config.send.capacity}, kInitialSlots),
       last_heard_(clock.NowNs()),
       hold_(config.recv.window, kInitialSlots) {
+  buf_ = std::make_unique_for_overwrite<uint8_t[]>(buf_cap_);
   if (lender_ != nullptr) lender_->AddBorrower(*this);
 }
 
@@ -139,10 +139,10 @@ bool RdStream::ReserveTx(size_t len, size_t* offset) const {
   if (tx_tail_ - tx_head_ >= tx_.capacity()) return false;
   if (buf_used_ == 0) {
     *offset = 0;
-    return len <= buf_size_;
+    return len <= buf_cap_;
   }
   if (buf_tail_ > buf_head_) {
-    if (len <= buf_size_ - buf_tail_) {
+    if (len <= buf_cap_ - buf_tail_) {
       *offset = buf_tail_;
       return true;
     }
@@ -160,9 +160,39 @@ bool RdStream::ReserveTx(size_t len, size_t* offset) const {
   return false;
 }
 
+bool RdStream::CanGrowTx(size_t len) const {
+  if (buf_cap_ >= buf_size_ || tx_tail_ - tx_head_ >= tx_.capacity()) return false;
+  if (buf_used_ == 0) return len <= buf_size_;
+  // Not wrapped: [head, tail) keeps its offsets in the larger buffer.
+  return buf_tail_ > buf_head_ && buf_tail_ + len <= buf_size_;
+}
+
+bool RdStream::GrowTx(size_t len) {
+  if (!CanGrowTx(len)) return false;
+  const size_t need = buf_used_ == 0 ? len : buf_tail_ + len;
+  size_t cap = buf_cap_;
+  while (cap < need) cap *= 2;
+  cap = std::min(cap, buf_size_);
+  auto grown = std::make_unique_for_overwrite<uint8_t[]>(cap);
+  if (buf_used_ != 0) std::memcpy(grown.get() + buf_head_, buf_.get() + buf_head_, buf_used_);
+  buf_ = std::move(grown);
+  buf_cap_ = cap;
+  return true;
+}
+
+bool RdStream::PlaceTx(size_t len, size_t* offset) {
+  // Grow rather than wrap: a small buffer that wraps would make the sender
+  // wait for acks with little in flight.
+  const bool fits_at_tail =
+      buf_used_ == 0 ? len <= buf_cap_ : buf_tail_ <= buf_head_ || len <= buf_cap_ - buf_tail_;
+  if (!fits_at_tail) (void)GrowTx(len);
+  return ReserveTx(len, offset);
+}
+
 bool RdStream::writable() const {
   size_t offset = 0;
-  return !failed() && !write_shut_ && send_.CanSend() && ReserveTx(config_.max_segment, &offset) &&
+  return !failed() && !write_shut_ && send_.CanSend() &&
+         (ReserveTx(config_.max_segment, &offset) || CanGrowTx(config_.max_segment)) &&
          buf_used_ + lent_bytes_ + config_.max_segment <= buf_size_;
 }
 
@@ -221,7 +251,7 @@ transport::IoResult RdStream::SendVLent(std::span<const iovec> iov,
     // the copy, it does not put more data in flight than the receiver's
     // socket was sized for.
     const bool room = tail == nullptr || buf_used_ + lent_bytes_ + len <= buf_size_;
-    if (!send_.CanSend() || !room || !ReserveTx(head, &offset)) {
+    if (!send_.CanSend() || !room || !PlaceTx(head, &offset)) {
       tx_blocked_ = true;
       break;
     }
@@ -230,7 +260,7 @@ transport::IoResult RdStream::SendVLent(std::span<const iovec> iov,
     }
     CopyFromIov(iov, ulpdu_at, buf_.get() + offset, head);
     if (offset == 0 && buf_used_ != 0 && buf_tail_ > buf_head_) {
-      buf_used_ += buf_size_ - buf_tail_;  // the unused end counts until released
+      buf_used_ += buf_cap_ - buf_tail_;  // the unused end counts until released
     }
     if (buf_used_ == 0) buf_head_ = offset;
     buf_tail_ = offset + head;
@@ -377,7 +407,7 @@ void RdStream::ReleaseAcked() {
   while (tx_head_ < tx_tail_ && tx_[tx_head_].acked) {
     const TxRecord& r = tx_[tx_head_];
     if (r.offset != buf_head_) {
-      buf_used_ -= buf_size_ - buf_head_;  // the unused end before a wrap
+      buf_used_ -= buf_cap_ - buf_head_;  // the unused end before a wrap
     }
     buf_used_ -= r.len;
     buf_head_ = r.offset + r.len;

@@ -65,8 +65,12 @@
 // Contract
 // * Single-threaded (the engine lock). Callbacks to the owner happen from
 //   OnDatagram, OnTimer and OnSocketWritable only, never from SendV/RecvV.
-// * Memory: the copy buffer, the record rings and the hold slots are sized at
-//   construction; hold slots grow to the largest datagram they held.
+// * Memory: the copy buffer starts at kInitialBuffer bytes and doubles up to
+//   send_buffer_bytes when a ULPDU does not fit and the buffer is not
+//   wrapped (records keep their offsets); the record, pending and hold rings
+//   start at kInitialSlots and double up to the window; hold slots grow to
+//   the largest datagram they held. A peer that sends a message now and then
+//   keeps a few hundred bytes, a busy one grows to the full size.
 // * fd() is -1: readiness comes from the owner (OnStreamEvent).
 #pragma once
 
@@ -188,6 +192,8 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   [[nodiscard]] const RdStreamStats& stats() const { return stats_; }
   [[nodiscard]] const SendWindow& send_window() const { return send_; }
   [[nodiscard]] const RecvWindow& recv_window() const { return recv_; }
+  // Bytes of the copy buffer allocated now (it grows with the flight).
+  [[nodiscard]] size_t send_buffer_allocated() const { return buf_cap_; }
   [[nodiscard]] uint32_t peer_qpn() const { return peer_qpn_; }
   [[nodiscard]] uint32_t local_qpn() const { return local_qpn_; }
 
@@ -251,6 +257,11 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
 
   // SendV helpers.
   bool ReserveTx(size_t len, size_t* offset) const;
+  // Whether GrowTx(len) would make room for `len` bytes, and doing it.
+  [[nodiscard]] bool CanGrowTx(size_t len) const;
+  bool GrowTx(size_t len);
+  // ReserveTx after growing the buffer if `len` does not fit at its tail.
+  bool PlaceTx(size_t len, size_t* offset);
   // Sends record `cookie`; false if the socket refused it for now.
   bool Transmit(uint64_t cookie, bool ack_request);
   void QueuePending(uint64_t cookie);
@@ -292,16 +303,18 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
 
   // Copy buffer and records: records [tx_head_, tx_tail_) are unreleased, in
   // send order; their bytes occupy buf_ from buf_head_ up to buf_tail_
-  // (wrapping; a record that would straddle the end starts at 0).
+  // (wrapping at buf_cap_; a record that would straddle the end starts at 0).
+  static constexpr size_t kInitialBuffer = 512;
   std::unique_ptr<uint8_t[]> buf_;
-  size_t buf_size_;
+  size_t buf_size_;  // budget: unreleased ULPDU bytes (copied and lent) at most
+  size_t buf_cap_;   // bytes of buf_, up to buf_size_
   size_t buf_head_ = 0;
   size_t buf_tail_ = 0;
   size_t buf_used_ = 0;    // bytes between head and tail, wasted ends included
   size_t lent_bytes_ = 0;  // tails of unreleased records (lent or reclaimed)
   // The record, pending and hold rings start at kInitialSlots and grow to
   // the window's depth only when that much is in flight (base/seq_ring.h).
-  static constexpr size_t kInitialSlots = 16;
+  static constexpr size_t kInitialSlots = 4;
   SeqRing<TxRecord> tx_;
   uint64_t tx_head_ = 0;
   uint64_t tx_tail_ = 0;

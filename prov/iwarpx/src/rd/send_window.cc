@@ -12,7 +12,7 @@ SendWindow::SendWindow(const SendConfig& config, SendWindowSink& sink, uint32_t 
                        uint16_t initial_credits)
     : config_(config),
       sink_(sink),
-      ring_(config.capacity, 16),
+      ring_(config.capacity, 4),
       snd_una_(initial_seq),
       snd_nxt_(initial_seq),
       right_edge_(initial_seq + initial_credits),

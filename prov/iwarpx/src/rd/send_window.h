@@ -21,7 +21,7 @@
 //
 // Contract:
 // * Pure state machine on an injected time (`now`, nanoseconds, monotonic).
-//   Allocates only to grow its record ring (16 records at first, doubling up
+//   Allocates only to grow its record ring (4 records at first, doubling up
 //   to capacity: the most datagrams that may be outstanding, a power of two,
 //   at most 2^15). Each ack costs one pass
 //   over the outstanding records.
@@ -129,7 +129,7 @@ class SendWindow {
 
   SendConfig config_;
   SendWindowSink& sink_;
-  // Records [snd_una_, snd_nxt_); grows from 16 up to config.capacity.
+  // Records [snd_una_, snd_nxt_); grows from 4 up to config.capacity.
   SeqRing<Record> ring_;
   uint32_t snd_una_;
   uint32_t snd_nxt_;

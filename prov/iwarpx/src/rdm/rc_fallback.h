@@ -9,9 +9,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
+#include "base/lazy_deque.h"
 #include "wire/rdm_msg.h"
 
 namespace iwarpx::rdm {
@@ -42,16 +42,16 @@ struct FbState {
   uint64_t rx_unreported_bytes = 0;
   bool report_wanted = false;
   bool report_in_flight = false;
-  std::deque<FbKept> kept;  // ours, not yet reported taken, by seq
+  LazyDeque<FbKept> kept;  // ours, not yet reported taken, by seq (no storage until used)
   size_t kept_bytes = 0;
   // After a break.
-  bool broken = false;                         // we broke: sends wait until our RESENT is out
-  bool broken_pending = false;                 // our BROKEN waits for send-queue room
-  bool peer_broken = false;                    // the peer's BROKEN arrived: we resend
-  bool resent_pending = false;                 // our RESENT waits for room (after the resends)
-  bool rx_wait = false;                        // waiting for the peer's RESENT
-  bool rx_hold = false;                        // hold RD EAGER/RTS until the peer's BROKEN
-  std::deque<std::vector<uint8_t>> in_flight;  // resent on RD, until their completions
+  bool broken = false;                        // we broke: sends wait until our RESENT is out
+  bool broken_pending = false;                // our BROKEN waits for send-queue room
+  bool peer_broken = false;                   // the peer's BROKEN arrived: we resend
+  bool resent_pending = false;                // our RESENT waits for room (after the resends)
+  bool rx_wait = false;                       // waiting for the peer's RESENT
+  bool rx_hold = false;                       // hold RD EAGER/RTS until the peer's BROKEN
+  LazyDeque<std::vector<uint8_t>> in_flight;  // resent on RD, until their completions
   std::array<uint8_t, wire::kRdmHeaderSize> report{};
   std::array<uint8_t, wire::kRdmHeaderSize> broken_msg{};
   std::array<uint8_t, wire::kRdmHeaderSize> resent_msg{};

@@ -149,11 +149,10 @@ qp::CompletionSink& RdmCore::PeerSink(const progress::RdPeerKey& key) {
 }
 
 void RdmCore::PeerCreated(const progress::RdPeerKey& key, rd::RdQp& qp) {
-  (void)qp;
   Peer& p = PeerFor(key.addr);
   p.bounces_posted = 0;
   ++p.stats.rd_sessions;
-  PostBounces(p, Via::kRd);
+  qp.qp().SetRecvSource(&p);  // bounces on demand (rdm_core_bounce.cc)
 }
 
 void RdmCore::PeerFailed(const progress::RdPeerKey& key, const rd::RdQp& qp) {
@@ -216,25 +215,30 @@ bool RdmCore::PostBounce(Peer& p, Via via, uint32_t bounce) {
   qp::RecvWr r;
   r.context = Ctx(Kind::kBounce, bounce);
   r.sgl.Add(bounces_.Buf(bounce), config_.bounce_size);
-  if (q == nullptr || posted == nullptr || q->PostRecv(r) != qp::QpStatus::kOk) {
+  if (q == nullptr || posted == nullptr) {
     FreeBounce(bounce);
     return false;
   }
-  ++*posted;
+  ++*posted;  // first: a blocked QP resumes inside PostRecv and may complete it at once
+  if (q->PostRecv(r) != qp::QpStatus::kOk) {
+    --*posted;
+    FreeBounce(bounce);
+    return false;
+  }
   Kick(p, via);
   return true;
 }
 
 void RdmCore::PostBounces(Peer& p, Via via) {
-  for (uint32_t* posted = BouncesOf(p, via);
-       posted != nullptr && *posted < config_.bounces_per_peer; posted = BouncesOf(p, via)) {
+  for (uint32_t* posted = BouncesOf(p, via); posted != nullptr && *posted < BounceTarget(via);
+       posted = BouncesOf(p, via)) {
     if (!PostBounce(p, via, AllocBounce())) return;
   }
 }
 
 void RdmCore::Repost(Peer& p, Via via, uint32_t bounce) {
   const uint32_t* posted = BouncesOf(p, via);
-  if (QpOf(p, via) != nullptr && posted != nullptr && *posted < config_.bounces_per_peer) {
+  if (QpOf(p, via) != nullptr && posted != nullptr && *posted < BounceTarget(via)) {
     (void)PostBounce(p, via, bounce);
   } else {
     FreeBounce(bounce);
@@ -631,9 +635,10 @@ void RdmCore::Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage&
   if (m.payload.empty()) e.payload_offset = 0;
   matcher.AddUnexpected({h.tagged ? h.tag : 0, p.id, *u});
   unexpected_bytes_ += config_.bounce_size;
+  if (via == Via::kRd) ++p.rd_unexpected;
   const uint32_t* posted = BouncesOf(p, via);
   if (QpOf(p, via) != nullptr && posted != nullptr &&
-      unexpected_bytes_ <= config_.unexpected_limit && *posted < config_.bounces_per_peer) {
+      unexpected_bytes_ <= config_.unexpected_limit && *posted < BounceTarget(via)) {
     (void)PostBounce(p, via, AllocBounce());
   }
 }
@@ -861,12 +866,14 @@ void RdmCore::ReleaseUnexpected(uint32_t u) {
   Unexp& e = unexp_[u];
   unexpected_bytes_ -= config_.bounce_size;
   if (Peer* p = PeerById(e.src); p != nullptr) {
+    if (e.via == Via::kRd && p->rd_unexpected > 0) --p->rd_unexpected;
     Repost(*p, e.via, e.bounce);
   } else {
     FreeBounce(e.bounce);
   }
   e.used = false;
   unexp_free_.push_back(u);
+  if (!starved_.empty()) FeedStarved();
   if (fp_withheld_ && unexpected_bytes_ <= config_.unexpected_limit) ReleaseFpCredits();
 }
 

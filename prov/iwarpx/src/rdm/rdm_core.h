@@ -28,13 +28,18 @@
 //   EAGER). A zero-copy rendezvous whose buffer cannot be registered falls
 //   back to it: the sender sends RTS (C) instead of RTS, a receiver answers
 //   any RTS with CTS (C) (counted in copy_fallbacks).
-// * Receives: each peer QP keeps `bounces_per_peer` bounce receives of
-//   bounce_size bytes posted. An arriving message is matched against posted
-//   receives (TagMatcher; untagged and tagged separately) in arrival order;
-//   unmatched ones stay in their bounce as unexpected messages (a fresh
-//   bounce replaces it while the unexpected total stays under
-//   unexpected_limit; beyond it the peer's QP runs short of receives and the
-//   RD window closes: backpressure, not loss).
+// * Receives: bounce receives of bounce_size bytes. An RD QP keeps none
+//   posted: it takes one from the endpoint's pool when a message arrives
+//   (qp::RecvSource, rdm_core_bounce.cc, like a shared receive queue), so a
+//   quiet peer holds no buffer and the buffers in use stay few and hot. A
+//   connected QP keeps `bounces_per_peer` posted. An arriving message is
+//   matched against posted receives (TagMatcher; untagged and tagged
+//   separately) in arrival order; unmatched ones stay in their bounce as
+//   unexpected messages. Bounces keep coming while the unexpected total stays
+//   under unexpected_limit, and beyond it for a peer that holds fewer than
+//   bounces_per_peer unexpected messages itself; otherwise the peer's QP
+//   runs short of receives and the RD window closes (backpressure, not
+//   loss) until unexpected messages are taken.
 // * Order: one QP per peer delivers in order, so messages between a pair are
 //   matched in send order (FI_ORDER_SAS, MPI's non-overtaking rule).
 // * Connected channels (rdm_core_rc.cc, docs/design.md "Connected channels in
@@ -119,6 +124,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/lazy_deque.h"
 #include "base/result.h"
 #include "mem/stag_table.h"
 #include "progress/endpoint_stats.h"
@@ -127,6 +133,7 @@
 #include "progress/msg_listener.h"
 #include "progress/rd_channel.h"
 #include "qp/completion_sink.h"
+#include "qp/recv_source.h"
 #include "rdm/bounce_pool.h"
 #include "rdm/peer_stats.h"
 #include "rdm/rc_fallback.h"
@@ -259,6 +266,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   RdmCore& operator=(const RdmCore&) = delete;
 
   [[nodiscard]] size_t eager_limit() const { return config_.bounce_size - wire::kRdmHeaderSize; }
+  // Bounce buffers made so far (the pool only grows; tests and memory checks).
+  [[nodiscard]] uint32_t bounces_made() const { return bounces_.count(); }
   [[nodiscard]] transport::SockAddr local_address() const { return channel_->local_address(); }
   progress::RdChannel& channel() { return *channel_; }
   [[nodiscard]] const progress::RdChannel& channel() const { return *channel_; }
@@ -414,19 +423,23 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   static uint64_t IndexOf(uint64_t ctx) { return ctx & ((uint64_t{1} << 56) - 1); }
 
   // Per peer key, for the life of the core (the sink of each of its QPs).
-  struct Peer final : qp::CompletionSink {
+  struct Peer final : qp::CompletionSink, qp::RecvSource {
     RdmCore* core = nullptr;
     PeerId id = 0;
     transport::SockAddr addr;
     uint32_t bounces_posted = 0;  // on the RD QP
+    uint32_t rd_unexpected = 0;   // unexpected messages from the RD QP
+    bool starved = false;         // in starved_: its RD QP was refused a bounce
     // Connected channel (rdm_core_rc.cc).
     std::unique_ptr<RcLink> link;
     bool tx_on_rc = false;     // our SWITCH went out: every later send goes on `link`
     bool rx_switched = false;  // the peer's SWITCH arrived: link arrivals are matched
-    std::deque<std::pair<uint32_t, size_t>> held;  // (bounce, bytes) from the link before it
+    // The queues below are almost always empty: LazyDeque allocates nothing
+    // until used (a std::deque costs ~600 bytes even when empty).
+    LazyDeque<std::pair<uint32_t, size_t>> held;  // (bounce, bytes) from the link before it
     // RD messages that overtook the peer's SWITCH back (held until it
     // arrives on the link), and the replay guard as for `held`.
-    std::deque<std::pair<uint32_t, size_t>> rd_held;
+    LazyDeque<std::pair<uint32_t, size_t>> rd_held;
     bool rd_replaying = false;
     // OnSwitch is matching `held`: a bounce it gives back to the link may
     // deliver the next message at once, which must queue behind the rest.
@@ -438,9 +451,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     PeerStats stats;  // a failed session's RD counters added by PeerFailed
     FbState fb;       // the lossless fall-back (rdm_core_fallback.cc)
     std::array<uint8_t, wire::kRdmHeaderSize> switch_header{};
-    std::array<std::deque<uint32_t>, 2> fin_wait;    // per Via: FINs waiting for room
-    std::array<std::deque<uint32_t>, 2> read_wait;   // per Via: rendezvous with Reads to post
-    std::array<std::deque<uint32_t>, 2> write_wait;  // per Via: sends with Writes/FIN to post
+    std::array<LazyDeque<uint32_t>, 2> fin_wait;    // per Via: FINs waiting for room
+    std::array<LazyDeque<uint32_t>, 2> read_wait;   // per Via: rendezvous with Reads to post
+    std::array<LazyDeque<uint32_t>, 2> write_wait;  // per Via: sends with Writes/FIN to post
     void OnSendComplete(uint64_t context) override {
       core->OnSendComplete(*this, Via::kRd, context);
     }
@@ -455,6 +468,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     }
     void OnEstablished() override {}
     void OnTerminated(wire::TermCause /*cause*/, qp::TermOrigin /*origin*/) override {}
+    bool Supply(qp::QueuePair& q) override { return core->SupplyBounce(*this, q); }
   };
   // Work done from the engine's pending pass, outside any call into a QP:
   // destroying dropped links, and posting the Reads and FINs that waited for
@@ -662,6 +676,16 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // The engine re-reads interest after work was posted to `via` outside its
   // own callbacks.
   void Kick(Peer& p, Via via);
+  // Bounces kept posted on `via`'s QP: none on RD (SupplyBounce gives one
+  // when a message arrives), bounces_per_peer on a connection.
+  [[nodiscard]] uint32_t BounceTarget(Via via) const {
+    return via == Via::kRd ? 0 : config_.bounces_per_peer;
+  }
+  // rdm_core_bounce.cc: a bounce for p's RD QP `q` now, unless unexpected
+  // messages hold too much (then p waits in starved_ until FeedStarved).
+  bool SupplyBounce(Peer& p, qp::QueuePair& q);
+  [[nodiscard]] bool MayTakeBounce(const Peer& p) const;
+  void FeedStarved();
   uint32_t AllocBounce() { return bounces_.Alloc(); }
   void FreeBounce(uint32_t b) { bounces_.Free(b); }
 
@@ -869,7 +893,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   std::unordered_map<transport::SockAddr, std::unique_ptr<Peer>, transport::SockAddrHash> peers_;
   std::vector<Peer*> peer_by_id_;
   BouncePool bounces_;
-  bool fp_arriving_ = false;  // Incoming() is handling a message from an RC-FP ring
+  std::vector<PeerId> starved_;  // peers whose RD QP waits for a bounce
+  bool fp_arriving_ = false;     // Incoming() is handling a message from an RC-FP ring
   size_t unexpected_bytes_ = 0;
   std::deque<TxOp> tx_;
   std::vector<uint32_t> tx_free_;

@@ -52,7 +52,7 @@ void RdmCore::StartCopyRendezvous(Peer& p, uint32_t index, const iovec* iov, siz
   ++counters_.cts_sent;
   const uint64_t context = op.context;
   const RecvResult result = op.result;
-  std::deque<uint32_t>& wait = p.fin_wait[static_cast<size_t>(op.via)];
+  auto& wait = p.fin_wait[static_cast<size_t>(op.via)];
   const qp::QpStatus st = wait.empty() ? PostFin(p, op.via, index) : qp::QpStatus::kQueueFull;
   if (st == qp::QpStatus::kQueueFull) {
     wait.push_back(index);

@@ -130,7 +130,7 @@ bool RdmCore::FallBack(Peer& p) {
     for (const uint32_t i : p.fin_wait[rc]) {
       if (rndv_[i].used && !rndv_[i].write_waiting) fins.push_back(i);
     }
-    for (const uint32_t i : fins) std::erase(p.fin_wait[rc], i);
+    for (const uint32_t i : fins) p.fin_wait[rc].remove(i);
     p.read_wait[rc].clear();
     std::vector<uint32_t> restart;
     for (uint32_t i = 0; i < rndv_.size(); ++i) {

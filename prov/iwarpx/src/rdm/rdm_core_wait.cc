@@ -33,7 +33,7 @@ qp::QpStatus RdmCore::PostFin(Peer& p, Via via, uint32_t index) {
 }
 
 void RdmCore::FlushFins(Peer& p, Via via) {
-  std::deque<uint32_t>& wait = p.fin_wait[static_cast<size_t>(via)];
+  auto& wait = p.fin_wait[static_cast<size_t>(via)];
   while (!wait.empty()) {
     // Off the queue before the post: a post may complete work at once and
     // bring us back here.
@@ -151,7 +151,7 @@ bool RdmCore::ContinueReads(Peer& p, uint32_t index) {
 }
 
 void RdmCore::FlushReads(Peer& p, Via via) {
-  std::deque<uint32_t>& wait = p.read_wait[static_cast<size_t>(via)];
+  auto& wait = p.read_wait[static_cast<size_t>(via)];
   while (!wait.empty()) {
     const uint32_t index = wait.front();
     wait.pop_front();
@@ -164,7 +164,7 @@ void RdmCore::FlushReads(Peer& p, Via via) {
 }
 
 void RdmCore::DropReads(Peer& p, Via via) {
-  std::deque<uint32_t> wait;
+  LazyDeque<uint32_t> wait;
   wait.swap(p.read_wait[static_cast<size_t>(via)]);
   for (const uint32_t index : wait) {
     RndvOp& op = rndv_[index];

@@ -59,7 +59,7 @@ void RdmCore::StartWriteRendezvous(Peer& p, uint32_t index, const iovec* iov, si
   op.fin_len = static_cast<uint8_t>(*n);
   op.write_waiting = true;
   ++counters_.cts_sent;
-  std::deque<uint32_t>& wait = p.fin_wait[static_cast<size_t>(op.via)];
+  auto& wait = p.fin_wait[static_cast<size_t>(op.via)];
   const qp::QpStatus st = wait.empty() ? PostFin(p, op.via, index) : qp::QpStatus::kQueueFull;
   if (st == qp::QpStatus::kQueueFull) {
     wait.push_back(index);
@@ -192,7 +192,7 @@ bool RdmCore::ContinueWrites(Peer& p, uint32_t index) {
 }
 
 void RdmCore::FlushWrites(Peer& p, Via via) {
-  std::deque<uint32_t>& wait = p.write_wait[static_cast<size_t>(via)];
+  auto& wait = p.write_wait[static_cast<size_t>(via)];
   while (!wait.empty()) {
     const uint32_t index = wait.front();
     wait.pop_front();
