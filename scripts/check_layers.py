@@ -4,7 +4,8 @@
 Each directory under prov/iwarpx/src is a layer (a CMake target). A file in
 layer L may include headers of L and of the layers L depends on (ALLOWED below,
 transitively closed). Test files (*_test.cc) and fuzzers may also include
-testing/. Exit status 1 lists every violation.
+testing/, as may their test-only headers (*_test_util.h, *_fixture.h). Exit
+status 1 lists every violation.
 """
 import pathlib
 import re
@@ -51,7 +52,8 @@ def main():
         if ALLOWED[layer] is None:
             continue
         ok = closure(layer)
-        if f.name.endswith(("_test.cc", "_fuzzer.cc")):
+        # Tests, fuzzers and their test-only headers may use testing/ too.
+        if f.name.endswith(("_test.cc", "_fuzzer.cc", "_test_util.h", "_fixture.h")):
             ok = ok | {"testing"}
         for n, line in enumerate(f.read_text().splitlines(), 1):
             m = INCLUDE.match(line)

@@ -22,6 +22,7 @@
 
 #include "base/clock.h"
 #include "testing/qp_harness.h"
+#include "testing/run_engine.h"
 #include "wire/dgram.h"
 
 namespace iwarpx::progress {
@@ -88,15 +89,7 @@ class RdChannelTest : public ::testing::Test {
 
   template <class F>
   bool RunUntil(F done, int seconds = 10) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> lock(engine_->mu());
-        if (done()) return true;
-        engine_->RunOnce(1);
-      }
-      if (std::chrono::steady_clock::now() > end) return false;
-    }
+    return testing::RunEngineUntil(*engine_, done, seconds);
   }
 
   RdPeerKey KeyOf(const RdChannel& ch) const { return {ch.local_address(), 9}; }

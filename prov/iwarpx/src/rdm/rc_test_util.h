@@ -17,6 +17,7 @@
 
 #include "base/clock.h"
 #include "rdm/rdm_core.h"
+#include "testing/run_engine.h"
 
 namespace iwarpx::rdm::testing_rc {
 
@@ -192,15 +193,7 @@ class RcCoreTest : public ::testing::Test {
   }
   template <class F>
   bool RunUntil(F done, int seconds = 60) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> lock(engine_->mu());
-        if (done()) return true;
-        engine_->RunOnce(1);
-      }
-      if (std::chrono::steady_clock::now() > end) return false;
-    }
+    return testing::RunEngineUntil(*engine_, done, seconds);
   }
   bool Run(const std::vector<Flow*>& flows, int seconds = 60) {
     return RunUntil(

@@ -703,13 +703,7 @@ void RdmCore::StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src
   RegisterSinks(op, iov, r.count, mem::kLocalWrite);  // for the Reads
   if (op.failed) {
     // No Reads into this buffer: the sender copies it over instead.
-    for (uint8_t k = 0; k < op.stag_count; ++k) (void)stags_.Deregister(op.stags[k]);
-    op.stag_count = 0;
-    op.sink_count = 0;
-    op.failed = false;
-    op.err = 0;
-    ++counters_.copy_fallbacks;
-    StartCopyRendezvous(*p, *index, iov, r.count);
+    FallBackToCopy(*p, *index, iov, r.count);
     return;
   }
   op.src = h.segments;

@@ -854,6 +854,12 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // ContinueCopy posts DATA from the pending pass while the window and the
   // send queue have room; OnCopySent/OnCopyFailed take their completions.
   void StartCopyRendezvous(Peer& p, uint32_t index, const iovec* iov, size_t count);
+  // A zero-copy receive whose buffer could not be registered (op.failed
+  // after RegisterSinks): releases what was registered, counts the fallback
+  // and answers with the copy rendezvous instead.
+  void FallBackToCopy(Peer& p, uint32_t index, const iovec* iov, size_t count);
+  // Ends send op `index` with SendFailed(err) and frees its slot.
+  void FailTx(uint32_t index, int err);
   void OnCopyData(Peer& p, Via via, const wire::RdmMessage& m);
   void OnCopyCts(Peer& p, Via via, const wire::RdmHeader& h);
   bool ContinueCopy(Peer& p, uint32_t index);

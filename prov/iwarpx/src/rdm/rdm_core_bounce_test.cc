@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "rdm/rdm_core.h"
+#include "testing/run_engine.h"
 
 namespace iwarpx::rdm {
 namespace {
@@ -64,15 +65,7 @@ class RdmBounceTest : public ::testing::Test {
   }
   template <class F>
   bool RunUntil(F done, int seconds = 20) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> lock(engine_->mu());
-        if (done()) return true;
-        engine_->RunOnce(1);
-      }
-      if (std::chrono::steady_clock::now() > end) return false;
-    }
+    return testing::RunEngineUntil(*engine_, done, seconds);
   }
   void Spin(int passes) {
     for (int i = 0; i < passes; ++i) {

@@ -150,10 +150,7 @@ bool RdmCore::ContinueCopy(Peer& p, uint32_t index) {
   TxOp& op = tx_[index];
   qp::QueuePair* q = QpOf(p, op.via);
   auto fail = [&](int err) {
-    const uint64_t context = op.context;
-    op.used = false;
-    tx_free_.push_back(index);
-    sink_.SendFailed(context, err);
+    FailTx(index, err);
     return true;
   };
   if (q == nullptr) return fail(ECONNRESET);
@@ -229,9 +226,25 @@ void RdmCore::OnCopySent(uint64_t ctx) {
 void RdmCore::OnCopyFailed(uint64_t ctx, int err) {
   TxOp* op = CopyOpOf(ctx);
   if (op == nullptr) return;  // failed at its first error already
-  const uint64_t context = op->context;
-  op->used = false;
-  tx_free_.push_back(op->msg_id & 0xFFFF);
+  FailTx(op->msg_id & 0xFFFF, err);
+}
+
+void RdmCore::FallBackToCopy(Peer& p, uint32_t index, const iovec* iov, size_t count) {
+  RndvOp& op = rndv_[index];
+  for (uint8_t k = 0; k < op.stag_count; ++k) (void)stags_.Deregister(op.stags[k]);
+  op.stag_count = 0;
+  op.sink_count = 0;
+  op.failed = false;
+  op.err = 0;
+  ++counters_.copy_fallbacks;
+  StartCopyRendezvous(p, index, iov, count);
+}
+
+void RdmCore::FailTx(uint32_t index, int err) {
+  TxOp& op = tx_[index];
+  const uint64_t context = op.context;
+  op.used = false;
+  tx_free_.push_back(index);
   sink_.SendFailed(context, err);
 }
 

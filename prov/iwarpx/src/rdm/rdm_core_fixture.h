@@ -17,6 +17,7 @@
 
 #include "base/clock.h"
 #include "rdm/rdm_core.h"
+#include "testing/run_engine.h"
 
 namespace iwarpx::rdm::testing_core {
 
@@ -126,15 +127,7 @@ class RdmCoreTest : public ::testing::TestWithParam<RdmMode> {
   }
   template <class F>
   bool RunUntil(F done, int seconds = 20) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> lock(engine_->mu());
-        if (done()) return true;
-        engine_->RunOnce(1);
-      }
-      if (std::chrono::steady_clock::now() > end) return false;
-    }
+    return testing::RunEngineUntil(*engine_, done, seconds);
   }
   RdmStatus Send(RdmCore& from, RdmCore& to, std::vector<uint8_t>& buf, uint64_t ctx,
                  bool tagged = false, uint64_t tag = 0) {

@@ -36,13 +36,7 @@ void RdmCore::StartWriteRendezvous(Peer& p, uint32_t index, const iovec* iov, si
   if (op.failed) {
     // Nothing to write into: the sender copies the data over instead
     // (rdm_core_copy.cc).
-    for (uint8_t k = 0; k < op.stag_count; ++k) (void)stags_.Deregister(op.stags[k]);
-    op.stag_count = 0;
-    op.sink_count = 0;
-    op.failed = false;
-    op.err = 0;
-    ++counters_.copy_fallbacks;
-    StartCopyRendezvous(p, index, iov, count);
+    FallBackToCopy(p, index, iov, count);
     return;
   }
   for (uint8_t k = 0; k < op.sink_count; ++k) {
@@ -130,10 +124,7 @@ bool RdmCore::ContinueWrites(Peer& p, uint32_t index) {
   TxOp& op = tx_[index];
   qp::QueuePair* q = QpOf(p, op.via);
   auto fail = [&](int err) {
-    const uint64_t context = op.context;
-    op.used = false;
-    tx_free_.push_back(index);
-    sink_.SendFailed(context, err);
+    FailTx(index, err);
     return true;
   };
   if (q == nullptr) return fail(ECONNRESET);
