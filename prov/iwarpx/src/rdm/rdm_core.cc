@@ -403,17 +403,18 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
                     h.size);
   CountAndPromote(p, h.size);
   if (on_rc && op.via == Via::kRd) {  // the connection broke during the post
-    if (op.kind == Kind::kRts && !op.write) {
+    if (op.kind == Kind::kRts && !op.write && !op.copy) {
       op.sent = true;  // kept: resent if the peer did not take it; the FIN completes it
     } else {
-      const uint64_t context = op.context;
-      const bool failed = op.write;  // the write handshake fails with the connection
+      const uint64_t op_context = op.context;
+      // The write handshake and the copy rendezvous fail with the connection.
+      const bool failed = op.write || op.copy;
       op.used = false;
       tx_free_.push_back(*index);
       if (failed) {
-        sink_.SendFailed(context, ECONNRESET);
+        sink_.SendFailed(op_context, ECONNRESET);
       } else {
-        sink_.SendDone(context);  // its kept copy carries it
+        sink_.SendDone(op_context);  // its kept copy carries it
       }
     }
   }
