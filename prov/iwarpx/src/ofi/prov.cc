@@ -87,6 +87,12 @@ void DefineParams() {
                   "endpoints: a response's payload is sent from the registered region and "
                   "kept by reference until acknowledged (a region closed before that is copied "
                   "first); off copies it into the resend buffer like other data. (default: true)");
+  fi_param_define(&g_provider, "rd_place", FI_PARAM_BOOL,
+                  "Zero copy for received RDMA Read Responses on reliable-datagram (FI_EP_RDM) "
+                  "endpoints: while a Read is outstanding, its next response datagrams are "
+                  "received straight into the Read's buffer (a datagram that turns out to be "
+                  "another one is copied out, as without this); off receives every datagram "
+                  "into the endpoint's buffers and copies. (default: true)");
   fi_param_define(&g_provider, "rdm_eager", FI_PARAM_INT,
                   "Bytes of the bounce receives of RDM endpoints, 256..1048576: messages up to "
                   "this minus the 32-byte RDM header are sent eagerly (copied); larger ones by "
@@ -214,6 +220,7 @@ void ReadParams() {
   ReadBool("busy_poll", &g_params.busy_poll);
   ReadBool("stats", &g_params.stats);
   ReadBool("rd_lend", &g_params.rd_lend);
+  ReadBool("rd_place", &g_params.rd_place);
   char* fault = nullptr;
   if (fi_param_get_str(&g_provider, "fault", &fault) == FI_SUCCESS && fault != nullptr) {
     auto spec = transport::FaultSpec::Parse(fault);
@@ -274,13 +281,14 @@ void LogParams() {
       "FI_IWARPX_MPA_MARKERS=%d FI_IWARPX_IRD=%d FI_IWARPX_ORD=%d FI_IWARPX_MULPDU=%d "
       "FI_IWARPX_PROGRESS_THREAD=%d FI_IWARPX_BUSY_POLL=%d FI_IWARPX_MAX_MR=%zu "
       "FI_IWARPX_DGRAM_CRC=%d FI_IWARPX_FAULT=%s FI_IWARPX_RD_TIMEOUT=%d "
-      "FI_IWARPX_RD_LINGER=%d FI_IWARPX_RD_LEND=%d FI_IWARPX_RD_SEGMENT=%d FI_IWARPX_RDM_EAGER=%d "
+      "FI_IWARPX_RD_LINGER=%d FI_IWARPX_RD_LEND=%d FI_IWARPX_RD_PLACE=%d FI_IWARPX_RD_SEGMENT=%d "
+      "FI_IWARPX_RDM_EAGER=%d "
       "FI_IWARPX_RNDV=%s "
       "FI_IWARPX_SEND_RULES=%s FI_IWARPX_RC_THRESHOLD_MSGS=%d "
       "FI_IWARPX_RC_THRESHOLD_BYTES=%d FI_IWARPX_MAX_RC=%d FI_IWARPX_STATS=%d\n",
       p.mpa_crc, p.mpa_rev, p.mpa_markers, p.ird, p.ord, p.mulpdu, p.progress_thread, p.busy_poll,
       p.max_mr, p.dgram_crc, p.fault_invalid ? "(invalid)" : (p.fault.any() ? "(set)" : "none"),
-      p.rd_timeout_ms, p.rd_linger_ms, p.rd_lend, p.rd_segment, p.rdm_eager,
+      p.rd_timeout_ms, p.rd_linger_ms, p.rd_lend, p.rd_place, p.rd_segment, p.rdm_eager,
       p.rndv_write ? "write" : "read", p.send_rules.empty() ? "(default)" : p.send_rules.c_str(),
       p.rc_threshold_msgs, p.rc_threshold_bytes, p.max_rc, p.stats);
 }

@@ -29,6 +29,7 @@ struct Params {
   int rd_timeout_ms = 10000;         // FI_IWARPX_RD_TIMEOUT
   int rd_linger_ms = 2000;           // FI_IWARPX_RD_LINGER
   bool rd_lend = true;               // FI_IWARPX_RD_LEND: Read Responses sent zero-copy
+  bool rd_place = true;              // FI_IWARPX_RD_PLACE: Read Responses received in place
   int rdm_eager = 65536;             // FI_IWARPX_RDM_EAGER (bounce receive size)
   bool rndv_write = false;           // FI_IWARPX_RNDV=write: RDMA-write rendezvous handshake
   int rd_segment = 0;                // FI_IWARPX_RD_SEGMENT (0: by path)

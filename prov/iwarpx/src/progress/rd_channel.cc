@@ -37,6 +37,7 @@ Result<std::unique_ptr<RdChannel>, transport::IoError> RdChannel::Open(
     ch->socket_ = std::move(socket).value();
   }
   ch->port_ = std::make_unique<rd::DgramPort>(*ch->socket_, config.port);
+  if (config.place_reads) ch->port_->SetPredictor(ch.get());
   if (!ch->port_->Attach(config.qpn, ch.get())) {
     return Err{transport::IoError{transport::IoStatus::kError, EADDRINUSE}};
   }
@@ -47,6 +48,8 @@ Result<std::unique_ptr<RdChannel>, transport::IoError> RdChannel::Open(
 }
 
 RdChannel::~RdChannel() {
+  hot_ = nullptr;
+  port_->SetPredictor(nullptr);
   engine_.Remove(*this);
   port_->Detach(config_.qpn);
   peers_.clear();  // QPs go before the port they send through
@@ -96,6 +99,7 @@ void RdChannel::Retire(const RdPeerKey& key) {
     }
   }
   if (q.watched()) std::erase(active_, &q);
+  if (hot_ == &q) hot_ = nullptr;
   q.SetWatcher(nullptr);
   retired_.push_back(std::move(it->second.qp));
   peers_.erase(it);
@@ -150,6 +154,7 @@ void RdChannel::OnDatagram(const wire::DecodedDgram& d, const transport::SockAdd
     q = Make(key, TombOf(key));
     if (q == nullptr) return;
   }
+  if (d.ulpdu.size() + d.ulpdu_placed.size() >= rd::RdQp::kMinPlacedPayload) hot_ = q;
   if (q->OnDatagram(d) == rd::RdStream::Input::kPeerRestarted) {
     const rd::InboundSessions sessions = q->stream().sessions();
     q->Fail(ECONNRESET);

@@ -100,12 +100,18 @@ struct RdChannelConfig {
   // send buffer (1 MiB): at 1 MiB messages 5.5 % of datagrams overflowed it and
   // waited for retransmission. 0 keeps the system default.
   int socket_buffer_bytes = 4 << 20;
+  // Read Response payloads received in place, straight into the Read's sink
+  // (rd::DgramPort's in-place receive; FI_IWARPX_RD_PLACE).
+  bool place_reads = true;
 };
 
 inline constexpr size_t kLoopbackSegment = wire::kDgramMaxUlpdu;
 inline constexpr size_t kPathSegment = wire::DgramMaxUlpduLength(1500 - 28);
 
-class RdChannel final : public Pollable, private rd::DgramReceiver, private rd::RdQpWatcher {
+class RdChannel final : public Pollable,
+                        private rd::DgramReceiver,
+                        private rd::RdQpWatcher,
+                        private rd::PlacementPredictor {
  public:
   static constexpr size_t kReadBudget = 64;
   static constexpr size_t kTombstones = 1024;
@@ -150,6 +156,11 @@ class RdChannel final : public Pollable, private rd::DgramReceiver, private rd::
   RdChannel(Engine& engine, const RdChannelConfig& config, mem::StagTable& stags,
             RdChannelClient& client);
   void OnDatagram(const wire::DecodedDgram& d, const transport::SockAddr& from) override;
+  // rd::PlacementPredictor: the guesses of the QP that last received a
+  // payload worth placing (hot_), as rd::RdQp::GuessReadResponses makes them.
+  size_t PredictPlacement(std::span<rd::PlacementGuess> out) override {
+    return hot_ != nullptr ? hot_->GuessReadResponses(out) : 0;
+  }
   // rd::RdQpWatcher: `qp` joins the active set.
   void Touched(rd::RdQp& qp) override { active_.push_back(&qp); }
   rd::RdQp* Make(const RdPeerKey& key, const rd::InboundSessions& sessions);
@@ -174,6 +185,9 @@ class RdChannel final : public Pollable, private rd::DgramReceiver, private rd::
   std::unique_ptr<rd::DgramPort> port_;
   std::unordered_map<RdPeerKey, Entry, RdPeerKeyHash> peers_;
   std::vector<std::unique_ptr<rd::RdQp>> retired_;
+  // The QP that last received a data datagram of rd::RdQp::kMinPlacedPayload
+  // bytes or more: the one whose next datagrams are guessed (never a retired one).
+  rd::RdQp* hot_ = nullptr;
   // The active set: QPs of peers_ with watched() set, each once.
   std::vector<rd::RdQp*> active_;
   EndpointStats gone_;  // QPs retired so far, and datagrams that made no QP

@@ -334,6 +334,7 @@ QueuePair::Dispatch QueuePair::DispatchTagged(bool read_response) {
       RxFail(wire::term::kDdpTaggedBaseBounds);
       return Dispatch::kFailed;
     }
+    if (!h.last) rx_read_segment_ = static_cast<uint32_t>(len);
   }
   // A zero-length Write (the RFC 6581 RTR among them) or Read Response places
   // nothing and is not validated.

@@ -64,7 +64,14 @@ void QueuePair::ProcessTx() {
       return;
     }
     if (!WriteBatch()) {
-      if (tx_count_ > 0 && Slot(tx_count_ - 1).borrowed) StashBorrowedPayload(Slot(tx_count_ - 1));
+      if (tx_count_ > 0 && Slot(tx_count_ - 1).borrowed) {
+        TxFpdu& f = Slot(tx_count_ - 1);
+        if (f.sent == 0) {
+          UnbuildReadResponse(f);
+        } else {
+          StashBorrowedPayload(f);
+        }
+      }
       return;
     }
   }
@@ -238,6 +245,7 @@ bool QueuePair::BuildReadResponse() {
     tx_->borrowed = true;
   }
   r.done += len;
+  tx_->last = last;  // UnbuildReadResponse undoes what follows
   if (last) {
     irq_head_ = (irq_head_ + 1) % irq_.size();
     --irq_count_;
@@ -413,6 +421,24 @@ bool QueuePair::WriteBatch() {
     return false;
   }
   return !write_shut_;
+}
+
+void QueuePair::UnbuildReadResponse(TxFpdu& f) {
+  // The batch's last FPDU (a borrowed one goes last) was built by
+  // BuildReadResponse from the IRQ head, or from the entry before it if it
+  // was the Read's last: give its bytes back to that entry. Nothing ran in
+  // between, so the entry is still there.
+  const size_t len = f.iov[f.lent_iov].iov_len;
+  if (f.last) {
+    irq_head_ = (irq_head_ + irq_.size() - 1) % irq_.size();
+    ++irq_count_;
+  }
+  irq_[irq_head_].done -= len;
+  --tx_stats_.fpdus;
+  tx_stats_.payload_bytes -= len;
+  f.active = false;
+  f.borrowed = false;
+  --tx_count_;
 }
 
 void QueuePair::StashBorrowedPayload(TxFpdu& f) {

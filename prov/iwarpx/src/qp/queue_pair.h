@@ -24,7 +24,8 @@
 // registered region, resolved through the StagTable for each FPDU. If the
 // socket takes only part of that FPDU, the rest is copied into a stash before
 // the call returns, so no pointer into a region outlives the call that
-// resolved it (the caller's lock then makes deregistration safe).
+// resolved it (the caller's lock then makes deregistration safe); if it takes
+// none of it, the FPDU is dropped and built again later.
 //
 // Driving: the caller calls OnWritable() when the connection is writable and
 // wants_write() is true, and OnReadable() when it is readable and
@@ -276,6 +277,23 @@ class QueuePair {
   }
   // The SCTP framing adapter (its per-stream counters; tests), null on TCP.
   [[nodiscard]] const SctpFraming* sctp_framing() const { return framing_.get(); }
+  // Where the payload of the next Read Response would be placed if it came
+  // now as the next FPDU (an in-place receive guess, rd::DgramPort): the
+  // oldest outstanding Read's sink STag, the TO the response must continue
+  // at, its resolved address (checked for local write), the bytes still due,
+  // and the payload size of the responses seen so far that were not last
+  // (0 until one was seen). False when the next FPDU would not be that
+  // response with nothing placed before it: not RTS, SCTP framing, part of
+  // an FPDU received or staged, the receive held, no Read at the head of
+  // the ORQ, or its sink no longer resolves.
+  struct ReadResponseGuess {
+    uint32_t stag = 0;
+    uint64_t to = 0;
+    uint8_t* dest = nullptr;
+    size_t remaining = 0;
+    size_t segment = 0;
+  };
+  bool NextReadResponse(ReadResponseGuess* out) const;
   // Send queue entries a Post* could still take.
   [[nodiscard]] size_t sq_free() const { return sq_capacity_ - (sq_tail_ - sq_head_); }
 
@@ -360,7 +378,7 @@ class QueuePair {
     size_t sent = 0;
     TxDone done = TxDone::kNothing;
     uint64_t sq_seq = 0;  // kSqSegment: the WR's sequence number
-    bool last = false;    // kSqSegment: the WR's last FPDU
+    bool last = false;    // kSqSegment: the WR's last FPDU; a Read Response: its Read's last
     // The payload points into a region only borrowed through an STag (a Read
     // Response source): it must not be referenced once the call that
     // resolved it returns (see StashBorrowedPayload).
@@ -422,6 +440,12 @@ class QueuePair {
   // pointer into a region survives the call: the application may deregister
   // and free it as soon as it can take the engine lock.
   void StashBorrowedPayload(TxFpdu& f);
+  // The last FPDU of the batch is a Read Response of which the connection
+  // took nothing (an RD stream whose window is full refuses whole FPDUs):
+  // drop it and give its bytes back to its IRQ entry, so it is built again,
+  // from the region resolved anew, when the connection takes more. Stashing
+  // it instead copied every 64 KiB response the window held back.
+  void UnbuildReadResponse(TxFpdu& f);
   void FinishTxFpdu();
   bool SqHasWork() const;
 
@@ -573,6 +597,7 @@ class QueuePair {
   wire::Segment rx_seg_;
   size_t rx_payload_len_ = 0;
   size_t rx_payload_done_ = 0;
+  uint32_t rx_read_segment_ = 0;  // payload of the last Read Response that was not last
   RxDest rx_dest_ = RxDest::kNone;
   uint8_t* rx_tagged_ = nullptr;
   const Sgl* rx_sgl_ = nullptr;

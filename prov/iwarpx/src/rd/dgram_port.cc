@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
+
+#include "wire/ddp.h"
+#include "wire/rdmap.h"
 
 namespace iwarpx::rd {
 
@@ -89,11 +93,29 @@ size_t DgramPort::OnReadable(size_t budget) {
   size_t done = 0;
   while (done < budget) {
     const size_t want = std::min(budget - done, msgs_.size());
+    const size_t guessed = predictor_ != nullptr ? Guess(want) : 0;
     const transport::BatchResult r = socket_.RecvBatch(std::span(msgs_.data(), want));
-    if (r.count == 0) break;
+    // Every guessed message is checked (and a wrong one put back together)
+    // before the first is dispatched: dispatching places data, which could
+    // land on another guess's dest still holding a datagram's bytes.
+    for (size_t i = 0; i < guessed; ++i) {
+      if (i < r.count) matched_[i] = Settle(i) ? 1 : 0;
+      msgs_[i].iov = std::span<const iovec>(&iovs_[i], 1);
+    }
     for (size_t i = 0; i < r.count; ++i) {
-      Dispatch(ByteSpan(buffers_.data() + i * wire::kDgramMaxSize, msgs_[i].bytes),
-               msgs_[i].truncated, msgs_[i].addr);
+      if (i < guessed && matched_[i] != 0) {
+        const InPlace& p = in_place_[i];
+        const auto& dest = p.iov[1];
+        const size_t tail = msgs_[i].bytes - kHeadPiece - dest.iov_len;
+        Deliver(wire::DecodeDgramSplit(
+                    ByteSpan(p.head.data(), p.head.size()),
+                    ByteSpan(static_cast<const uint8_t*>(dest.iov_base), dest.iov_len),
+                    ByteSpan(static_cast<const uint8_t*>(p.iov[2].iov_base), tail),
+                    /*verify_crc=*/true),
+                msgs_[i].addr);
+        continue;
+      }
+      Dispatch(ByteSpan(Buffer(i), msgs_[i].bytes), msgs_[i].truncated, msgs_[i].addr);
     }
     done += r.count;
     if (r.count < want) break;
@@ -101,12 +123,70 @@ size_t DgramPort::OnReadable(size_t budget) {
   return done;
 }
 
+size_t DgramPort::Guess(size_t want) {
+  if (guesses_.empty()) {
+    guesses_.resize(msgs_.size());
+    in_place_.resize(msgs_.size());
+    matched_.resize(msgs_.size());
+  }
+  const size_t n = std::min(predictor_->PredictPlacement(std::span(guesses_.data(), want)), want);
+  for (size_t i = 0; i < n; ++i) {
+    const MutableByteSpan dest = guesses_[i].dest;
+    if (dest.empty() ||
+        dest.size() > wire::kDgramMaxSize - kHeadPiece - wire::kDgramMaxTrailerSize) {
+      return i;  // not a payload the port can take in place: the rest as usual
+    }
+    InPlace& p = in_place_[i];
+    p.iov[0] = iovec{p.head.data(), p.head.size()};
+    p.iov[1] = iovec{dest.data(), dest.size()};
+    // The tail lies where it would in the port's buffer, so putting a wrong
+    // guess back together copies only the head and the dest part.
+    p.iov[2] =
+        iovec{Buffer(i) + kHeadPiece + dest.size(), wire::kDgramMaxSize - kHeadPiece - dest.size()};
+    msgs_[i].iov = std::span<const iovec>(p.iov.data(), p.iov.size());
+  }
+  return n;
+}
+
+bool DgramPort::Settle(size_t i) {
+  const PlacementGuess& g = guesses_[i];
+  const InPlace& p = in_place_[i];
+  const transport::DgramMessage& m = msgs_[i];
+  const size_t payload = g.dest.size();
+  const size_t ulpdu = wire::kDgramMinDdpSegment + payload;
+  const uint8_t* h = p.head.data();
+  const bool match = !m.truncated && m.bytes == wire::DgramSize(ulpdu) &&
+                     h[3] == static_cast<uint8_t>(wire::DgramType::kRdData) &&
+                     LoadBe16(h + 6) == ulpdu && LoadBe32(h + 12) == g.dst_qpn &&
+                     LoadBe32(h + 16) == g.src_qpn && LoadBe32(h + 20) == g.session &&
+                     LoadBe32(h + 28) == g.seq &&
+                     (h[wire::kDgramHeaderSize] & wire::kDdpFlagTagged) != 0 &&
+                     (h[wire::kDgramHeaderSize + 1] & wire::kRdmapOpcodeMask) ==
+                         static_cast<uint8_t>(wire::RdmapOpcode::kRdmaReadResponse) &&
+                     LoadBe32(h + wire::kDgramHeaderSize + 2) == g.stag &&
+                     LoadBe64(h + wire::kDgramHeaderSize + 6) == g.to && m.addr == g.from;
+  if (match) {
+    ++counters_.placed;
+    return true;
+  }
+  ++counters_.place_misses;
+  uint8_t* buf = Buffer(i);
+  std::memcpy(buf, h, std::min(m.bytes, kHeadPiece));
+  if (m.bytes > kHeadPiece)
+    std::memcpy(buf + kHeadPiece, g.dest.data(), std::min(m.bytes - kHeadPiece, payload));
+  return false;
+}
+
 void DgramPort::Dispatch(ByteSpan bytes, bool truncated, const transport::SockAddr& from) {
   if (truncated) {
     ++counters_.truncated;
     return;
   }
-  auto d = wire::DecodeDgram(bytes, /*verify_crc=*/true);
+  Deliver(wire::DecodeDgram(bytes, /*verify_crc=*/true), from);
+}
+
+void DgramPort::Deliver(const Result<wire::DecodedDgram, wire::WireError>& d,
+                        const transport::SockAddr& from) {
   if (!d.ok()) {
     if (d.error() == wire::WireError::kBadCrc) {
       ++counters_.bad_crc;

@@ -15,6 +15,25 @@
 // * CRC policy: outgoing datagrams carry a CRC when `crc` is on; incoming ones
 //   are verified when they carry one, and dropped (PortCounters::no_crc) when
 //   they do not and `require_crc` is set.
+//
+// In-place receive (zero copy for RD Read Responses). With a
+// PlacementPredictor set, each read first asks it where the next datagrams'
+// payloads belong: "datagram seq S of session X from peer QP Q is the Read
+// Response for (STag, TO) whose payload goes to `dest`". For each guess the
+// port receives the datagram into three pieces — its own head buffer (the
+// 40-byte header and the 14-byte tagged DDP header), `dest`, and the rest of
+// its own buffer for pad and CRC — so a right guess lands the payload where
+// the QP places it and nobody copies it again (the QP sees its source and
+// destination are the same bytes). Then, before anything is dispatched, every
+// guessed datagram is checked against its guess (size, source, QPNs, session,
+// seq, Read Response opcode, STag, TO): one that differs in anything is put
+// back together in the port's buffer (a copy, as without a guess) and
+// dispatched like any other. Either way a datagram is decoded, checked,
+// counted and delivered exactly as without the predictor; the predictor only
+// decides where its bytes are written first. What makes that safe is the
+// predictor's promise (PlacementPredictor): whatever lands in `dest` for a
+// wrong guess, or a right one that fails its CRC, is overwritten by the right
+// bytes before anyone may read them.
 #pragma once
 
 #include <array>
@@ -25,6 +44,7 @@
 #include <vector>
 
 #include "base/bytes.h"
+#include "base/result.h"
 #include "transport/transport.h"
 #include "wire/dgram.h"
 #include "wire/error.h"
@@ -35,6 +55,31 @@ class DgramReceiver {
  public:
   virtual ~DgramReceiver() = default;
   virtual void OnDatagram(const wire::DecodedDgram& dgram, const transport::SockAddr& from) = 0;
+};
+
+// One guess of PlacementPredictor (see the file comment).
+struct PlacementGuess {
+  transport::SockAddr from;  // the peer's address
+  uint32_t dst_qpn = 0;      // our QP
+  uint32_t src_qpn = 0;      // the peer's QP
+  uint32_t session = 0;      // the peer's current session
+  uint32_t seq = 0;          // the datagram's RD sequence number
+  uint32_t stag = 0;         // the Read Response's sink STag and TO
+  uint64_t to = 0;
+  MutableByteSpan dest;  // where its payload goes; the payload is exactly dest.size() bytes
+};
+
+class PlacementPredictor {
+ public:
+  virtual ~PlacementPredictor() = default;
+  // Up to out.size() guesses for the next datagrams in the order they would
+  // arrive; returns how many were written (0: receive as usual). Promise:
+  // until every guessed datagram has been dispatched, nothing but the
+  // receive writes to any `dest`, each `dest` is memory the receiver may
+  // overwrite now (registered, writable, not yet validly filled: an
+  // outstanding Read's unfilled sink range), and the bytes there are
+  // overwritten with the right ones before anyone may read them.
+  virtual size_t PredictPlacement(std::span<PlacementGuess> out) = 0;
 };
 
 struct PortConfig {
@@ -52,6 +97,8 @@ struct PortCounters {
   uint64_t bad_crc = 0;
   uint64_t malformed = 0;  // any other decode failure
   uint64_t send_errors = 0;
+  uint64_t placed = 0;        // datagrams received in place (a PlacementPredictor's right guess)
+  uint64_t place_misses = 0;  // guessed, but another datagram came: put back together
 };
 
 class DgramPort {
@@ -83,13 +130,31 @@ class DgramPort {
 
   // Reads and dispatches up to `budget` datagrams; returns how many were read.
   size_t OnReadable(size_t budget);
+  // Receive in place where `p` guesses right (nullptr: never). `p` must
+  // outlive the port or be reset first.
+  void SetPredictor(PlacementPredictor* p) { predictor_ = p; }
 
   [[nodiscard]] const PortCounters& counters() const { return counters_; }
   [[nodiscard]] transport::DatagramSocket& socket() { return socket_; }
   [[nodiscard]] int fd() const { return socket_.fd(); }
 
  private:
+  // The head piece of an in-place receive: datagram header + tagged DDP header.
+  static constexpr size_t kHeadPiece = wire::kDgramHeaderSize + wire::kDgramMinDdpSegment;
+  struct InPlace {
+    std::array<uint8_t, kHeadPiece> head;
+    std::array<iovec, 3> iov;
+  };
+
   void Dispatch(ByteSpan bytes, bool truncated, const transport::SockAddr& from);
+  void Deliver(const Result<wire::DecodedDgram, wire::WireError>& d,
+               const transport::SockAddr& from);
+  // Points the first guesses' messages at their head, dest and tail; returns how many.
+  size_t Guess(size_t want);
+  // After the read: true if message i matched its guess (its payload is in
+  // place); false after putting it back together in its buffer.
+  bool Settle(size_t i);
+  [[nodiscard]] uint8_t* Buffer(size_t i) { return buffers_.data() + i * wire::kDgramMaxSize; }
 
   transport::DatagramSocket& socket_;
   PortConfig config_;
@@ -97,6 +162,10 @@ class DgramPort {
   std::vector<uint8_t> buffers_;  // batch x kDgramMaxSize
   std::vector<iovec> iovs_;
   std::vector<transport::DgramMessage> msgs_;
+  PlacementPredictor* predictor_ = nullptr;
+  std::vector<PlacementGuess> guesses_;  // allocated with the first predictor use
+  std::vector<InPlace> in_place_;
+  std::vector<uint8_t> matched_;
   PortCounters counters_;
 };
 

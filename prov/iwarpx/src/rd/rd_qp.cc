@@ -1,5 +1,6 @@
 #include "rd/rd_qp.h"
 
+#include <algorithm>
 #include <new>
 
 namespace iwarpx::rd {
@@ -79,6 +80,33 @@ uint64_t RdQp::Deadline() const {
 void RdQp::OnSocketWritable() {
   stream_->OnSocketWritable();
   Pump();
+}
+
+size_t RdQp::GuessReadResponses(std::span<PlacementGuess> out) const {
+  uint32_t seq = 0;
+  uint32_t session = 0;
+  qp::QueuePair::ReadResponseGuess g;
+  if (out.empty() || !stream_->NextInOrder(&seq, &session) || !qp_->NextReadResponse(&g) ||
+      g.segment < kMinPlacedPayload) {
+    return 0;
+  }
+  size_t n = 0;
+  size_t off = 0;
+  while (n < out.size() && off < g.remaining) {
+    const size_t len = std::min(g.segment, g.remaining - off);
+    if (len < kMinPlacedPayload) break;
+    out[n] = PlacementGuess{.from = stream_->peer_address(),
+                            .dst_qpn = stream_->local_qpn(),
+                            .src_qpn = stream_->peer_qpn(),
+                            .session = session,
+                            .seq = seq + static_cast<uint32_t>(n),
+                            .stag = g.stag,
+                            .to = g.to + off,
+                            .dest = MutableByteSpan(g.dest + off, len)};
+    ++n;
+    off += len;
+  }
+  return n;
 }
 
 }  // namespace iwarpx::rd

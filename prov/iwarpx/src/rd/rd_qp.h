@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "base/clock.h"
 #include "base/random.h"
@@ -88,6 +89,15 @@ class RdQp final : private RdStreamOwner {
   [[nodiscard]] bool wants_socket_write() const { return stream_->wants_socket_write(); }
   void Fail(int err) { stream_->Fail(err); }
   void FlushAck() { stream_->FlushAck(); }
+  // Guesses for an in-place receive (DgramPort::PlacementPredictor): the
+  // next datagrams of this peer, if they are the rest of the Read at the head
+  // of the QP's ORQ, arriving in order, each a full segment of the size its
+  // earlier responses had (the last one what remains). Returns how many were
+  // written; 0 when the stream or the QP would not take the next datagram
+  // straight into place (rd_stream.h NextInOrder, queue_pair.h
+  // NextReadResponse) or payloads would be smaller than kMinPlacedPayload.
+  size_t GuessReadResponses(std::span<PlacementGuess> out) const;
+  static constexpr size_t kMinPlacedPayload = 4096;
   // The watcher (at most one; nullptr: none) and its mark: watched() is set
   // when Touched() is called and cleared by Unwatch().
   void SetWatcher(RdQpWatcher* w) { watcher_ = w; }

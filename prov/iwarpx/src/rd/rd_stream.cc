@@ -40,7 +40,11 @@ size_t CopyToIov(std::span<const iovec> iov, size_t* at, ByteSpan src) {
       continue;
     }
     const size_t take = std::min(v.iov_len - pos, src.size() - done);
-    std::memcpy(static_cast<uint8_t*>(v.iov_base) + pos, src.data() + done, take);
+    uint8_t* to = static_cast<uint8_t*>(v.iov_base) + pos;
+    // Bytes received in place (DgramPort's in-place receive) are already
+    // where the QP wants them; any other overlap cannot happen, but memmove
+    // keeps it defined.
+    if (to != src.data() + done) std::memmove(to, src.data() + done, take);
     done += take;
     pos = 0;
   }
@@ -538,13 +542,15 @@ RdStream::Input RdStream::OnDatagram(const wire::DecodedDgram& d) {
   return Input::kOk;
 }
 
-void RdStream::HoldCopy(uint32_t seq, ByteSpan ulpdu) {
+void RdStream::HoldCopy(uint32_t seq, UlpduView ulpdu) {
   // Every held number is in [consume_seq_, consume_seq_ + hold_.size()).
   const uint32_t off = seq - consume_seq_;
   if (off >= hold_.size()) hold_.Grow(consume_seq_, hold_.size(), size_t{off} + 1);
   HoldSlot& slot = hold_[seq];
   if (slot.bytes.size() < ulpdu.size()) slot.bytes.resize(ulpdu.size());
-  std::memcpy(slot.bytes.data(), ulpdu.data(), ulpdu.size());
+  if (!ulpdu.a.empty()) std::memcpy(slot.bytes.data(), ulpdu.a.data(), ulpdu.a.size());
+  if (!ulpdu.b.empty())
+    std::memcpy(slot.bytes.data() + ulpdu.a.size(), ulpdu.b.data(), ulpdu.b.size());
   slot.len = ulpdu.size();
   ++stats_.held;
 }
@@ -552,19 +558,20 @@ void RdStream::HoldCopy(uint32_t seq, ByteSpan ulpdu) {
 void RdStream::AcceptData(const wire::DecodedDgram& d, uint64_t now) {
   ++stats_.data_received;
   const uint32_t seq = d.header.seq;
+  const UlpduView ulpdu{d.ulpdu, d.ulpdu_placed};
   switch (recv_.OnData(seq, d.header.ack_request, now)) {
     case Arrival::kInOrder:
       if (recv_.backlog() == 0 && !inflight_active_) {
-        inflight_ = d.ulpdu;  // offered from the caller's buffer
+        inflight_ = ulpdu;  // offered from the caller's buffer (or in place)
         inflight_seq_ = seq;
         inflight_active_ = true;
       } else {
-        HoldCopy(seq, d.ulpdu);
+        HoldCopy(seq, ulpdu);
       }
       recv_.Receive(now);
       while (recv_.HeadHeld()) recv_.Receive(now);  // early ones now in order
       break;
-    case Arrival::kEarly: HoldCopy(seq, d.ulpdu); break;
+    case Arrival::kEarly: HoldCopy(seq, ulpdu); break;
     case Arrival::kDuplicate: ++stats_.duplicates; break;
     case Arrival::kOutsideWindow: break;
   }
@@ -576,11 +583,18 @@ void RdStream::SettleInflight() {
   HoldCopy(inflight_seq_, inflight_);  // the QP did not take all of it now
 }
 
-ByteSpan RdStream::HeadUlpdu() const {
+RdStream::UlpduView RdStream::HeadUlpdu() const {
   if (recv_.backlog() == 0) return {};
   if (inflight_active_ && inflight_seq_ == consume_seq_) return inflight_;
   const HoldSlot& slot = hold_[consume_seq_];
-  return ByteSpan(slot.bytes.data(), slot.len);
+  return UlpduView{ByteSpan(slot.bytes.data(), slot.len), {}};
+}
+
+bool RdStream::NextInOrder(uint32_t* seq, uint32_t* session) const {
+  if (failed() || recv_.backlog() != 0 || inflight_active_ || head_off_ != 0) return false;
+  *session = in_sessions_.current();
+  *seq = recv_.rcv_nxt();
+  return *session != 0;
 }
 
 bool RdStream::readable() const {
@@ -593,7 +607,7 @@ transport::IoResult RdStream::RecvV(std::span<const iovec> iov) {
   const size_t room = transport::TotalLength(iov);
   size_t at = 0;
   while (at < room && recv_.backlog() > 0) {
-    const ByteSpan ulpdu = HeadUlpdu();
+    const UlpduView ulpdu = HeadUlpdu();
     const size_t len = ulpdu.size();
     const std::array<uint8_t, wire::kFpduLengthSize> prefix{static_cast<uint8_t>(len >> 8),
                                                             static_cast<uint8_t>(len & 0xFF)};
@@ -605,7 +619,7 @@ transport::IoResult RdStream::RecvV(std::span<const iovec> iov) {
       if (head_off_ < wire::kFpduLengthSize) {
         piece = ByteSpan(prefix.data() + head_off_, wire::kFpduLengthSize - head_off_);
       } else if (head_off_ < wire::kFpduLengthSize + len) {
-        piece = ulpdu.subspan(head_off_ - wire::kFpduLengthSize);
+        piece = ulpdu.From(head_off_ - wire::kFpduLengthSize);
       } else {
         piece = ByteSpan(kZeros.data(), image - head_off_);
       }

@@ -196,6 +196,12 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   [[nodiscard]] size_t send_buffer_allocated() const { return buf_cap_; }
   [[nodiscard]] uint32_t peer_qpn() const { return peer_qpn_; }
   [[nodiscard]] uint32_t local_qpn() const { return local_qpn_; }
+  // For an in-place receive guess (DgramPort::PlacementPredictor): the
+  // sequence number and peer session of the next datagram that, arriving in
+  // order, would be offered straight to the QP with nothing ahead of it (no
+  // backlog, nothing in flight). False if there is no such datagram now (a
+  // backlog, no peer session yet, the stream failed).
+  bool NextInOrder(uint32_t* seq, uint32_t* session) const;
 
   // transport::Connection (a byte stream of FPDUs without CRC or markers).
   transport::IoResult SendV(std::span<const iovec> iov) override;
@@ -278,10 +284,19 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
 
   // Receive helpers.
   void AcceptData(const wire::DecodedDgram& d, uint64_t now);
-  void HoldCopy(uint32_t seq, ByteSpan ulpdu);
+  // A ULPDU in up to two pieces: a ‖ b (b: the part received in place).
+  struct UlpduView {
+    ByteSpan a, b;
+    [[nodiscard]] size_t size() const { return a.size() + b.size(); }
+    // The bytes from `off` to the end of the piece `off` falls in.
+    [[nodiscard]] ByteSpan From(size_t off) const {
+      return off < a.size() ? a.subspan(off) : b.subspan(off - a.size());
+    }
+  };
+  void HoldCopy(uint32_t seq, UlpduView ulpdu);
   void SettleInflight();
   // The head datagram's ULPDU (in flight or held), or empty if none is ready.
-  [[nodiscard]] ByteSpan HeadUlpdu() const;
+  [[nodiscard]] UlpduView HeadUlpdu() const;
   void Notify();
 
   DgramPort& port_;
@@ -330,7 +345,7 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   // inflight_seq_ may still be in the caller's buffer (inflight_), every
   // other one is in its hold slot (seq & (window - 1)), as are early ones.
   uint32_t consume_seq_ = wire::kDgramInitialSeq;
-  ByteSpan inflight_;
+  UlpduView inflight_;
   uint32_t inflight_seq_ = 0;
   bool inflight_active_ = false;
   SeqRing<HoldSlot> hold_;

@@ -216,16 +216,24 @@ Result<DgramFraming, WireError> FrameDgram(const DgramHeader& header,
   return f;
 }
 
-Result<DecodedDgram, WireError> DecodeDgram(ByteSpan bytes, bool verify_crc) {
-  ByteReader r(bytes);
+namespace {
+
+// DecodeDgram and DecodeDgramSplit: the datagram is head ‖ placed ‖ tail.
+// placed empty: head is the whole datagram (tail empty). placed not empty:
+// the ULPDU is head[40..] ‖ placed and tail is exactly its pad and CRC.
+Result<DecodedDgram, WireError> DecodeParts(ByteSpan head, ByteSpan placed, ByteSpan tail,
+                                            bool verify_crc) {
+  const size_t total = head.size() + placed.size() + tail.size();
+  ByteReader r(head);
   uint16_t magic = 0;
   uint8_t version = 0;
   if (!r.ReadBe16(magic)) return Err{WireError::kTruncated};
   if (magic != kDgramMagic) return Err{WireError::kDgramBadMagic};
   if (!r.ReadU8(version)) return Err{WireError::kTruncated};
   if (version != kDgramVersion) return Err{WireError::kDgramBadVersion};
-  if (bytes.size() < kDgramMinSize) return Err{WireError::kTruncated};
-  if (bytes.size() > kDgramMaxSize) return Err{WireError::kDgramBadLength};
+  if (total < kDgramMinSize) return Err{WireError::kTruncated};
+  if (total > kDgramMaxSize) return Err{WireError::kDgramBadLength};
+  if (head.size() < kDgramHeaderSize) return Err{WireError::kDgramBadLength};  // split only
 
   uint8_t type = 0, ctrl_op = 0, reserved = 0;
   uint16_t flags = 0, ulpdu_length = 0;
@@ -245,19 +253,30 @@ Result<DecodedDgram, WireError> DecodeDgram(ByteSpan bytes, bool verify_crc) {
   r.ReadBe32(h.ack);
   r.ReadBe32(h.sack);
   if (!r.ok()) return Err{WireError::kTruncated};  // not reached: size >= kDgramMinSize
-  if (DgramSize(ulpdu_length) != bytes.size()) return Err{WireError::kDgramBadLength};
+  if (DgramSize(ulpdu_length) != total) return Err{WireError::kDgramBadLength};
 
+  const size_t pad_length = DgramPadLength(ulpdu_length);
   ByteSpan pad;
   ByteSpan crc_field;
-  r.ReadView(ulpdu_length, d.ulpdu);
-  r.ReadView(DgramPadLength(ulpdu_length), pad);
-  r.ReadView(kDgramCrcSize, crc_field);
-  if (!r.ok() || r.remaining() != 0) return Err{WireError::kDgramBadLength};  // not reached
+  if (placed.empty()) {
+    r.ReadView(ulpdu_length, d.ulpdu);
+    r.ReadView(pad_length, pad);
+    r.ReadView(kDgramCrcSize, crc_field);
+    if (!r.ok() || r.remaining() != 0) return Err{WireError::kDgramBadLength};  // not reached
+  } else {
+    if (tail.size() != pad_length + kDgramCrcSize) return Err{WireError::kDgramBadLength};
+    d.ulpdu = head.subspan(kDgramHeaderSize);
+    d.ulpdu_placed = placed;
+    pad = tail.first(pad_length);
+    crc_field = tail.subspan(pad_length);
+  }
 
   d.crc_present = (flags & kDgramFlagCrc) != 0;
   if (d.crc_present && verify_crc) {
-    const ByteSpan covered = bytes.first(bytes.size() - kDgramCrcSize);
-    if (Crc32c(covered) != LoadCrcWire(crc_field.data())) return Err{WireError::kBadCrc};
+    uint32_t state =
+        Crc32cExtend(kCrc32cInit, placed.empty() ? head.first(total - kDgramCrcSize) : head);
+    if (!placed.empty()) state = Crc32cExtend(Crc32cExtend(state, placed), pad);
+    if (Crc32cFinalize(state) != LoadCrcWire(crc_field.data())) return Err{WireError::kBadCrc};
     d.crc_checked = true;
   }
 
@@ -278,11 +297,26 @@ Result<DecodedDgram, WireError> DecodeDgram(ByteSpan bytes, bool verify_crc) {
   if (!UlpduLengthOk(h.type, ulpdu_length)) return Err{WireError::kDgramBadLength};
 
   if (h.type == DgramType::kUdData) {
+    // UD datagrams are never received in place: the rule reads the whole
+    // ULPDU's first bytes from one view.
+    if (!placed.empty()) return Err{WireError::kDgramBadSegment};
     const uint8_t* mo =
         ulpdu_length >= kDdpUntaggedHeaderSize ? d.ulpdu.data() + kDdpUntaggedMoOffset : nullptr;
     if (!WholeDdpMessage(d.ulpdu[0], mo)) return Err{WireError::kDgramBadSegment};
   }
   return d;
+}
+
+}  // namespace
+
+Result<DecodedDgram, WireError> DecodeDgram(ByteSpan bytes, bool verify_crc) {
+  return DecodeParts(bytes, {}, {}, verify_crc);
+}
+
+Result<DecodedDgram, WireError> DecodeDgramSplit(ByteSpan head, ByteSpan placed, ByteSpan tail,
+                                                 bool verify_crc) {
+  if (placed.empty()) return Err{WireError::kDgramBadLength};
+  return DecodeParts(head, placed, tail, verify_crc);
 }
 
 }  // namespace iwarpx::wire

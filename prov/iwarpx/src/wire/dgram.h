@@ -105,7 +105,10 @@ struct DgramHeader {
 
 struct DecodedDgram {
   DgramHeader header;
-  ByteSpan ulpdu;            // view into the decoded bytes; empty for ack/control
+  ByteSpan ulpdu;  // view into the decoded bytes; empty for ack/control
+  // The rest of the ULPDU when it was received in place (DecodeDgramSplit):
+  // the ULPDU is ulpdu ‖ ulpdu_placed. Empty from DecodeDgram.
+  ByteSpan ulpdu_placed;
   bool crc_present = false;  // the C flag
   bool crc_checked = false;  // C set, verify_crc requested, and the CRC matched
 };
@@ -175,6 +178,17 @@ Result<DgramFraming, WireError> FrameDgram(const DgramHeader& header,
 // A datagram with C clear is accepted without a CRC check (its CRC field is
 // ignored); a receiver whose policy requires CRC checks crc_present itself.
 Result<DecodedDgram, WireError> DecodeDgram(ByteSpan bytes, bool verify_crc);
+
+// The same decode of a datagram received in three pieces, head ‖ placed ‖
+// tail (rd::DgramPort's in-place receive): the ULPDU must be exactly
+// head[40..] ‖ placed (`placed` not empty) and `tail` exactly its pad and
+// CRC, else kDgramBadLength; the other checks, in the order above, are those
+// of DecodeDgram on the concatenated bytes, except that UD data is refused
+// (kDgramBadSegment: UD datagrams are never received in place). The CRC is
+// computed over the pieces where they lie. Result: `ulpdu` views head[40..],
+// `ulpdu_placed` views `placed`.
+Result<DecodedDgram, WireError> DecodeDgramSplit(ByteSpan head, ByteSpan placed, ByteSpan tail,
+                                                 bool verify_crc);
 
 // RD sequence numbers: RFC 1982 serial-number arithmetic with SERIAL_BITS = 32.
 // a and b exactly 2^31 apart are unordered (both SeqLt(a, b) and SeqLt(b, a)

@@ -9,6 +9,10 @@
 //     re-encoded field must be zero.
 //   * FrameDgram over the ULPDU split in two gives the same header, trailer
 //     and size as EncodeDgram.
+//   * DecodeDgramSplit of the input cut into head ‖ placed ‖ tail at points
+//     chosen by the input agrees with DecodeDgram of the whole: whatever it
+//     accepts, DecodeDgram accepts with the same header, flags and ULPDU bytes
+//     (and its views stay inside their pieces).
 // Seeds: corpus/dgram/ (valid datagrams of every type plus edge cases).
 #include <cstddef>
 #include <cstdint>
@@ -48,8 +52,32 @@ void CheckReencode(ByteSpan in, const DecodedDgram& d) {
                     fr.trailer_size) == 0);
 }
 
+void CheckSplit(ByteSpan in) {
+  if (in.size() < kDgramHeaderSize + 2) return;
+  const size_t head = kDgramHeaderSize + in[in.size() - 1] % 32;
+  const size_t tail = in[in.size() - 2] % 8;
+  if (head + tail >= in.size()) return;
+  const ByteSpan h = in.first(head);
+  const ByteSpan p = in.subspan(head, in.size() - head - tail);
+  const ByteSpan t = in.subspan(in.size() - tail);
+  for (const bool verify : {true, false}) {
+    const auto split = DecodeDgramSplit(h, p, t, verify);
+    if (!split.ok()) continue;
+    const auto whole = DecodeDgram(in, verify);
+    Check(whole.ok());
+    const DecodedDgram& s = split.value();
+    const DecodedDgram& w = whole.value();
+    Check(s.header == w.header && s.crc_present == w.crc_present && s.crc_checked == w.crc_checked);
+    Check(s.ulpdu.data() == h.data() + kDgramHeaderSize &&
+          s.ulpdu.size() == head - kDgramHeaderSize);
+    Check(s.ulpdu_placed.data() == p.data() && s.ulpdu_placed.size() == p.size());
+    Check(w.ulpdu.size() == s.ulpdu.size() + s.ulpdu_placed.size());
+  }
+}
+
 void FuzzOne(const uint8_t* data, size_t size) {
   const ByteSpan in(data, size);
+  CheckSplit(in);
   const auto verified = DecodeDgram(in, /*verify_crc=*/true);
   const auto unverified = DecodeDgram(in, /*verify_crc=*/false);
   if (verified.ok()) {
