@@ -87,7 +87,7 @@ class DgramPortPlaceTest : public ::testing::Test {
     StoreBe32(&u[2], kStag);
     StoreBe64(&u[6], to);
     for (size_t i = wire::kDgramMinDdpSegment; i < u.size(); ++i) {
-      u[i] = static_cast<uint8_t>(i * 7 + seq * 13);
+      u[i] = static_cast<uint8_t>(i * 7 + size_t{seq} * 13);
     }
     return u;
   }
