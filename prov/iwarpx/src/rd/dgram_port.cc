@@ -98,9 +98,19 @@ size_t DgramPort::OnReadable(size_t budget) {
     // Every guessed message is checked (and a wrong one put back together)
     // before the first is dispatched: dispatching places data, which could
     // land on another guess's dest still holding a datagram's bytes.
+    bool hit = false;
     for (size_t i = 0; i < guessed; ++i) {
-      if (i < r.count) matched_[i] = Settle(i) ? 1 : 0;
+      if (i < r.count) {
+        matched_[i] = Settle(i) ? 1 : 0;
+        hit = hit || matched_[i] != 0;
+      }
       msgs_[i].iov = std::span<const iovec>(&iovs_[i], 1);
+    }
+    if (hit) {
+      guess_backoff_ = 0;
+    } else if (guessed > 0 && r.count > 0) {
+      guess_backoff_ = std::min(2 * guess_backoff_ + 1, kMaxGuessBackoff);
+      guess_skip_ = guess_backoff_;
     }
     for (size_t i = 0; i < r.count; ++i) {
       if (i < guessed && matched_[i] != 0) {
@@ -124,6 +134,10 @@ size_t DgramPort::OnReadable(size_t budget) {
 }
 
 size_t DgramPort::Guess(size_t want) {
+  if (guess_skip_ > 0) {
+    --guess_skip_;
+    return 0;
+  }
   if (guesses_.empty()) {
     guesses_.resize(msgs_.size());
     in_place_.resize(msgs_.size());

@@ -33,7 +33,11 @@
 // decides where its bytes are written first. What makes that safe is the
 // predictor's promise (PlacementPredictor): whatever lands in `dest` for a
 // wrong guess, or a right one that fails its CRC, is overwritten by the right
-// bytes before anyone may read them.
+// bytes before anyone may read them. A read whose guessed datagrams were all
+// wrong costs a copy of what landed in the guessed ranges; after one the port
+// stops asking for a while (1, 3, 7 ... up to kMaxGuessBackoff reads, reset
+// by a right guess), so a peer whose Read Responses are interleaved with
+// other bulk traffic pays that copy rarely.
 #pragma once
 
 #include <array>
@@ -139,6 +143,7 @@ class DgramPort {
   [[nodiscard]] int fd() const { return socket_.fd(); }
 
  private:
+  static constexpr uint32_t kMaxGuessBackoff = 63;
   // The head piece of an in-place receive: datagram header + tagged DDP header.
   static constexpr size_t kHeadPiece = wire::kDgramHeaderSize + wire::kDgramMinDdpSegment;
   struct InPlace {
@@ -166,6 +171,8 @@ class DgramPort {
   std::vector<PlacementGuess> guesses_;  // allocated with the first predictor use
   std::vector<InPlace> in_place_;
   std::vector<uint8_t> matched_;
+  uint32_t guess_backoff_ = 0;  // reads without guesses after the next all-wrong one
+  uint32_t guess_skip_ = 0;     // reads left without guesses
   PortCounters counters_;
 };
 

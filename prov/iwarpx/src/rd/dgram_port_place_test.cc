@@ -231,5 +231,38 @@ TEST_F(DgramPortPlaceTest, AGuessThePortCannotTakeIsReceivedAsUsual) {
   EXPECT_EQ(rx_->counters().placed + rx_->counters().place_misses, 0u);
 }
 
+// A read whose guesses were all wrong makes the port stop asking for 1, then
+// 3, 7 ... reads; a right guess ends the backoff.
+TEST_F(DgramPortPlaceTest, AllWrongGuessesBackOffAndARightOneEndsIt) {
+  std::vector<uint8_t> sink(8000, 0);
+  guesser_.guesses = {Guess(1, 0x0, MutableByteSpan(sink.data(), 8000))};
+  auto read_one = [&](uint32_t seq) {
+    Send(Data(seq), Response(0x7000, 8000, seq));  // never the guessed TO
+    ASSERT_EQ(rx_->OnReadable(64), 1u);
+  };
+  read_one(1);  // guessed, wrong: skip the next read
+  EXPECT_EQ(guesser_.calls, 1);
+  read_one(2);
+  EXPECT_EQ(guesser_.calls, 1);
+  read_one(3);  // guessed again, wrong: skip 3
+  EXPECT_EQ(guesser_.calls, 2);
+  for (uint32_t s = 4; s < 7; ++s) read_one(s);
+  EXPECT_EQ(guesser_.calls, 2);
+  EXPECT_EQ(rx_->counters().place_misses, 2u);
+  // Reads that receive nothing use the backoff up too, without counting as misses.
+  read_one(7);  // guessed, wrong: skip 7
+  EXPECT_EQ(guesser_.calls, 3);
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(rx_->OnReadable(64), 0u);
+  EXPECT_EQ(guesser_.calls, 3);
+  // A right guess ends it: the next read is guessed again.
+  Send(Data(8), Response(0x0, 8000, 8));
+  guesser_.guesses[0].seq = 8;
+  ASSERT_EQ(rx_->OnReadable(64), 1u);
+  EXPECT_EQ(rx_->counters().placed, 1u);
+  read_one(9);
+  EXPECT_EQ(guesser_.calls, 5);
+  EXPECT_EQ(recorder_.seen.size(), 9u);
+}
+
 }  // namespace
 }  // namespace iwarpx::rd
