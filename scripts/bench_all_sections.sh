@@ -146,7 +146,7 @@ section_cmd() {
       if ((quick)); then
         printf '%s\n' 1 --sizes 8,1024,65536 --iters 1000
       else
-        printf '%s\n' 3 --sizes 8,64,1024,8192,65536,1048576 --iters 10000
+        printf '%s\n' 3 --sizes 8,64,1024,8192,65536,1048576 --iters 10000 --budget 1g
       fi ;;
     scale)  # failed runs read n/a (not --strict): the report counts them
       printf '%s\n' scripts/bench_scale.sh "${b[@]}" --modes ud,hybrid,rc,tcp-rxm,udp-rxd

@@ -15,6 +15,9 @@
 #   --no-build      use DIR's libiwarpx-fi.so as it is
 #   --sizes LIST    comma-separated sizes for fi_pingpong -S (default 8,64,1024,8192,32768)
 #   --iters N       fi_pingpong -I per run (default 20000)
+#   --budget BYTES  at most BYTES (k, m, g suffixes) per run and size: -I is
+#                   min(N, max(100, BYTES / size)), so large sizes over a slow
+#                   transport finish inside the run timeout (default: no budget)
 #   --repeat N      runs per provider, alternating, median reported (default 3)
 #   --subject PROV  the provider measured against the anchors (default iwarpx; e.g.
 #                   --ep msg --subject iwarpx+sctp --anchors iwarpx+tcp: SCTP against TCP)
@@ -27,6 +30,7 @@ cd "$(dirname "$0")/.." || exit 1
 build=build
 sizes=8,64,1024,8192,32768
 iters=20000
+budget=0
 repeat=3
 ep=dgram
 anchors=
@@ -38,6 +42,9 @@ while (($#)); do
     --build) build=$2; shift ;;
     --sizes) sizes=$2; shift ;;
     --iters) iters=$2; shift ;;
+    --budget)
+      budget=$(numfmt --from=iec "${2^^}" 2>/dev/null) || { echo "bench_pingpong.sh: --budget $2" >&2; exit 2; }
+      shift ;;
     --repeat) repeat=$2; shift ;;
     --ep) ep=$2; shift ;;
     --anchors) anchors=$2; shift ;;
@@ -89,15 +96,19 @@ run() {
   local env_args=(env -u FI_IWARPX_SEND_RULES -u FI_IWARPX_RC_THRESHOLD_MSGS -u FI_IWARPX_MAX_RC
                   -u FI_IWARPX_LLP "${mode_env[@]}")
   ((${#mode_env[@]})) || env_args=(env)
+  local n=$iters
+  if ((budget > 0 && budget / size < n)); then
+    n=$((budget / size > 100 ? budget / size : 100))
+  fi
   port=$(free_port)
-  "${env_args[@]}" timeout 120 "$pingpong" -p "$prov" -e "$ep" -I "$iters" -S "$size" -B "$port" >/dev/null 2>&1 &
+  "${env_args[@]}" timeout 120 "$pingpong" -p "$prov" -e "$ep" -I "$n" -S "$size" -B "$port" >/dev/null 2>&1 &
   srv=$!
   pids+=("$srv")
   for _ in $(seq 100); do
     ss -H -ltn "sport = :$port" | grep -q LISTEN && break
     sleep 0.1
   done
-  "${env_args[@]}" timeout 120 "$pingpong" -p "$prov" -e "$ep" -I "$iters" -S "$size" -P "$port" 127.0.0.1 2>&1 |
+  "${env_args[@]}" timeout 120 "$pingpong" -p "$prov" -e "$ep" -I "$n" -S "$size" -P "$port" 127.0.0.1 2>&1 |
     awk -v s="$size" '$1 ~ /^[0-9]/ && $3 ~ /^=/ { print s, $7, $6 }' >>"$out"
   wait "$srv" 2>/dev/null
 }
@@ -127,7 +138,9 @@ median() {  # median of column $3 (2: usec, 3: MB/s) for size $2 in file $1
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
 
 echo "# $cmdline"
-echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, fi_pingpong -e $ep -I $iters, median of $repeat"
+budget_note=
+((budget > 0)) && budget_note=" (at most $(numfmt --to=iec "$budget")B per size)"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, fi_pingpong -e $ep -I $iters$budget_note, median of $repeat"
 echo
 head="| size (B) |"
 rule="|---:|"
