@@ -434,6 +434,7 @@ void QueuePair::UnbuildReadResponse(TxFpdu& f) {
     ++irq_count_;
   }
   irq_[irq_head_].done -= len;
+  prefer_irq_ = true;  // it goes next, as it would have
   --tx_stats_.fpdus;
   tx_stats_.payload_bytes -= len;
   f.active = false;

@@ -444,7 +444,10 @@ class QueuePair {
   // took nothing (an RD stream whose window is full refuses whole FPDUs):
   // drop it and give its bytes back to its IRQ entry, so it is built again,
   // from the region resolved anew, when the connection takes more. Stashing
-  // it instead copied every 64 KiB response the window held back.
+  // it instead copied every 64 KiB response the window held back. Over TCP
+  // and SCTP too (a full socket): a source region closed before the rebuild
+  // then ends the Read with a Terminate one FPDU earlier than the stash did,
+  // as every later FPDU of that Read would have.
   void UnbuildReadResponse(TxFpdu& f);
   void FinishTxFpdu();
   bool SqHasWork() const;

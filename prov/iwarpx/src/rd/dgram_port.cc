@@ -95,34 +95,37 @@ size_t DgramPort::OnReadable(size_t budget) {
     const size_t want = std::min(budget - done, msgs_.size());
     const size_t guessed = predictor_ != nullptr ? Guess(want) : 0;
     const transport::BatchResult r = socket_.RecvBatch(std::span(msgs_.data(), want));
-    // Every guessed message is checked (and a wrong one put back together)
-    // before the first is dispatched: dispatching places data, which could
-    // land on another guess's dest still holding a datagram's bytes.
+    if (guessed == 0 && r.count > 0 && guess_skip_ > 0) --guess_skip_;
+    // Every guessed message is checked, a right one decoded (its CRC read
+    // from the sink) and a wrong one put back together, before the first is
+    // dispatched: dispatching places data, which could land on another
+    // guess's dest still holding a datagram's bytes, and may complete or
+    // fail a Read, after which the application may free its sink.
     bool hit = false;
+    bool costly_miss = false;
     for (size_t i = 0; i < guessed; ++i) {
       if (i < r.count) {
-        matched_[i] = Settle(i) ? 1 : 0;
-        hit = hit || matched_[i] != 0;
+        const Settled how = Settle(i);
+        matched_[i] = how == Settled::kHit ? 1 : 0;
+        hit = hit || how == Settled::kHit;
+        costly_miss = costly_miss || how == Settled::kCostlyMiss;
       }
       msgs_[i].iov = std::span<const iovec>(&iovs_[i], 1);
     }
     if (hit) {
       guess_backoff_ = 0;
-    } else if (guessed > 0 && r.count > 0) {
+    } else if (costly_miss) {
       guess_backoff_ = std::min(2 * guess_backoff_ + 1, kMaxGuessBackoff);
       guess_skip_ = guess_backoff_;
     }
     for (size_t i = 0; i < r.count; ++i) {
       if (i < guessed && matched_[i] != 0) {
-        const InPlace& p = in_place_[i];
-        const auto& dest = p.iov[1];
-        const size_t tail = msgs_[i].bytes - kHeadPiece - dest.iov_len;
-        Deliver(wire::DecodeDgramSplit(
-                    ByteSpan(p.head.data(), p.head.size()),
-                    ByteSpan(static_cast<const uint8_t*>(dest.iov_base), dest.iov_len),
-                    ByteSpan(static_cast<const uint8_t*>(p.iov[2].iov_base), tail),
-                    /*verify_crc=*/true),
-                msgs_[i].addr);
+        const SplitDecode& sd = split_[i];
+        if (sd.ok) {
+          DeliverDecoded(sd.dgram, msgs_[i].addr);
+        } else {
+          CountUndecodable(sd.err);
+        }
         continue;
       }
       Dispatch(ByteSpan(Buffer(i), msgs_[i].bytes), msgs_[i].truncated, msgs_[i].addr);
@@ -134,14 +137,12 @@ size_t DgramPort::OnReadable(size_t budget) {
 }
 
 size_t DgramPort::Guess(size_t want) {
-  if (guess_skip_ > 0) {
-    --guess_skip_;
-    return 0;
-  }
+  if (guess_skip_ > 0) return 0;  // counted down by reads that got datagrams
   if (guesses_.empty()) {
     guesses_.resize(msgs_.size());
     in_place_.resize(msgs_.size());
     matched_.resize(msgs_.size());
+    split_.resize(msgs_.size());
   }
   const size_t n = std::min(predictor_->PredictPlacement(std::span(guesses_.data(), want)), want);
   for (size_t i = 0; i < n; ++i) {
@@ -162,7 +163,7 @@ size_t DgramPort::Guess(size_t want) {
   return n;
 }
 
-bool DgramPort::Settle(size_t i) {
+DgramPort::Settled DgramPort::Settle(size_t i) {
   const PlacementGuess& g = guesses_[i];
   const InPlace& p = in_place_[i];
   const transport::DgramMessage& m = msgs_[i];
@@ -181,14 +182,25 @@ bool DgramPort::Settle(size_t i) {
                      LoadBe64(h + wire::kDgramHeaderSize + 6) == g.to && m.addr == g.from;
   if (match) {
     ++counters_.placed;
-    return true;
+    auto d = wire::DecodeDgramSplit(
+        ByteSpan(p.head.data(), p.head.size()), g.dest,
+        ByteSpan(static_cast<const uint8_t*>(p.iov[2].iov_base), m.bytes - kHeadPiece - payload),
+        /*verify_crc=*/true);
+    SplitDecode& sd = split_[i];
+    sd.ok = d.ok();
+    if (d.ok()) {
+      sd.dgram = *d;
+    } else {
+      sd.err = d.error();
+    }
+    return Settled::kHit;
   }
   ++counters_.place_misses;
   uint8_t* buf = Buffer(i);
   std::memcpy(buf, h, std::min(m.bytes, kHeadPiece));
-  if (m.bytes > kHeadPiece)
-    std::memcpy(buf + kHeadPiece, g.dest.data(), std::min(m.bytes - kHeadPiece, payload));
-  return false;
+  const size_t landed = m.bytes > kHeadPiece ? std::min(m.bytes - kHeadPiece, payload) : 0;
+  if (landed > 0) std::memcpy(buf + kHeadPiece, g.dest.data(), landed);
+  return landed >= kCostlyMiss ? Settled::kCostlyMiss : Settled::kMiss;
 }
 
 void DgramPort::Dispatch(ByteSpan bytes, bool truncated, const transport::SockAddr& from) {
@@ -196,30 +208,34 @@ void DgramPort::Dispatch(ByteSpan bytes, bool truncated, const transport::SockAd
     ++counters_.truncated;
     return;
   }
-  Deliver(wire::DecodeDgram(bytes, /*verify_crc=*/true), from);
+  auto d = wire::DecodeDgram(bytes, /*verify_crc=*/true);
+  if (d.ok()) {
+    DeliverDecoded(*d, from);
+  } else {
+    CountUndecodable(d.error());
+  }
 }
 
-void DgramPort::Deliver(const Result<wire::DecodedDgram, wire::WireError>& d,
-                        const transport::SockAddr& from) {
-  if (!d.ok()) {
-    if (d.error() == wire::WireError::kBadCrc) {
-      ++counters_.bad_crc;
-    } else {
-      ++counters_.malformed;
-    }
-    return;
+void DgramPort::CountUndecodable(wire::WireError e) {
+  if (e == wire::WireError::kBadCrc) {
+    ++counters_.bad_crc;
+  } else {
+    ++counters_.malformed;
   }
-  if (config_.require_crc && !d->crc_present) {
+}
+
+void DgramPort::DeliverDecoded(const wire::DecodedDgram& d, const transport::SockAddr& from) {
+  if (config_.require_crc && !d.crc_present) {
     ++counters_.no_crc;
     return;
   }
-  auto it = receivers_.find(d->header.dst_qpn);
+  auto it = receivers_.find(d.header.dst_qpn);
   if (it == receivers_.end()) {
     ++counters_.unknown_qpn;
     return;
   }
   ++counters_.delivered;
-  it->second->OnDatagram(*d, from);
+  it->second->OnDatagram(d, from);
 }
 
 }  // namespace iwarpx::rd

@@ -33,11 +33,14 @@
 // decides where its bytes are written first. What makes that safe is the
 // predictor's promise (PlacementPredictor): whatever lands in `dest` for a
 // wrong guess, or a right one that fails its CRC, is overwritten by the right
-// bytes before anyone may read them. A read whose guessed datagrams were all
-// wrong costs a copy of what landed in the guessed ranges; after one the port
-// stops asking for a while (1, 3, 7 ... up to kMaxGuessBackoff reads, reset
-// by a right guess), so a peer whose Read Responses are interleaved with
-// other bulk traffic pays that copy rarely.
+// bytes before anyone may read them. Right guesses are also decoded (their
+// CRC read from the sink) before the first dispatch: a dispatch may complete
+// or fail a Read, after which the application may free its sink. A read whose
+// guesses were all wrong and that copied at least kCostlyMiss bytes back out
+// of a guessed range makes the port stop asking for a while (the next 1, 3,
+// 7 ... up to kMaxGuessBackoff reads that receive datagrams; a right guess
+// resets it), so a peer whose Read Responses are interleaved with other bulk
+// traffic pays that copy rarely.
 #pragma once
 
 #include <array>
@@ -151,14 +154,25 @@ class DgramPort {
     std::array<iovec, 3> iov;
   };
 
+  // A guessed datagram that matched, decoded before anything is dispatched.
+  struct SplitDecode {
+    wire::DecodedDgram dgram;
+    wire::WireError err{};
+    bool ok = false;
+  };
+  enum class Settled : uint8_t { kHit, kMiss, kCostlyMiss };
+  // A wrong guess that landed this many bytes in its dest counts for the backoff.
+  static constexpr size_t kCostlyMiss = 4096;
+
   void Dispatch(ByteSpan bytes, bool truncated, const transport::SockAddr& from);
-  void Deliver(const Result<wire::DecodedDgram, wire::WireError>& d,
-               const transport::SockAddr& from);
+  void CountUndecodable(wire::WireError e);
+  void DeliverDecoded(const wire::DecodedDgram& d, const transport::SockAddr& from);
   // Points the first guesses' messages at their head, dest and tail; returns how many.
   size_t Guess(size_t want);
-  // After the read: true if message i matched its guess (its payload is in
-  // place); false after putting it back together in its buffer.
-  bool Settle(size_t i);
+  // After the read: kHit if message i matched its guess (its payload is in
+  // place; split_[i] holds its decode); otherwise it was put back together in
+  // its buffer, kCostlyMiss if kCostlyMiss bytes or more had landed in dest.
+  Settled Settle(size_t i);
   [[nodiscard]] uint8_t* Buffer(size_t i) { return buffers_.data() + i * wire::kDgramMaxSize; }
 
   transport::DatagramSocket& socket_;
@@ -171,6 +185,7 @@ class DgramPort {
   std::vector<PlacementGuess> guesses_;  // allocated with the first predictor use
   std::vector<InPlace> in_place_;
   std::vector<uint8_t> matched_;
+  std::vector<SplitDecode> split_;
   uint32_t guess_backoff_ = 0;  // reads without guesses after the next all-wrong one
   uint32_t guess_skip_ = 0;     // reads left without guesses
   PortCounters counters_;

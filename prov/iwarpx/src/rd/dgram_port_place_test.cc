@@ -231,37 +231,70 @@ TEST_F(DgramPortPlaceTest, AGuessThePortCannotTakeIsReceivedAsUsual) {
   EXPECT_EQ(rx_->counters().placed + rx_->counters().place_misses, 0u);
 }
 
-// A read whose guesses were all wrong makes the port stop asking for 1, then
-// 3, 7 ... reads; a right guess ends the backoff.
-TEST_F(DgramPortPlaceTest, AllWrongGuessesBackOffAndARightOneEndsIt) {
+// A read whose guesses were all wrong and copied a payload back out of the
+// guessed range makes the port stop asking for the next 1, then 3, 7 ...
+// reads that receive datagrams; a wrong guess that cost no such copy (an ack)
+// does not, and a right guess ends the backoff.
+TEST_F(DgramPortPlaceTest, CostlyWrongGuessesBackOffAndARightOneEndsIt) {
   std::vector<uint8_t> sink(8000, 0);
   guesser_.guesses = {Guess(1, 0x0, MutableByteSpan(sink.data(), 8000))};
   auto read_one = [&](uint32_t seq) {
     Send(Data(seq), Response(0x7000, 8000, seq));  // never the guessed TO
     ASSERT_EQ(rx_->OnReadable(64), 1u);
   };
-  read_one(1);  // guessed, wrong: skip the next read
+  wire::DgramHeader ack;
+  ack.type = wire::DgramType::kRdAck;
+  ack.dst_qpn = kOurQpn;
+  ack.src_qpn = kPeerQpn;
+  ack.session = kSession;
+  ack.has_ack = true;
+  ack.echo_session = 77;
+  Send(ack, {});
+  ASSERT_EQ(rx_->OnReadable(64), 1u);  // guessed, wrong, cheap: no backoff
   EXPECT_EQ(guesser_.calls, 1);
+  read_one(1);  // guessed, wrong, copied 8000 bytes: skip the next read
+  EXPECT_EQ(guesser_.calls, 2);
   read_one(2);
-  EXPECT_EQ(guesser_.calls, 1);
+  EXPECT_EQ(guesser_.calls, 2);
   read_one(3);  // guessed again, wrong: skip 3
-  EXPECT_EQ(guesser_.calls, 2);
+  EXPECT_EQ(guesser_.calls, 3);
   for (uint32_t s = 4; s < 7; ++s) read_one(s);
-  EXPECT_EQ(guesser_.calls, 2);
-  EXPECT_EQ(rx_->counters().place_misses, 2u);
-  // Reads that receive nothing use the backoff up too, without counting as misses.
-  read_one(7);  // guessed, wrong: skip 7
   EXPECT_EQ(guesser_.calls, 3);
-  for (int i = 0; i < 7; ++i) EXPECT_EQ(rx_->OnReadable(64), 0u);
-  EXPECT_EQ(guesser_.calls, 3);
+  read_one(7);  // guessed, wrong: skip 7 reads that receive datagrams
+  EXPECT_EQ(guesser_.calls, 4);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(rx_->OnReadable(64), 0u);  // empty: not counted
+  for (uint32_t s = 8; s < 15; ++s) read_one(s);
+  EXPECT_EQ(guesser_.calls, 4);
+  EXPECT_EQ(rx_->counters().place_misses, 4u);
   // A right guess ends it: the next read is guessed again.
-  Send(Data(8), Response(0x0, 8000, 8));
-  guesser_.guesses[0].seq = 8;
+  Send(Data(15), Response(0x0, 8000, 15));
+  guesser_.guesses[0].seq = 15;
   ASSERT_EQ(rx_->OnReadable(64), 1u);
   EXPECT_EQ(rx_->counters().placed, 1u);
-  read_one(9);
-  EXPECT_EQ(guesser_.calls, 5);
-  EXPECT_EQ(recorder_.seen.size(), 9u);
+  read_one(16);
+  EXPECT_EQ(guesser_.calls, 6);
+  EXPECT_EQ(recorder_.seen.size(), 17u);
+}
+
+// A dispatch may end a Read (its completion, or its QP failing), after
+// which the application may free or reuse the sink: a right guess later in
+// the same read is decoded, its CRC read from the sink, before the first
+// dispatch. Here the receiver overwrites the second datagram's range while
+// the first is dispatched; the second still passes its CRC check.
+TEST_F(DgramPortPlaceTest, RightGuessesAreDecodedBeforeTheFirstDispatch) {
+  std::vector<uint8_t> sink(16000, 0);
+  Send(Data(1), Response(0x0, 8000, 1));
+  Send(Data(2), Response(8000, 8000, 2));
+  guesser_.guesses = {Guess(1, 0x0, MutableByteSpan(sink.data(), 8000)),
+                      Guess(2, 8000, MutableByteSpan(sink.data() + 8000, 8000))};
+  recorder_.on_datagram = [&] {
+    if (recorder_.seen.size() == 1) std::fill(sink.begin() + 8000, sink.end(), uint8_t{0xEE});
+  };
+  ASSERT_EQ(rx_->OnReadable(64), 2u);
+  EXPECT_EQ(rx_->counters().placed, 2u);
+  EXPECT_EQ(rx_->counters().bad_crc, 0u);
+  EXPECT_EQ(rx_->counters().delivered, 2u);
+  EXPECT_EQ(recorder_.seen.size(), 2u);
 }
 
 }  // namespace
