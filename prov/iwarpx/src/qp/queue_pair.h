@@ -289,35 +289,37 @@ class QueuePair {
 
  private:
   enum class SqOp : uint8_t { kSend, kWrite, kRead, kAtomic };
+  // Fields ordered by size (no padding holes): the send ring holds one per
+  // slot, two on a quiet peer's QP.
   struct SqEntry {
-    SqOp op = SqOp::kSend;
     uint64_t context = 0;
-    uint32_t flags = 0;
     Sgl sgl;
     size_t length = 0;
-    uint32_t remote_stag = 0;
     uint64_t remote_to = 0;
-    uint32_t local_stag = 0;
     uint64_t local_to = 0;
-    size_t tx_done = 0;      // payload bytes cut into FPDUs so far
-    size_t rx_done = 0;      // Read: response bytes placed so far
-    bool completed = false;  // reported (or unsignaled and finished)
-    bool has_imm = false;    // Write / Send followed by Immediate Data
+    size_t tx_done = 0;  // payload bytes cut into FPDUs so far
+    size_t rx_done = 0;  // Read: response bytes placed so far
     uint64_t imm = 0;
-    bool imm_next = false;  // Send: its data is cut; the Immediate Data is next
     // Atomic: the RFC 7306 request fields on the 8-byte word (work_request.h)
     // and where the original value's lane goes.
-    wire::AtomicOp atomic_op = wire::AtomicOp::kFetchAdd;
     uint64_t operand = 0;
     uint64_t operand_mask = 0;
     uint64_t compare = 0;
     uint64_t compare_mask = 0;
     void* result = nullptr;
+    uint64_t xor_operand = 0;  // on the word, in the lane
+    uint32_t flags = 0;
+    uint32_t remote_stag = 0;
+    uint32_t local_stag = 0;
+    uint16_t stream = 0;  // Send on SCTP: SendWr::stream
+    SqOp op = SqOp::kSend;
+    bool completed = false;  // reported (or unsignaled and finished)
+    bool has_imm = false;    // Write / Send followed by Immediate Data
+    bool imm_next = false;   // Send: its data is cut; the Immediate Data is next
+    wire::AtomicOp atomic_op = wire::AtomicOp::kFetchAdd;
     uint8_t result_size = 8;
     uint8_t result_shift = 0;
-    bool xor_loop = false;     // AtomicWr::xor_loop: compare_data is the guess
-    uint64_t xor_operand = 0;  // on the word, in the lane
-    uint16_t stream = 0;       // Send on SCTP: SendWr::stream
+    bool xor_loop = false;  // AtomicWr::xor_loop: compare_data is the guess
   };
   struct RqEntry {
     uint64_t context = 0;
@@ -351,28 +353,29 @@ class QueuePair {
   // What to do when an FPDU has been fully written.
   enum class TxDone : uint8_t { kNothing, kSqSegment, kTerminate };
   // The FPDU being written: header bytes, framing, and the gather list.
+  // Fields ordered by size (no padding holes).
   struct TxFpdu {
-    bool active = false;
     std::array<uint8_t, 72> header{};
-    size_t header_size = 0;
     wire::FpduFraming framing;
     std::array<iovec, kMaxSge + 3> iov{};
+    size_t header_size = 0;
     size_t iov_count = 0;
     size_t total = 0;
     size_t sent = 0;
-    TxDone done = TxDone::kNothing;
     uint64_t sq_seq = 0;  // kSqSegment: the WR's sequence number
-    bool last = false;    // kSqSegment: the WR's last FPDU
     // The payload points into a region only borrowed through an STag (a Read
     // Response source): it must not be referenced once the call that
     // resolved it returns (see StashBorrowedPayload).
     // Offered to the connection as lent memory (transport::LentIov): iov[lent_iov]
     // is the payload, in the region of STag lent_key.
+    uint32_t lent_key = 0;
+    uint16_t stream = 0;  // SCTP stream (SctpFraming, "Streams")
+    bool active = false;
+    TxDone done = TxDone::kNothing;
+    bool last = false;  // kSqSegment: the WR's last FPDU
     bool borrowed = false;
     uint8_t lent_iov = 0;
-    uint32_t lent_key = 0;
     bool stashed = false;  // its rest lives in tx_stash_ (and markers use it too)
-    uint16_t stream = 0;   // SCTP stream (SctpFraming, "Streams")
   };
   enum class RxDest : uint8_t { kNone, kTagged, kRecv };
   enum class Dispatch : uint8_t { kProceed, kBlock, kFailed };
@@ -488,7 +491,7 @@ class QueuePair {
   // i lives at sq_[i % sq_.size()]. The storage starts at kSqInitialSlots and
   // doubles when full, up to sq_capacity_ (config.sq_size): a QP that never
   // has many sends outstanding (most peers of an RDM endpoint) does not pay
-  // for a deep queue's 232-byte entries.
+  // for a deep queue's 200-byte entries.
   static constexpr size_t kSqInitialSlots = 2;
   void GrowSq();
   std::vector<SqEntry> sq_;
@@ -529,7 +532,7 @@ class QueuePair {
 
   // Transmit batch: FPDUs [tx_head_, tx_head_ + tx_count_) of the ring are
   // built and not yet completely written; tx_ is the one being built. The
-  // ring starts with one slot (a TxFpdu is 272 bytes) and grows to kTxBatch
+  // ring starts with one slot (a TxFpdu is 256 bytes) and grows to kTxBatch
   // once a batch filled it with more work waiting (tx_ring_wanted_), at a
   // moment it is empty (a built FPDU's iovecs point into its own slot): a QP
   // that sends one message now and then (an RDM peer) keeps one slot.
