@@ -70,7 +70,8 @@ const char* AddrErrorName(AddrError e) {
   return "unknown";
 }
 
-SockAddr::SockAddr() {
+SockAddr::SockAddr() : storage_{} {
+  // Every byte: brace initialisation of the union sets its first member only.
   std::memset(&storage_, 0, sizeof(storage_));
   storage_.sa.sa_family = AF_UNSPEC;
 }
