@@ -4,7 +4,10 @@
 // endpoint send a message now and then) does not cost its full depth.
 //
 // Contract:
-// * capacity and the initial size are powers of two, initial <= capacity.
+// * capacity is a power of two; the initial size is 0 or a power of two, at
+//   most capacity. A ring of size 0 allocates nothing until its first Grow
+//   (for windows most peers never use, e.g. an RD stream's hold slots); no
+//   number may be accessed before that.
 // * Numbers may be 32-bit sequence numbers that wrap: size() divides 2^32,
 //   so n & (size() - 1) is the same slot whether n is taken mod 2^32 or not.
 // * Grow(first, live, need) makes size() >= need (need <= capacity()), and
@@ -30,11 +33,17 @@ class SeqRing {
  public:
   SeqRing(size_t capacity, size_t initial)
       : slots_(std::min(initial, capacity)), capacity_(capacity) {
-    assert(std::has_single_bit(capacity) && std::has_single_bit(initial));
+    assert(std::has_single_bit(capacity) && (initial == 0 || std::has_single_bit(initial)));
   }
 
-  T& operator[](uint64_t n) { return slots_[n & (slots_.size() - 1)]; }
-  const T& operator[](uint64_t n) const { return slots_[n & (slots_.size() - 1)]; }
+  T& operator[](uint64_t n) {
+    assert(!slots_.empty());
+    return slots_[n & (slots_.size() - 1)];
+  }
+  const T& operator[](uint64_t n) const {
+    assert(!slots_.empty());
+    return slots_[n & (slots_.size() - 1)];
+  }
   [[nodiscard]] size_t size() const { return slots_.size(); }
   [[nodiscard]] size_t capacity() const { return capacity_; }
 

@@ -54,5 +54,18 @@ TEST(SeqRingTest, MoveOnlySlotsAndNoGrowthWhenThereIsRoom) {
   EXPECT_EQ(*r[0], 1);
 }
 
+TEST(SeqRingTest, AnEmptyRingAllocatesOnItsFirstGrowth) {
+  SeqRing<uint64_t> r(16, 0);
+  EXPECT_EQ(r.size(), 0u);
+  EXPECT_EQ(r.capacity(), 16u);
+  const uint64_t first = 1000;
+  r.Grow(first, 0, 1);  // nothing live yet: only storage for one number
+  EXPECT_EQ(r.size(), 1u);
+  r[first] = 7;
+  r.Grow(first, 1, 3);
+  EXPECT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[first], 7u);
+}
+
 }  // namespace
 }  // namespace iwarpx

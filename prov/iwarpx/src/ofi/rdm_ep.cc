@@ -29,6 +29,10 @@ constexpr uint64_t kRxFlags = FI_COMPLETION | FI_MORE | FI_MSG | FI_TAGGED | FI_
                               FI_CLAIM | FI_DISCARD | FI_MULTI_RECV;
 constexpr uint64_t kPerPeerSq = 256;
 constexpr uint32_t kBouncesPerPeer = 2;
+// Receive ring of a peer's RD QP: bounces come on demand, one at a time, when
+// a message finds the ring empty (rdm_core_bounce.cc), so it never holds more
+// than one; two leave a margin (a ring entry is 96 bytes, per peer).
+constexpr uint32_t kRdRecvSlots = 2;
 
 uint64_t RecvFlags(bool tagged, bool has_data) {
   return FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (has_data ? FI_REMOTE_CQ_DATA : 0);
@@ -51,7 +55,7 @@ int RdmEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fi
   c.channel.place_reads = p.rd_place;
   c.channel.qp.stream.max_segment = static_cast<size_t>(p.rd_segment);  // 0: by path
   c.channel.qp.sq_size = kPerPeerSq;
-  c.channel.qp.rq_size = 2 * kBouncesPerPeer;
+  c.channel.qp.rq_size = kRdRecvSlots;
   c.bounce_size = static_cast<size_t>(p.rdm_eager);
   c.rndv_write = p.rndv_write;
   c.bounces_per_peer = kBouncesPerPeer;

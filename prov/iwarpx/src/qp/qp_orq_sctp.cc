@@ -24,9 +24,13 @@
 namespace iwarpx::qp {
 
 void QueuePair::PushOrq(uint64_t seq) {
+  if (orq_.empty()) {  // the first Read or Atomic: ORD slots (queue_pair.h, "Memory")
+    orq_.resize(ord_);
+    if (framing_) orq_state_.assign(ord_, OrqSlot::kPending);
+  }
   const size_t slot = (orq_head_ + orq_count_) % orq_.size();
   orq_[slot] = seq;
-  orq_state_[slot] = OrqSlot::kPending;
+  if (framing_) orq_state_[slot] = OrqSlot::kPending;
   ++orq_count_;
 }
 

@@ -383,7 +383,7 @@ QueuePair::Dispatch QueuePair::DispatchSend() {
 }
 
 QueuePair::RxMsg* QueuePair::FindRxMsg(uint32_t msn) {
-  for (RxMsg& m : rx_msgs_) {
+  for (RxMsg& m : *rx_msgs_) {
     if (m.active && m.msn == msn) return &m;
   }
   return nullptr;
@@ -403,7 +403,7 @@ QueuePair::Dispatch QueuePair::DispatchSendSctp() {
       rx_wait_recv_ = true;
       return Dispatch::kBlock;  // stop reading until PostRecv
     }
-    for (RxMsg& slot : rx_msgs_) {
+    for (RxMsg& slot : *rx_msgs_) {
       if (!slot.active) {
         m = &slot;
         break;

@@ -315,8 +315,8 @@ bool QueuePair::BuildAtomicResponse() {
 }
 
 void QueuePair::BuildTerminate() {
-  std::copy_n(term_bytes_.begin(), term_size_, tx_->header.begin());
-  tx_->header_size = term_size_;
+  std::copy_n(term_->bytes.begin(), term_->size, tx_->header.begin());
+  tx_->header_size = term_->size;
   tx_->iov_count = 2;
   tx_->done = TxDone::kTerminate;
 }

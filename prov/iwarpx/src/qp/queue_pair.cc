@@ -76,23 +76,23 @@ QueuePair::QueuePair(std::unique_ptr<SctpFraming> framing, transport::Connection
     : framing_(std::move(framing)),
       conn_(framing_ ? static_cast<transport::Connection&>(*framing_) : conn),
       stags_(stags),
-      pd_(pd),
+      sink_(sink),
       mpa_(mpa),
       config_(EffectiveConfig(config, mpa)),
-      sink_(sink),
       sq_(std::min<size_t>(config.sq_size, kSqInitialSlots)),
       sq_capacity_(config.sq_size),
       rq_(config.rq_size),
-      orq_(mpa.ord),
-      orq_state_(mpa.ord, OrqSlot::kPending),
+      rx_msgs_(framing_ ? std::make_unique<std::array<RxMsg, kMaxSctpStreams>>() : nullptr),
+      // orq_ (mpa.ord entries) is made at the first Read or Atomic (PushOrq),
+      // irq_ (mpa.ird entries) at the first inbound Read/Atomic Request.
       ord_(mpa.ord),
-      // irq_ (mpa.ird entries) is made at the first inbound Read/Atomic Request.
       tx_stash_size_(wire::MarkedFpduLength(0, config.max_fpdu_payload + kFpduOverhead) +
                      wire::kMarkerSize),
       tx_marker_body_(mpa.markers_tx ? config.max_fpdu_payload + kFpduOverhead : 0),
       rx_(RxConfigFor(mpa)),
       rx_stage_(std::make_unique_for_overwrite<uint8_t[]>(config.rx_staging_initial)),
       rx_stage_size_(config.rx_staging_initial),
+      pd_(pd),
       rx_short_read_drains_(!conn.preserves_message_boundaries()) {}
 
 QueuePair::~QueuePair() = default;
@@ -318,12 +318,13 @@ void QueuePair::StateRts(Event ev, wire::TermCause cause, ByteSpan offending,
     case Event::kLocalError: {
       state_ = QpState::kTerminate;
       const wire::TerminateHeader th = wire::MakeTerminate(cause, offending, segment_length);
-      auto n = wire::EncodeTerminateSegment(1, th, term_bytes_);
+      term_ = std::make_unique<TermImage>();
+      auto n = wire::EncodeTerminateSegment(1, th, term_->bytes);
       if (!n.ok()) {
-        n = wire::EncodeTerminateSegment(1, wire::MakeTerminate(cause), term_bytes_);
+        n = wire::EncodeTerminateSegment(1, wire::MakeTerminate(cause), term_->bytes);
       }
-      term_size_ = n.ok() ? *n : 0;
-      terminate_queued_ = term_size_ != 0;
+      term_->size = n.ok() ? *n : 0;
+      terminate_queued_ = term_->size != 0;
       ++term_stats_.sent;
       sink_.OnTerminated(cause, TermOrigin::kSent);
       FlushAll(WcError{TermOrigin::kSent, cause});
@@ -409,7 +410,9 @@ void QueuePair::FlushAll(const WcError& error) {
     sink_.OnError(r.context, WcOp::kRecv, error);
   }
   rq_head_ = rq_next_ = rq_tail_;
-  for (RxMsg& m : rx_msgs_) m.active = false;
+  if (rx_msgs_) {
+    for (RxMsg& m : *rx_msgs_) m.active = false;
+  }
   ResetRxFpdu();
 }
 

@@ -12,13 +12,15 @@
 // CompletionSink; all three must outlive it. No thread-safety: the caller
 // (progress engine) serialises every call. Nothing blocks.
 //
-// Memory: the receive ring and the ORD queue are allocated in Create(); the
-// parts a QP of a quiet peer does not need start small or come on first use,
-// each at most once per doubling: the send ring (kSqInitialSlots, doubling up
-// to sq_size), the transmit batch (one FPDU, then kTxBatch), the IRD queue
-// (at the first inbound Read or Atomic Request) and the receive staging
-// buffer (QpConfig::rx_staging_initial, doubling up to kRxStagingSize while
-// reads fill it). Nothing else allocates on the data path.
+// Memory: the receive ring is allocated in Create(), the SCTP message table
+// with the SCTP framing only; the parts a QP of a quiet peer does not need
+// start small or come on first use, each at most once per doubling: the send
+// ring (kSqInitialSlots, doubling up to sq_size), the transmit batch (one
+// FPDU, then kTxBatch), the ORD queue (at the first Read or Atomic), the IRD
+// queue (at the first inbound Read or Atomic Request), the Terminate image
+// (when one is due) and the receive staging buffer
+// (QpConfig::rx_staging_initial, doubling up to kRxStagingSize while reads
+// fill it). Nothing else allocates on the data path.
 //
 // Borrowed memory: a Read Response is sent straight from the responder's
 // registered region, resolved through the StagTable for each FPDU. If the
@@ -305,35 +307,37 @@ class QueuePair {
 
  private:
   enum class SqOp : uint8_t { kSend, kWrite, kRead, kAtomic };
+  // Fields ordered by size (no padding holes): the send ring holds one per
+  // slot, two on a quiet peer's QP.
   struct SqEntry {
-    SqOp op = SqOp::kSend;
     uint64_t context = 0;
-    uint32_t flags = 0;
     Sgl sgl;
     size_t length = 0;
-    uint32_t remote_stag = 0;
     uint64_t remote_to = 0;
-    uint32_t local_stag = 0;
     uint64_t local_to = 0;
-    size_t tx_done = 0;      // payload bytes cut into FPDUs so far
-    size_t rx_done = 0;      // Read: response bytes placed so far
-    bool completed = false;  // reported (or unsignaled and finished)
-    bool has_imm = false;    // Write / Send followed by Immediate Data
+    size_t tx_done = 0;  // payload bytes cut into FPDUs so far
+    size_t rx_done = 0;  // Read: response bytes placed so far
     uint64_t imm = 0;
-    bool imm_next = false;  // Send: its data is cut; the Immediate Data is next
     // Atomic: the RFC 7306 request fields on the 8-byte word (work_request.h)
     // and where the original value's lane goes.
-    wire::AtomicOp atomic_op = wire::AtomicOp::kFetchAdd;
     uint64_t operand = 0;
     uint64_t operand_mask = 0;
     uint64_t compare = 0;
     uint64_t compare_mask = 0;
     void* result = nullptr;
+    uint64_t xor_operand = 0;  // on the word, in the lane
+    uint32_t flags = 0;
+    uint32_t remote_stag = 0;
+    uint32_t local_stag = 0;
+    uint16_t stream = 0;  // Send on SCTP: SendWr::stream
+    SqOp op = SqOp::kSend;
+    bool completed = false;  // reported (or unsignaled and finished)
+    bool has_imm = false;    // Write / Send followed by Immediate Data
+    bool imm_next = false;   // Send: its data is cut; the Immediate Data is next
+    wire::AtomicOp atomic_op = wire::AtomicOp::kFetchAdd;
     uint8_t result_size = 8;
     uint8_t result_shift = 0;
-    bool xor_loop = false;     // AtomicWr::xor_loop: compare_data is the guess
-    uint64_t xor_operand = 0;  // on the word, in the lane
-    uint16_t stream = 0;       // Send on SCTP: SendWr::stream
+    bool xor_loop = false;  // AtomicWr::xor_loop: compare_data is the guess
   };
   struct RqEntry {
     uint64_t context = 0;
@@ -367,28 +371,29 @@ class QueuePair {
   // What to do when an FPDU has been fully written.
   enum class TxDone : uint8_t { kNothing, kSqSegment, kTerminate };
   // The FPDU being written: header bytes, framing, and the gather list.
+  // Fields ordered by size (no padding holes).
   struct TxFpdu {
-    bool active = false;
     std::array<uint8_t, 72> header{};
-    size_t header_size = 0;
     wire::FpduFraming framing;
     std::array<iovec, kMaxSge + 3> iov{};
+    size_t header_size = 0;
     size_t iov_count = 0;
     size_t total = 0;
     size_t sent = 0;
-    TxDone done = TxDone::kNothing;
     uint64_t sq_seq = 0;  // kSqSegment: the WR's sequence number
-    bool last = false;    // kSqSegment: the WR's last FPDU; a Read Response: its Read's last
     // The payload points into a region only borrowed through an STag (a Read
     // Response source): it must not be referenced once the call that
     // resolved it returns (see StashBorrowedPayload).
     // Offered to the connection as lent memory (transport::LentIov): iov[lent_iov]
     // is the payload, in the region of STag lent_key.
+    uint32_t lent_key = 0;
+    uint16_t stream = 0;  // SCTP stream (SctpFraming, "Streams")
+    bool active = false;
+    TxDone done = TxDone::kNothing;
+    bool last = false;  // kSqSegment: the WR's last FPDU; a Read Response: its Read's last
     bool borrowed = false;
     uint8_t lent_iov = 0;
-    uint32_t lent_key = 0;
     bool stashed = false;  // its rest lives in tx_stash_ (and markers use it too)
-    uint16_t stream = 0;   // SCTP stream (SctpFraming, "Streams")
   };
   enum class RxDest : uint8_t { kNone, kTagged, kRecv };
   enum class Dispatch : uint8_t { kProceed, kBlock, kFailed };
@@ -494,28 +499,26 @@ class QueuePair {
   void ResetRxFpdu();
   bool HandleIo(const transport::IoResult& r);
 
+  // Members are grouped by size (pointers and 64-bit counters, then 32-bit,
+  // then bytes) so the object has no padding holes: an RDM endpoint keeps
+  // one QueuePair per datagram peer. Parts only some QPs use are allocated
+  // on first use: the SCTP message table (with the framing), the ORQ (first
+  // Read or Atomic), the IRQ (first inbound one), the Terminate image.
+
   // Message-preserving LLP (SCTP): the framing adapter conn_ refers to.
   std::unique_ptr<SctpFraming> framing_;
   transport::Connection& conn_;
   mem::StagTable& stags_;
-  uint32_t pd_;
+  CompletionSink& sink_;
+  RecvSource* recv_source_ = nullptr;
   wire::MpaOutcome mpa_;
   QpConfig config_;
-  CompletionSink& sink_;
-  QpState state_ = QpState::kRts;
-  bool established_ = false;
-  bool awaiting_rtr_ = false;
-  bool tx_held_ = false;
-  bool rtr_pending_ = false;
-  bool write_shut_ = false;
-  bool terminate_queued_ = false;
-  bool shutdown_after_tx_ = false;
 
   // Send queue: entries [sq_head_, sq_tail_), next to transmit sq_tx_; entry
   // i lives at sq_[i % sq_.size()]. The storage starts at kSqInitialSlots and
   // doubles when full, up to sq_capacity_ (config.sq_size): a QP that never
   // has many sends outstanding (most peers of an RDM endpoint) does not pay
-  // for a deep queue's 232-byte entries.
+  // for a deep queue's 200-byte entries.
   static constexpr size_t kSqInitialSlots = 2;
   void GrowSq();
   std::vector<SqEntry> sq_;
@@ -523,9 +526,6 @@ class QueuePair {
   uint64_t sq_head_ = 0;
   uint64_t sq_tx_ = 0;
   uint64_t sq_tail_ = 0;
-  uint32_t tx_msn_send_ = 1;
-  uint32_t tx_msn_read_ = 1;
-  uint32_t tx_msn_atomic_resp_ = 1;
   // Receive queue. On SCTP receives are claimed in arrival order from
   // rq_next_ on and complete out of order (RqEntry::done); rq_head_ is the
   // oldest not yet completed. Over TCP rq_next_ stays unused.
@@ -533,13 +533,12 @@ class QueuePair {
   uint64_t rq_head_ = 0;
   uint64_t rq_next_ = 0;
   uint64_t rq_tail_ = 0;
-  RecvSource* recv_source_ = nullptr;
-  std::array<RxMsg, kMaxSctpStreams> rx_msgs_{};  // SCTP: messages in progress
-  RxMsg* rx_msg_ = nullptr;                       // SCTP: the current segment's
-  bool rx_wait_recv_ = false;   // SCTP: the current segment waits for a posted receive
-  bool hold_requests_ = false;  // HoldRequests(true)
-  bool rx_held_ = false;        // the current FPDU is a request stopped by the hold
-  // Outstanding outbound Reads (SQ slots), in request order.
+  // SCTP: messages in progress (kMaxSctpStreams slots, made with the
+  // framing; null on TCP and the RD stream), and the current segment's.
+  std::unique_ptr<std::array<RxMsg, kMaxSctpStreams>> rx_msgs_;
+  RxMsg* rx_msg_ = nullptr;
+  // Outstanding outbound Reads (SQ slots), in request order; ORD slots made
+  // at the first Read or Atomic (PushOrq).
   std::vector<uint64_t> orq_;  // SQ sequence numbers
   // SCTP: the state of each ORQ slot (qp_orq_sctp.cc). kDone: its response
   // is in, complete it when it reaches the head; kRetired: an XOR loop's
@@ -549,8 +548,6 @@ class QueuePair {
   size_t rx_orq_slot_ = 0;  // SCTP: the ORQ slot the current response answers
   // An XOR compare-and-swap loop in progress (AtomicWr::xor_loop) holds the
   // send queue: xor_seq_ is its entry, xor_retry_ says its next guess is due.
-  bool xor_busy_ = false;
-  bool xor_retry_ = false;
   uint64_t xor_seq_ = 0;
   size_t orq_head_ = 0;
   size_t orq_count_ = 0;
@@ -559,18 +556,16 @@ class QueuePair {
   std::vector<IrqEntry> irq_;
   size_t irq_head_ = 0;
   size_t irq_count_ = 0;
-  bool prefer_irq_ = false;
 
   // Transmit batch: FPDUs [tx_head_, tx_head_ + tx_count_) of the ring are
   // built and not yet completely written; tx_ is the one being built. The
-  // ring starts with one slot (a TxFpdu is 272 bytes) and grows to kTxBatch
+  // ring starts with one slot (a TxFpdu is 256 bytes) and grows to kTxBatch
   // once a batch filled it with more work waiting (tx_ring_wanted_), at a
   // moment it is empty (a built FPDU's iovecs point into its own slot): a QP
   // that sends one message now and then (an RDM peer) keeps one slot.
   static constexpr size_t kTxBatch = 16;
   static constexpr size_t kTxBatchBytes = size_t{512} * 1024;
   std::vector<TxFpdu> tx_ring_ = std::vector<TxFpdu>(1);
-  bool tx_ring_wanted_ = false;
   size_t tx_head_ = 0;
   size_t tx_count_ = 0;
   TxFpdu* tx_ = tx_ring_.data();
@@ -587,34 +582,29 @@ class QueuePair {
   // tx_marker_body_, then marked into tx_stash_ (RFC 5044 §4; the peer asked).
   std::vector<uint8_t> tx_marker_body_;
   wire::MarkerInserter marker_tx_;
-  std::array<uint8_t, 72> term_bytes_{};
-  size_t term_size_ = 0;
+  // The Terminate to send (DDP/RDMAP header image), made when an error is
+  // detected (StateRts); sent by BuildTerminate.
+  struct TermImage {
+    std::array<uint8_t, 72> bytes{};
+    size_t size = 0;
+  };
+  std::unique_ptr<TermImage> term_;
 
   // Receive state of the FPDU in progress.
   wire::FpduReceiver rx_;
   std::array<uint8_t, 128> rx_hdr_{};
   size_t rx_hdr_target_ = 0;
-  bool rx_hdr_done_ = false;
-  bool rx_dispatched_ = false;
-  bool rx_closed_ = false;
   wire::Segment rx_seg_;
   size_t rx_payload_len_ = 0;
   size_t rx_payload_done_ = 0;
-  uint32_t rx_read_segment_ = 0;  // payload of the last Read Response that was not last
-  RxDest rx_dest_ = RxDest::kNone;
   uint8_t* rx_tagged_ = nullptr;
   const Sgl* rx_sgl_ = nullptr;
   size_t rx_sgl_offset_ = 0;  // MO of this segment within the receive buffer
-  uint32_t rx_msn_send_ = 1;
-  uint32_t rx_msn_read_ = 1;
-  uint32_t rx_msn_atomic_resp_ = 1;
-  size_t rx_send_mo_ = 0;  // bytes of the current inbound Send message so far
+  size_t rx_send_mo_ = 0;     // bytes of the current inbound Send message so far
   // A Send announced its Immediate Data (iwarpx extension): the receive at
   // the RQ head holds its rx_imm_bytes_ bytes and completes with the next
-  // QN-0 message, which must be that Immediate Data.
-  bool rx_imm_due_ = false;
+  // QN-0 message, which must be that Immediate Data (rx_imm_due_).
   size_t rx_imm_bytes_ = 0;
-  bool rx_imm_solicited_ = false;
   // SCTP: the receive the Send claimed (its rq_ sequence), completed by the
   // Immediate Data that follows it on stream 0.
   uint64_t rx_imm_rq_seq_ = 0;
@@ -622,19 +612,52 @@ class QueuePair {
   // yet consumed. RecvV only happens with staging empty, so no compaction.
   std::unique_ptr<uint8_t[]> rx_stage_;
   size_t rx_stage_size_ = 0;
-  bool rx_stage_grow_ = false;  // the last read filled staging: double it before the next
   size_t rx_stage_head_ = 0;
   size_t rx_stage_tail_ = 0;
+  size_t rx_pass_fpdus_ = 0;  // this pass: FPDUs completed
+  size_t rx_pass_bytes_ = 0;  // this pass: bytes received
+  RxStats rx_stats_;
+  TxStats tx_stats_;
+  TermStats term_stats_;
+
+  // 32-bit fields.
+  uint32_t pd_;
+  uint32_t rx_read_segment_ = 0;  // payload of the last Read Response that was not last
+  uint32_t tx_msn_send_ = 1;
+  uint32_t tx_msn_read_ = 1;
+  uint32_t tx_msn_atomic_resp_ = 1;
+  uint32_t rx_msn_send_ = 1;
+  uint32_t rx_msn_read_ = 1;
+  uint32_t rx_msn_atomic_resp_ = 1;
+
+  // Byte-sized state and flags.
+  QpState state_ = QpState::kRts;
+  bool established_ = false;
+  bool awaiting_rtr_ = false;
+  bool tx_held_ = false;
+  bool rtr_pending_ = false;
+  bool write_shut_ = false;
+  bool terminate_queued_ = false;
+  bool shutdown_after_tx_ = false;
+  bool rx_wait_recv_ = false;   // SCTP: the current segment waits for a posted receive
+  bool hold_requests_ = false;  // HoldRequests(true)
+  bool rx_held_ = false;        // the current FPDU is a request stopped by the hold
+  bool xor_busy_ = false;
+  bool xor_retry_ = false;
+  bool prefer_irq_ = false;
+  bool tx_ring_wanted_ = false;
+  bool rx_hdr_done_ = false;
+  bool rx_dispatched_ = false;
+  bool rx_closed_ = false;
+  RxDest rx_dest_ = RxDest::kNone;
+  bool rx_imm_due_ = false;
+  bool rx_imm_solicited_ = false;
+  bool rx_stage_grow_ = false;    // the last read filled staging: double it before the next
   bool rx_bulk_ = false;          // the last FPDU dispatched had a bulk payload
   bool rx_running_ = false;       // inside ProcessRx (PostRecv must not recurse)
   bool rx_budget_hit_ = false;    // the last ProcessRx stopped on its budget
   bool rx_short_read_drains_;     // byte stream: a short RecvV means "empty for now"
   bool rx_pass_drained_ = false;  // this pass: a RecvV came back short
-  size_t rx_pass_fpdus_ = 0;      // this pass: FPDUs completed
-  size_t rx_pass_bytes_ = 0;      // this pass: bytes received
-  RxStats rx_stats_;
-  TxStats tx_stats_;
-  TermStats term_stats_;
 };
 
 }  // namespace iwarpx::qp

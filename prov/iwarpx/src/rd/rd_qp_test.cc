@@ -328,8 +328,8 @@ TEST_F(RdQpTest, CopyBufferStartsSmallAndGrowsWithTheFlight) {
   ASSERT_TRUE(Run(
       [&] { return b_->sink.Count(Completion::Kind::kRecv) == 1 && a_->Qp().stream().settled(); }));
   EXPECT_EQ(rx[7], 0x5A);
-  EXPECT_LE(a_->Qp().stream().send_buffer_allocated(), 512u);
-  EXPECT_LE(b_->Qp().stream().send_buffer_allocated(), 512u);
+  EXPECT_LE(a_->Qp().stream().send_buffer_allocated(), 256u);
+  EXPECT_LE(b_->Qp().stream().send_buffer_allocated(), 256u);
   a_->sink.completions.clear();
   b_->sink.completions.clear();
   RunManyMessages(this, *a_, *b_, 3000,

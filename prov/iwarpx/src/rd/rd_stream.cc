@@ -62,7 +62,8 @@ RdStream::RdStream(DgramPort& port, const transport::SockAddr& peer, uint32_t lo
       peer_(peer),
       local_qpn_(local_qpn),
       peer_qpn_(peer_qpn),
-      config_(config),
+      max_segment_(config.max_segment),
+      dead_after_ns_(config.send.dead_after_ns),
       clock_(clock),
       owner_(owner),
       lender_(lender),
@@ -76,9 +77,9 @@ RdStream::RdStream(DgramPort& port, const transport::SockAddr& peer, uint32_t lo
       tx_(config.send.capacity, kInitialSlots),
       // A resend may be queued, then acked before it left: such stale
       // cookies wait in the queue too, so it can hold more than capacity.
-      pending_(2 * size_t{config.send.capacity}, kInitialSlots),
+      pending_(2 * size_t{config.send.capacity}, 0),
       last_heard_(clock.NowNs()),
-      hold_(config.recv.window, kInitialSlots) {
+      hold_(config.recv.window, 0) {
   buf_ = std::make_unique_for_overwrite<uint8_t[]>(buf_cap_);
   if (lender_ != nullptr) lender_->AddBorrower(*this);
 }
@@ -196,8 +197,8 @@ bool RdStream::PlaceTx(size_t len, size_t* offset) {
 bool RdStream::writable() const {
   size_t offset = 0;
   return !failed() && !write_shut_ && send_.CanSend() &&
-         (ReserveTx(config_.max_segment, &offset) || CanGrowTx(config_.max_segment)) &&
-         buf_used_ + lent_bytes_ + config_.max_segment <= buf_size_;
+         (ReserveTx(max_segment_, &offset) || CanGrowTx(max_segment_)) &&
+         buf_used_ + lent_bytes_ + max_segment_ <= buf_size_;
 }
 
 transport::IoResult RdStream::SendV(std::span<const iovec> iov) {
@@ -237,7 +238,7 @@ transport::IoResult RdStream::SendVLent(std::span<const iovec> iov,
     const size_t len = (size_t{len_bytes[0]} << 8) | len_bytes[1];
     const size_t fpdu = wire::FpduWireLength(len);
     if (total - pos < fpdu) break;
-    if (len > config_.max_segment || len < wire::kDgramMinDdpSegment) {
+    if (len > max_segment_ || len < wire::kDgramMinDdpSegment) {
       return pos > 0 ? transport::IoResult::Ok(pos) : transport::IoResult::Error(EMSGSIZE);
     }
     // A lent piece that ends this ULPDU (a Read Response payload) stays
@@ -482,7 +483,7 @@ void RdStream::CheckProbe(uint64_t now) {
     return;
   }
   if (now < probe_at_) return;
-  if (now - last_heard_ >= config_.send.dead_after_ns) {
+  if (now - last_heard_ >= dead_after_ns_) {
     Fail(ETIMEDOUT);
     return;
   }

@@ -67,10 +67,12 @@
 //   OnDatagram, OnTimer and OnSocketWritable only, never from SendV/RecvV.
 // * Memory: the copy buffer starts at kInitialBuffer bytes and doubles up to
 //   send_buffer_bytes when a ULPDU does not fit and the buffer is not
-//   wrapped (records keep their offsets); the record, pending and hold rings
-//   start at kInitialSlots and double up to the window; hold slots grow to
-//   the largest datagram they held. A peer that sends a message now and then
-//   keeps a few hundred bytes, a busy one grows to the full size.
+//   wrapped (records keep their offsets); the record ring starts at
+//   kInitialSlots, the pending and hold rings empty (allocated when the
+//   socket first refuses a datagram / the QP first leaves one unconsumed),
+//   and all double up to the window; hold slots grow to the largest
+//   datagram they held. A peer that sends a message now and then keeps a few
+//   hundred bytes, a busy one grows to the full size.
 // * fd() is -1: readiness comes from the owner (OnStreamEvent).
 #pragma once
 
@@ -303,7 +305,10 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   transport::SockAddr peer_;
   uint32_t local_qpn_;
   uint32_t peer_qpn_;
-  RdStreamConfig config_;
+  // What the stream needs of its RdStreamConfig after construction (the
+  // windows keep their own parts): not a copy of all of it, per peer.
+  size_t max_segment_;
+  uint64_t dead_after_ns_;
   const Clock& clock_;
   RdStreamOwner& owner_;
   mem::StagTable* lender_;
@@ -319,7 +324,7 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   // Copy buffer and records: records [tx_head_, tx_tail_) are unreleased, in
   // send order; their bytes occupy buf_ from buf_head_ up to buf_tail_
   // (wrapping at buf_cap_; a record that would straddle the end starts at 0).
-  static constexpr size_t kInitialBuffer = 512;
+  static constexpr size_t kInitialBuffer = 256;
   std::unique_ptr<uint8_t[]> buf_;
   size_t buf_size_;  // budget: unreleased ULPDU bytes (copied and lent) at most
   size_t buf_cap_;   // bytes of buf_, up to buf_size_
@@ -327,9 +332,10 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   size_t buf_tail_ = 0;
   size_t buf_used_ = 0;    // bytes between head and tail, wasted ends included
   size_t lent_bytes_ = 0;  // tails of unreleased records (lent or reclaimed)
-  // The record, pending and hold rings start at kInitialSlots and grow to
-  // the window's depth only when that much is in flight (base/seq_ring.h).
-  static constexpr size_t kInitialSlots = 4;
+  // The record ring starts at kInitialSlots, the pending and hold rings at
+  // none; they grow to the window's depth only when that much is in flight
+  // (base/seq_ring.h).
+  static constexpr size_t kInitialSlots = 2;
   SeqRing<TxRecord> tx_;
   uint64_t tx_head_ = 0;
   uint64_t tx_tail_ = 0;

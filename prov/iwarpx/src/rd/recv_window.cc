@@ -11,7 +11,7 @@ using wire::SeqLt;
 
 RecvWindow::RecvWindow(const RecvConfig& config, uint32_t initial_seq)
     : config_(config),
-      held_(config.window, 0),
+      held_((config.window + 63) / 64, 0),
       mask_(config.window - 1),
       rcv_nxt_(initial_seq),
       advertised_edge_(initial_seq + config.window) {
@@ -41,7 +41,7 @@ Arrival RecvWindow::OnData(uint32_t seq, bool ack_request, uint64_t now) {
     return Arrival::kDuplicate;
   }
   if (seq == rcv_nxt_) return Arrival::kInOrder;
-  held_[seq & mask_] = 1;
+  SetHeld(seq, true);
   ack_now_ = true;  // a hole: tell the sender at once
   return Arrival::kEarly;
 }
@@ -52,7 +52,7 @@ void RecvWindow::Advance(uint64_t now) {
 }
 
 void RecvWindow::Receive(uint64_t now) {
-  held_[rcv_nxt_ & mask_] = 0;
+  SetHeld(rcv_nxt_, false);
   ++rcv_nxt_;
   ++backlog_;
   if (unacked_advances_++ == 0) first_unacked_ = now;
@@ -68,7 +68,7 @@ void RecvWindow::Consume() {
 }
 
 void RecvWindow::Hold() {
-  held_[rcv_nxt_ & mask_] = 1;
+  SetHeld(rcv_nxt_, true);
 }
 
 bool RecvWindow::HeadHeld() const {

@@ -85,10 +85,20 @@ class RecvWindow {
   [[nodiscard]] uint64_t outside_window() const { return outside_window_; }
 
  private:
-  bool Held(uint32_t seq) const { return held_[seq & mask_] != 0; }
+  // One bit per window slot (seq & mask_): held. A window of 256 costs 32
+  // bytes per peer.
+  [[nodiscard]] bool Held(uint32_t seq) const {
+    const uint32_t i = seq & mask_;
+    return ((held_[i / 64] >> (i % 64)) & 1) != 0;
+  }
+  void SetHeld(uint32_t seq, bool held) {
+    const uint32_t i = seq & mask_;
+    const uint64_t bit = uint64_t{1} << (i % 64);
+    held_[i / 64] = held ? (held_[i / 64] | bit) : (held_[i / 64] & ~bit);
+  }
 
   RecvConfig config_;
-  std::vector<uint8_t> held_;
+  std::vector<uint64_t> held_;
   uint32_t mask_;
   uint32_t rcv_nxt_;
   bool ack_now_ = false;

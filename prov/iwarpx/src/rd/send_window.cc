@@ -10,9 +10,11 @@ using wire::SeqLt;
 
 SendWindow::SendWindow(const SendConfig& config, SendWindowSink& sink, uint32_t initial_seq,
                        uint16_t initial_credits)
-    : config_(config),
+    : dead_after_ns_(config.dead_after_ns),
+      min_reorder_ns_(config.min_reorder_ns),
+      probe_ack_delay_ns_(config.probe_ack_delay_ns),
       sink_(sink),
-      ring_(config.capacity, 4),
+      ring_(config.capacity, kInitialRecords),
       snd_una_(initial_seq),
       snd_nxt_(initial_seq),
       right_edge_(initial_seq + initial_credits),
@@ -119,7 +121,7 @@ AckVerdict SendWindow::OnAck(const AckFields& a, uint64_t now) {
 void SendWindow::DetectLosses(uint64_t now) {
   loss_check_ = UINT64_MAX;
   const uint64_t srtt = rto_.has_sample() ? rto_.srtt() : rto_.rto();
-  const uint64_t wait = srtt + reorder_steps_ * std::max(srtt / 4, config_.min_reorder_ns);
+  const uint64_t wait = srtt + reorder_steps_ * std::max(srtt / 4, min_reorder_ns_);
   // Only datagrams the last ack could have reported (its cumulative edge and
   // SACK map): beyond that the receiver may hold them without saying so.
   const uint32_t reach = last_ack_ + wire::kDgramSackBits + 1;
@@ -153,8 +155,7 @@ void SendWindow::ArmProbe(uint64_t now) {
     probe_at_ = UINT64_MAX;
     return;
   }
-  const uint64_t pto =
-      std::max(2 * rto_.srtt() + config_.probe_ack_delay_ns, 2 * config_.min_reorder_ns);
+  const uint64_t pto = std::max(2 * rto_.srtt() + probe_ack_delay_ns_, 2 * min_reorder_ns_);
   probe_at_ = now + pto;
 }
 
@@ -206,7 +207,7 @@ uint64_t SendWindow::Deadline() const {
 }
 
 bool SendWindow::Dead(uint64_t now) const {
-  return outstanding() != 0 && now - last_progress_ >= config_.dead_after_ns;
+  return outstanding() != 0 && now - last_progress_ >= dead_after_ns_;
 }
 
 }  // namespace iwarpx::rd

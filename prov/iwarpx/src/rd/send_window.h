@@ -127,9 +127,15 @@ class SendWindow {
   void ArmProbe(uint64_t now);
   void SendProbe(uint64_t now);
 
-  SendConfig config_;
+  // The parts of SendConfig used after construction (capacity is the
+  // ring's, the RTO configuration the estimator's): not a copy per peer.
+  uint64_t dead_after_ns_;
+  uint64_t min_reorder_ns_;
+  uint64_t probe_ack_delay_ns_;
   SendWindowSink& sink_;
-  // Records [snd_una_, snd_nxt_); grows from 4 up to config.capacity.
+  // Records [snd_una_, snd_nxt_); grows from kInitialRecords up to
+  // config.capacity (a peer with one message in flight keeps two).
+  static constexpr size_t kInitialRecords = 2;
   SeqRing<Record> ring_;
   uint32_t snd_una_;
   uint32_t snd_nxt_;

@@ -449,7 +449,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t next_try_msgs = 0;  // promotion: counts at which to (re)try a connect
     uint64_t next_try_bytes = 0;
     PeerStats stats;  // a failed session's RD counters added by PeerFailed
-    FbState fb;       // the lossless fall-back (rdm_core_fallback.cc)
+    // The lossless fall-back (rdm_core_fallback.cc): made with the first
+    // connection or BROKEN (168 bytes a datagram-only peer never needs).
+    std::unique_ptr<FbState> fb;
     std::array<uint8_t, wire::kRdmHeaderSize> switch_header{};
     std::array<LazyDeque<uint32_t>, 2> fin_wait;    // per Via: FINs waiting for room
     std::array<LazyDeque<uint32_t>, 2> read_wait;   // per Via: rendezvous with Reads to post
@@ -804,6 +806,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   void FbSent(Peer& p, Via via, uint64_t ctx, bool ok);
   // The RD session failed: everything kept is gone with it.
   static void FbReset(Peer& p);
+  // p's fall-back state, made on first use.
+  static FbState& Fb(Peer& p);
   // Matches p's RD messages held (rd_held) in their order (rdm_core_idle.cc).
   void ReplayRdHeld(Peer& p);
 

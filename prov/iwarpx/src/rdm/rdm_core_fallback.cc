@@ -34,7 +34,7 @@ bool RdmCore::BreakRcSocketForTest(const transport::SockAddr& to) {
 }
 
 void RdmCore::FbNewLink(Peer& p) {
-  FbState& fb = p.fb;
+  FbState& fb = Fb(p);
   fb.tx_seq = 0;
   fb.rx_taken = 0;
   fb.rx_reported = 0;
@@ -45,25 +45,31 @@ void RdmCore::FbNewLink(Peer& p) {
   fb.kept_bytes = 0;
 }
 
+FbState& RdmCore::Fb(Peer& p) {
+  if (p.fb == nullptr) p.fb = std::make_unique<FbState>();
+  return *p.fb;
+}
+
 bool RdmCore::FbBlocksSends(const Peer& p) {
-  return p.fb.broken;
+  return p.fb != nullptr && p.fb->broken;
 }
 
 bool RdmCore::FbBusy(const Peer& p) {
-  return p.fb.broken || p.fb.rx_wait;
+  return p.fb != nullptr && (p.fb->broken || p.fb->rx_wait);
 }
 
 bool RdmCore::FbFull(const Peer& p) {
-  return p.fb.kept_bytes >= kFbKeepBytes || p.fb.kept.size() >= kFbKeepMsgs;
+  return p.fb != nullptr && (p.fb->kept_bytes >= kFbKeepBytes || p.fb->kept.size() >= kFbKeepMsgs);
 }
 
 bool RdmCore::FbHolds(const Peer& p) {
-  return p.fb.rx_wait && p.fb.rx_hold;
+  return p.fb != nullptr && p.fb->rx_wait && p.fb->rx_hold;
 }
 
 void RdmCore::FbKeep(Peer& p, ByteSpan header, const iovec* iov, size_t count) {
   FbKept k;
-  k.seq = ++p.fb.tx_seq;
+  FbState& fb = Fb(p);
+  k.seq = ++fb.tx_seq;
   size_t n = header.size();
   for (size_t i = 0; i < count; ++i) n += iov[i].iov_len;
   k.bytes.resize(n);
@@ -73,13 +79,13 @@ void RdmCore::FbKeep(Peer& p, ByteSpan header, const iovec* iov, size_t count) {
     if (iov[i].iov_len > 0) std::memcpy(k.bytes.data() + at, iov[i].iov_base, iov[i].iov_len);
     at += iov[i].iov_len;
   }
-  p.fb.kept_bytes += n;
-  p.fb.kept.push_back(std::move(k));
+  fb.kept_bytes += n;
+  fb.kept.push_back(std::move(k));
 }
 
 void RdmCore::FbTook(Peer& p, const wire::RdmHeader& h) {
   if (!Numbered(h)) return;
-  FbState& fb = p.fb;
+  FbState& fb = Fb(p);
   ++fb.rx_taken;
   fb.rx_unreported_bytes +=
       wire::kRdmHeaderSize + (h.op == wire::RdmOp::kEager ? h.size : uint64_t{0});
@@ -96,7 +102,7 @@ void RdmCore::FbTook(Peer& p, const wire::RdmHeader& h) {
 bool RdmCore::FallBack(Peer& p) {
   rd::RdQp* rdq = channel_->Find({p.addr, kRdmQpn});
   if (rdq == nullptr || rdq->qp().state() != qp::QpState::kRts) return false;
-  FbState& fb = p.fb;
+  FbState& fb = Fb(p);
   ++counters_.rc_failed;
   if (p.link != nullptr) {
     const bool was_switched = p.rx_switched;
@@ -175,15 +181,15 @@ bool RdmCore::FallBack(Peer& p) {
 bool RdmCore::FbSwitch(Peer& p) {
   // A SWITCH for a connection we no longer have (it broke here before it was
   // up): the peer's BROKEN follows, and its connection messages are resent.
-  if (!p.fb.rx_wait) return p.link == nullptr || p.link->dead;
+  if (p.fb == nullptr || !p.fb->rx_wait) return p.link == nullptr || p.link->dead;
   // The peer's SWITCH for the connection that broke: its later RD messages
   // come after its connection messages, so they wait for the resent ones.
-  if (!p.fb.peer_broken) p.fb.rx_hold = true;
+  if (!p.fb->peer_broken) p.fb->rx_hold = true;
   return true;
 }
 
 void RdmCore::OnTaken(Peer& p, Via via, const wire::RdmHeader& h) {
-  FbState& fb = p.fb;
+  FbState& fb = Fb(p);
   switch (h.msg_id) {
     case kTakenReport: {
       if (via != Via::kRc) return ProtocolError(p, "TAKEN report on RD");
@@ -230,12 +236,16 @@ void RdmCore::OnTaken(Peer& p, Via via, const wire::RdmHeader& h) {
 }
 
 bool RdmCore::FbWantsRun(const Peer& p, Via via) {
-  if (via == Via::kRc) return p.fb.report_wanted;
-  return p.fb.broken_pending || p.fb.resent_pending;
+  if (p.fb == nullptr) return false;
+  if (via == Via::kRc) return p.fb->report_wanted;
+  return p.fb->broken_pending || p.fb->resent_pending;
 }
 
 void RdmCore::FbRun(Peer& p, Via via) {
-  FbState& fb = p.fb;
+  // Run for every peer with deferred work (FINs, Reads...): one without
+  // fall-back state has nothing of it pending, and gets none made here.
+  if (p.fb == nullptr) return;
+  FbState& fb = *p.fb;
   auto post = [&](qp::QueuePair* q, uint8_t* bytes, size_t len, Kind kind) {
     qp::SendWr wr;
     wr.sgl.Add(bytes, len);
@@ -301,14 +311,14 @@ void RdmCore::FbRun(Peer& p, Via via) {
 void RdmCore::FbSent(Peer& p, Via via, uint64_t ctx, bool ok) {
   (void)ok;
   if (KindOf(ctx) == Kind::kResend) {
-    if (!p.fb.in_flight.empty()) p.fb.in_flight.pop_front();
+    if (p.fb != nullptr && !p.fb->in_flight.empty()) p.fb->in_flight.pop_front();
     return;
   }
-  if (via == Via::kRc) p.fb.report_in_flight = false;
+  if (via == Via::kRc && p.fb != nullptr) p.fb->report_in_flight = false;
 }
 
 void RdmCore::FbReset(Peer& p) {
-  p.fb = FbState{};
+  p.fb.reset();
 }
 
 }  // namespace iwarpx::rdm

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -70,7 +71,9 @@ const char* AddrErrorName(AddrError e) {
 }
 
 SockAddr::SockAddr() : storage_{} {
-  storage_.ss_family = AF_UNSPEC;
+  // Every byte: brace initialisation of the union sets its first member only.
+  std::memset(&storage_, 0, sizeof(storage_));
+  storage_.sa.sa_family = AF_UNSPEC;
 }
 
 Result<SockAddr, AddrError> SockAddr::Parse(std::string_view node, std::string_view service,
@@ -110,17 +113,19 @@ Result<SockAddr, AddrError> SockAddr::ParseHostPort(std::string_view text) {
 }
 
 std::optional<SockAddr> SockAddr::FromRaw(const sockaddr* sa, socklen_t length) {
-  if (sa == nullptr || length > capacity()) return std::nullopt;
+  if (sa == nullptr || length > sizeof(sockaddr_storage)) return std::nullopt;
   SockAddr out;
-  std::memcpy(out.raw(), sa, length);
+  // The first capacity() bytes hold any AF_INET/AF_INET6 address; Adopt
+  // checks the family and that `length` covers its struct.
+  std::memcpy(out.raw(), sa, std::min<size_t>(length, capacity()));
   if (!out.Adopt(length)) return std::nullopt;
   return out;
 }
 
 bool SockAddr::Adopt(socklen_t length) {
   socklen_t want = 0;
-  if (storage_.ss_family == AF_INET) want = sizeof(sockaddr_in);
-  if (storage_.ss_family == AF_INET6) want = sizeof(sockaddr_in6);
+  if (storage_.sa.sa_family == AF_INET) want = sizeof(sockaddr_in);
+  if (storage_.sa.sa_family == AF_INET6) want = sizeof(sockaddr_in6);
   if (want == 0 || length < want) {
     *this = SockAddr();
     return false;
@@ -162,31 +167,31 @@ SockAddr SockAddr::Any6(uint16_t port) {
 }
 
 uint16_t SockAddr::port() const {
-  if (storage_.ss_family == AF_INET) {
+  if (storage_.sa.sa_family == AF_INET) {
     return ntohs(reinterpret_cast<const sockaddr_in*>(&storage_)->sin_port);
   }
-  if (storage_.ss_family == AF_INET6) {
+  if (storage_.sa.sa_family == AF_INET6) {
     return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_port);
   }
   return 0;
 }
 
 void SockAddr::set_port(uint16_t port) {
-  if (storage_.ss_family == AF_INET) {
+  if (storage_.sa.sa_family == AF_INET) {
     reinterpret_cast<sockaddr_in*>(&storage_)->sin_port = htons(port);
-  } else if (storage_.ss_family == AF_INET6) {
+  } else if (storage_.sa.sa_family == AF_INET6) {
     reinterpret_cast<sockaddr_in6*>(&storage_)->sin6_port = htons(port);
   }
 }
 
 std::string SockAddr::ToString() const {
   char host[INET6_ADDRSTRLEN + 16] = {};
-  if (storage_.ss_family == AF_INET) {
+  if (storage_.sa.sa_family == AF_INET) {
     const auto* in = reinterpret_cast<const sockaddr_in*>(&storage_);
     ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
     return std::string(host) + ":" + std::to_string(port());
   }
-  if (storage_.ss_family == AF_INET6) {
+  if (storage_.sa.sa_family == AF_INET6) {
     // getnameinfo appends "%scope" for scoped (link-local) addresses.
     if (::getnameinfo(sa(), length_, host, sizeof(host), nullptr, 0, NI_NUMERICHOST) != 0) {
       const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&storage_);

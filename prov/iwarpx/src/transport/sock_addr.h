@@ -1,4 +1,6 @@
-// SockAddr: an IPv4 or IPv6 socket address (sockaddr_storage + length).
+// SockAddr: an IPv4 or IPv6 socket address (room for a sockaddr_in6 +
+// length: 32 bytes, not a 128-byte sockaddr_storage, since an RDM endpoint
+// keeps a few per peer).
 //
 // Contract
 // - A value type; a default-constructed SockAddr is empty (family AF_UNSPEC,
@@ -61,8 +63,8 @@ class SockAddr {
   static SockAddr Any6(uint16_t port = 0);
 
   [[nodiscard]] bool valid() const { return length_ != 0; }
-  [[nodiscard]] int family() const { return storage_.ss_family; }
-  [[nodiscard]] bool is_ipv6() const { return storage_.ss_family == AF_INET6; }
+  [[nodiscard]] int family() const { return storage_.sa.sa_family; }
+  [[nodiscard]] bool is_ipv6() const { return storage_.sa.sa_family == AF_INET6; }
   // 127.0.0.0/8, ::1 or an IPv4-mapped 127/8 address.
   [[nodiscard]] bool is_loopback() const;
   // 0.0.0.0 or :: (a socket bound to "any address" reports it as its name).
@@ -80,9 +82,10 @@ class SockAddr {
   // For syscalls that fill an address (accept, recvfrom, getsockname):
   // pass raw() and capacity(), then Adopt(length). Adopt() keeps the address
   // only if it is a complete AF_INET/AF_INET6 one, else leaves it empty, and
-  // returns valid().
-  sockaddr* raw() { return reinterpret_cast<sockaddr*>(&storage_); }
-  static constexpr socklen_t capacity() { return sizeof(sockaddr_storage); }
+  // returns valid(). capacity() holds a sockaddr_in6: a longer address (of
+  // another family) is cut by the kernel and refused by Adopt.
+  sockaddr* raw() { return &storage_.sa; }
+  static constexpr socklen_t capacity() { return sizeof(Storage); }
   bool Adopt(socklen_t length);
 
   // "1.2.3.4:5678", "[::1]:5678", "[fe80::1%2]:5678"; "" when empty.
@@ -91,7 +94,12 @@ class SockAddr {
   friend bool operator==(const SockAddr& a, const SockAddr& b);
 
  private:
-  sockaddr_storage storage_;
+  union Storage {
+    sockaddr sa;
+    sockaddr_in in4;
+    sockaddr_in6 in6;
+  };
+  Storage storage_;
   socklen_t length_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <set>
 #include <string>
 
@@ -124,6 +125,24 @@ TEST(SockAddrTest, FromRawChecksFamilyAndLength) {
   unix_sa.sa_family = AF_UNIX;
   EXPECT_FALSE(SockAddr::FromRaw(&unix_sa, sizeof(unix_sa)).has_value());
   EXPECT_FALSE(SockAddr::FromRaw(nullptr, 0).has_value());
+}
+
+TEST(SockAddrTest, HoldsAnIpv6AddressInThirtyTwoBytes) {
+  // Kept per peer by the RDM endpoint (several copies): no sockaddr_storage.
+  EXPECT_LE(sizeof(SockAddr), 32u);
+  auto v6 = SockAddr::Parse("fe80::1%lo", "4791");
+  ASSERT_TRUE(v6.ok());
+  // A caller's sockaddr_storage-sized buffer is still accepted, and longer
+  // lengths refused as before.
+  sockaddr_storage ss{};
+  std::memcpy(&ss, v6->sa(), v6->length());
+  auto copy = SockAddr::FromRaw(reinterpret_cast<const sockaddr*>(&ss), sizeof(ss));
+  ASSERT_TRUE(copy.has_value());
+  EXPECT_EQ(*copy, *v6);
+  EXPECT_EQ(copy->length(), sizeof(sockaddr_in6));
+  EXPECT_EQ(copy->ToString(), v6->ToString());
+  EXPECT_FALSE(
+      SockAddr::FromRaw(reinterpret_cast<const sockaddr*>(&ss), sizeof(ss) + 1).has_value());
 }
 
 TEST(UniqueFdTest, ClosesMovesAndReleases) {
