@@ -328,6 +328,10 @@ ssize_t RdmEndpoint::Recv(bool tagged, const struct iovec* iov, size_t count, fi
     rdm::RecvResult found;
     if (discard) {
       st = core_->DiscardUnexpected(r, &found);
+      if (st == rdm::RdmStatus::kAgain) {  // no room to answer a rendezvous yet
+        reporter_.FreeRx(index);
+        return -FI_EAGAIN;
+      }
     } else {
       st = core_->Peek(r, claim ? claim_key : 0, &found);
     }

@@ -304,6 +304,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // message claimed by `claim` into `r` (or drops it and reports len 0).
   RdmStatus ReceiveClaimed(const RecvRequest& r, uint64_t claim, bool discard);
   // FI_PEEK|FI_DISCARD: drops the first matching unexpected message.
+  // A dropped rendezvous (RTS of any kind) is answered so that its sender's
+  // send completes (rdm_core_discard.cc); kAgain (message left in place)
+  // when no rendezvous slot is free for that answer.
   RdmStatus DiscardUnexpected(const RecvRequest& r, RecvResult* out);
 
   // Where a user RMA/atomic operation to `to` goes (rdm_core_rma.cc): the
@@ -355,6 +358,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t rndv_write_msgs = 0;  // RTS (W) sent: rendezvous by the write handshake
     uint64_t copy_msgs = 0;        // messages whose data this side sent as DATA fragments
     uint64_t copy_fallbacks = 0;   // zero-copy rendezvous turned copy (registration refused here)
+    uint64_t discard_answers = 0;  // discarded RTS answered (FIN or CTS (C) for 0 bytes)
     uint64_t unexpected = 0;
     uint64_t protocol_errors = 0;
     uint64_t peers_failed = 0;
@@ -871,6 +875,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   void FreeRndv(uint32_t index);
   void OnFin(Peer& p, const wire::RdmHeader& h);
   void DeliverUnexpected(const RecvRequest& r, const iovec* iov, uint32_t unexp);
+  // A discarded unexpected message `e`: an RTS is answered (FIN or CTS (C),
+  // size 0) from rendezvous slot `index`, which is freed otherwise.
+  void AnswerDiscarded(uint32_t index, const Unexp& e);
   void ReleaseUnexpected(uint32_t unexp);
   std::optional<uint32_t> TakeUnexpected(const RecvRequest& r);
 

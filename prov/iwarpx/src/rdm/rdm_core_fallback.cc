@@ -128,7 +128,8 @@ bool RdmCore::FallBack(Peer& p) {
     // so its op is done (its completion will not come from the dead link).
     std::deque<uint32_t> fins;
     for (const uint32_t i : p.fin_wait[rc]) {
-      if (rndv_[i].used && !rndv_[i].write_waiting) fins.push_back(i);
+      // (A copy CTS is not moved: its sender's copy fails with the link.)
+      if (rndv_[i].used && !rndv_[i].write_waiting && !rndv_[i].copy) fins.push_back(i);
     }
     for (const uint32_t i : fins) p.fin_wait[rc].remove(i);
     p.read_wait[rc].clear();
