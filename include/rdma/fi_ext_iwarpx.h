@@ -29,7 +29,7 @@ extern "C" {
 #define FI_IWARPX_PROV_NAME "iwarpx"
 
 /* Version of this extension interface (major << 16 | minor). */
-#define FI_IWARPX_EXT_VERSION ((0 << 16) | 7)
+#define FI_IWARPX_EXT_VERSION ((0 << 16) | 8)
 
 /*
  * Provider-specific protocol (fi_ep_attr.protocol, FI_PROV_SPECIFIC range of
@@ -153,6 +153,15 @@ struct fi_iwarpx_ep_stats {
    * receiver's for Reads or the sender's Writes (counted on the side that
    * could not register). */
   uint64_t rdm_copy_fallbacks;
+  /* RDM on-demand connections that broke while the reliable-datagram
+   * session lived and were recovered without loss (docs/design.md
+   * "Connected channels in the RDM endpoint", Failure: both sides said on
+   * RD how many messages they took, BROKEN), and the numbered messages this
+   * endpoint sent again on RD because the peer had not taken them. A broken
+   * connection counts in rc_failed too. Added in version 0.8, after the
+   * fields above: a shorter len still gets the prefix. */
+  uint64_t rdm_rc_fallbacks;
+  uint64_t rdm_rc_resent;
 };
 
 /*
