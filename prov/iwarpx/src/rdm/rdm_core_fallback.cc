@@ -149,7 +149,11 @@ bool RdmCore::FallBack(Peer& p) {
       }
     }
     for (Unexp& u : unexp_) {
-      if (u.used && u.src == p.id && u.via == Via::kRc && !u.header.write) u.via = Via::kRd;
+      // A read RTS is read again on RD; one of the write handshake or the
+      // copy rendezvous dies with the link (its sender's send fails there).
+      if (u.used && u.src == p.id && u.via == Via::kRc && !u.header.write && !u.header.copy) {
+        u.via = Via::kRd;
+      }
     }
     DropLink(p, ECONNRESET);  // held messages go (not taken); the write handshake fails
     fb.rx_hold = was_switched;
