@@ -58,8 +58,9 @@
 //   break both sides say on RD how many they took (BROKEN), send again on
 //   RD what the other did not take, then RESENT; the receiver holds the
 //   peer's later RD messages until then. Read rendezvous restart on RD, the
-//   write handshake in progress on the connection fails on both sides. If
-//   the RD session fails too, everything fails as for any dead peer.
+//   write handshake and the copy rendezvous in progress on the connection
+//   (also their unexpected RTS) fail on both sides. If the RD session fails
+//   too, everything fails as for any dead peer.
 // * RMA and atomics follow the messages (rdm_core_rma.cc, RouteRma): on the
 //   RD QP until our SWITCH, then on the connection, so one QP orders a
 //   peer's messages and RMA (FI_ORDER_SAW, WAS, RAW, RAS, ...). Across the
