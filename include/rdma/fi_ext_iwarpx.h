@@ -81,7 +81,8 @@ struct fi_iwarpx_ep_stats {
   uint64_t ud_invalid;    /* dropped: not a UD Send, or its segment is malformed */
   /* Reliable datagrams (RDM). */
   uint64_t rd_peers;          /* peer streams opened (one per session) */
-  uint64_t rd_peers_failed;   /* of those, failed: timeout, RESET, Terminate */
+  uint64_t rd_peers_failed;   /* of those, failed: timeout, RESET, Terminate (a peer's
+                                 orderly fi_close is not a failure, 0.8) */
   uint64_t rd_data_sent;      /* data datagrams, first transmissions */
   uint64_t rd_retransmitted;  /* data datagrams sent again */
   uint64_t rd_acks_sent;      /* standalone acks (most ride on data) */
@@ -106,7 +107,9 @@ struct fi_iwarpx_ep_stats {
   uint64_t rc_opened;   /* connects started */
   uint64_t rc_accepted; /* peers' connects accepted */
   uint64_t rc_rejected; /* peers' connects refused: tie-break, cap, bad hello */
-  uint64_t rc_failed;   /* connections that never came up or broke */
+  uint64_t rc_failed;   /* connections that never came up or broke; one left
+                           cleanly (FI_IWARPX_RC_IDLE_MS, or the peer's fi_close
+                           since 0.8) is not counted here */
   /* Faults injected on purpose into the datagrams this endpoint sent
    * (FI_IWARPX_FAULT; all 0 without it), so a test can tell the drops and
    * retransmissions it caused from real ones. Added in version 0.3, after

@@ -124,7 +124,8 @@ void RdmEndpoint::LingerAtClose() {
   std::mutex& mu = fabric_->engine().mu();
   const auto settled = [&] {
     std::lock_guard<std::mutex> lock(mu);
-    return core_ == nullptr || core_->Settled();
+    // Connections are left cleanly (the peer counts a close, not a failure).
+    return core_ == nullptr || core_->CloseStep();
   };
   {
     std::lock_guard<std::mutex> lock(mu);

@@ -97,7 +97,9 @@
 //   overtake it, as the first SWITCH's rule in reverse); the peer answers
 //   with its own; each side drops the connection without failing the RD
 //   session once both SWITCHes crossed and nothing of its own is pending
-//   on it. Traffic reopens one on demand (the promotion thresholds).
+//   on it. Traffic reopens one on demand (the promotion thresholds). The
+//   endpoint's close leaves its connections the same way (CloseStep,
+//   rdm_core_close.cc), so the peer counts a close, not a failure.
 // * Peers are named by RdPeerKey; PeerIdOf() gives each key a stable id used
 //   for FI_DIRECTED_RECV matching and reported as the source of receives.
 // * RMA and atomics are posted by the caller on the QP RouteRma() names,
@@ -281,6 +283,12 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // closes, so a completed send — the last reply before fi_close — is not
   // lost with the copy kept for resending.
   [[nodiscard]] bool Settled() const;
+  // The endpoint's close, called until it returns true or the linger time
+  // is over (rdm_core_close.cc): every established connection is left as an
+  // idle one is (SWITCH back both ways, then dropped by both ends), so the
+  // peer counts a close, not a failure; true once no connection is left and
+  // Settled(). From the first call on, no connection is opened or accepted.
+  bool CloseStep();
   // Before a close: every RD QP sends the ack it owes now, so peers waiting
   // for it (lingering in their own close) are not left to time out.
   void FlushAcks() { channel_->FlushAcks(); }
@@ -898,6 +906,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   uint32_t links_ = 0;
   uint32_t fp_links_ = 0;
   uint64_t next_idle_check_ns_ = 0;  // 0: no timer
+  bool closing_ = false;             // CloseStep was called: no new connections
   bool fp_withheld_ = false;         // credits held back over the unexpected limit
   std::vector<std::unique_ptr<RcLink>> graveyard_;
   progress::EndpointStats links_gone_;  // counters of connections dropped (CollectStats)
