@@ -22,6 +22,9 @@
 //           to the messages and bytes sent, the receiver's counts equal the
 //           sender's channel by channel, and v1/v2 callers of the same ops
 //           get exactly their prefix.
+//   close   a stream that moves to the connection, then A's fi_close: B must
+//           count no failed connection and no failed RD session, also after
+//           its RD timeout has passed (an orderly close is not a failure).
 //   cap     FI_IWARPX_MAX_RC=1: A streams to three peers; A opens exactly one
 //           connection, the other two peers stay on datagrams, every message
 //           of the three streams checked as above.
@@ -333,6 +336,29 @@ TEST(RdmRc, CaseFromTheEnvironment) {
     EXPECT_EQ(sb.rc_accepted, 2u);
     EXPECT_EQ(sa.rc_failed + sb.rc_failed, 0u) << "a connection ended with an error";
     EXPECT_EQ(sa.rd_peers_failed + sb.rd_peers_failed, 0u);
+    return;
+  }
+  if (c == "close") {
+    Side* b = net.AddSide();
+    ASSERT_NE(b, nullptr) << net.error;
+    ASSERT_TRUE(net.Connect(*a, *b)) << net.error;
+    Stream s;
+    s.from = a;
+    s.to = b;
+    s.count = 2000;
+    s.id = 1;
+    s.Init();
+    ASSERT_TRUE(RunStreams(net, {&s})) << s.error;
+    s.Check();
+    ASSERT_EQ(StatsOf(b).rc_accepted, 1u) << "the stream did not move to a connection";
+    // A's fi_close (its linger drives B too: one fabric) leaves the connection
+    // cleanly; then B runs on past its RD timeout (FI_IWARPX_RD_TIMEOUT=1000).
+    net.CloseEp(*a);
+    net.Drive(std::chrono::milliseconds(2500));
+    const fi_iwarpx_ep_stats sb = StatsOf(b);
+    EXPECT_EQ(sb.rc_failed, 0u) << "the peer's orderly close was counted as a failure";
+    EXPECT_EQ(sb.rd_peers_failed, 0u) << "the peer's orderly close failed its RD session";
+    EXPECT_EQ(sb.rdm_rc_fallbacks, 0u);
     return;
   }
   ASSERT_EQ(c, "cap") << "unknown IWARPX_RC_CASE";

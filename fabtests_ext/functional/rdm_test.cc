@@ -496,6 +496,44 @@ TEST_F(RdmTest, ClaimOfARendezvousMessage) {
   EXPECT_TRUE(net_.WaitComp(a_->tx, Ctx(1)).has_value());
 }
 
+// Rendezvous-size messages dropped unread, by FI_PEEK|FI_DISCARD and by
+// FI_PEEK|FI_CLAIM then FI_CLAIM|FI_DISCARD: the receiver still answers, so
+// both sends complete successfully (the messages were delivered and
+// discarded) instead of waiting forever, and the pair carries on.
+TEST_F(RdmTest, DiscardOfARendezvousMessage) {
+  fi_context peek_ctx{};
+  fi_context discard_ctx{};
+  fi_context claim_ctx{};
+  const Bytes m = Pattern(kMiB + 3, 5);
+  ASSERT_EQ(fi_tsend(a_->ep, m.data(), m.size(), nullptr, To(b_), 0xA1, Ctx(1)), 0);
+  ASSERT_EQ(fi_tsend(a_->ep, m.data(), m.size() - 7, nullptr, To(b_), 0xA2, Ctx(2)), 0);
+  ASSERT_TRUE(PeekUntilFound(0xA1, &peek_ctx).has_value());
+  ASSERT_EQ(TRecvMsg(b_, nullptr, 0, 0xA1, 0, &discard_ctx, FI_PEEK | FI_DISCARD), 0);
+  auto d = net_.WaitComp(b_->rx, &discard_ctx);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->e.len, m.size());
+  auto claimed = PeekUntilFound(0xA2, &claim_ctx, FI_CLAIM);
+  ASSERT_TRUE(claimed.has_value());
+  ASSERT_EQ(TRecvMsg(b_, nullptr, 0, 0xA2, 0, &claim_ctx, FI_CLAIM | FI_DISCARD), 0);
+  auto c = net_.WaitComp(b_->rx, &claim_ctx);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->e.len, 0u);
+  EXPECT_TRUE(net_.WaitComp(a_->tx, Ctx(1)).has_value()) << "the sender waits for an answer";
+  EXPECT_TRUE(net_.WaitComp(a_->tx, Ctx(2)).has_value()) << "the sender waits for an answer";
+  // Nothing of them reaches a later receive, and the next message arrives whole.
+  ASSERT_EQ(TRecvMsg(b_, nullptr, 0, 0xA1, 0, &peek_ctx, FI_PEEK), 0);
+  auto miss = net_.WaitErr(b_->rx, &peek_ctx);
+  ASSERT_TRUE(miss.has_value());
+  EXPECT_EQ(miss->err, FI_ENOMSG);
+  const Bytes n = Pattern(kMiB / 2, 6);
+  Bytes got(n.size(), 0);
+  ASSERT_EQ(fi_trecv(b_->ep, got.data(), got.size(), nullptr, FI_ADDR_UNSPEC, 0xA3, 0, Ctx(7)), 0);
+  ASSERT_EQ(fi_tsend(a_->ep, n.data(), n.size(), nullptr, To(b_), 0xA3, Ctx(3)), 0);
+  EXPECT_TRUE(net_.WaitComp(b_->rx, Ctx(7)).has_value());
+  EXPECT_TRUE(net_.WaitComp(a_->tx, Ctx(3)).has_value());
+  EXPECT_EQ(got, n);
+}
+
 // --- 7. Cancel -------------------------------------------------------------------------
 
 TEST_F(RdmTest, CancelPostedReceives) {

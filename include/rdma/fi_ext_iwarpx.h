@@ -29,7 +29,7 @@ extern "C" {
 #define FI_IWARPX_PROV_NAME "iwarpx"
 
 /* Version of this extension interface (major << 16 | minor). */
-#define FI_IWARPX_EXT_VERSION ((0 << 16) | 7)
+#define FI_IWARPX_EXT_VERSION ((0 << 16) | 8)
 
 /*
  * Provider-specific protocol (fi_ep_attr.protocol, FI_PROV_SPECIFIC range of
@@ -81,7 +81,8 @@ struct fi_iwarpx_ep_stats {
   uint64_t ud_invalid;    /* dropped: not a UD Send, or its segment is malformed */
   /* Reliable datagrams (RDM). */
   uint64_t rd_peers;          /* peer streams opened (one per session) */
-  uint64_t rd_peers_failed;   /* of those, failed: timeout, RESET, Terminate */
+  uint64_t rd_peers_failed;   /* of those, failed: timeout, RESET, Terminate (a peer's
+                                 orderly fi_close is not a failure, 0.8) */
   uint64_t rd_data_sent;      /* data datagrams, first transmissions */
   uint64_t rd_retransmitted;  /* data datagrams sent again */
   uint64_t rd_acks_sent;      /* standalone acks (most ride on data) */
@@ -106,7 +107,9 @@ struct fi_iwarpx_ep_stats {
   uint64_t rc_opened;   /* connects started */
   uint64_t rc_accepted; /* peers' connects accepted */
   uint64_t rc_rejected; /* peers' connects refused: tie-break, cap, bad hello */
-  uint64_t rc_failed;   /* connections that never came up or broke */
+  uint64_t rc_failed;   /* connections that never came up or broke; one left
+                           cleanly (FI_IWARPX_RC_IDLE_MS, or the peer's fi_close
+                           since 0.8) is not counted here */
   /* Faults injected on purpose into the datagrams this endpoint sent
    * (FI_IWARPX_FAULT; all 0 without it), so a test can tell the drops and
    * retransmissions it caused from real ones. Added in version 0.3, after
@@ -153,6 +156,15 @@ struct fi_iwarpx_ep_stats {
    * receiver's for Reads or the sender's Writes (counted on the side that
    * could not register). */
   uint64_t rdm_copy_fallbacks;
+  /* RDM on-demand connections that broke while the reliable-datagram
+   * session lived and were recovered without loss (docs/design.md
+   * "Connected channels in the RDM endpoint", Failure: both sides said on
+   * RD how many messages they took, BROKEN), and the numbered messages this
+   * endpoint sent again on RD because the peer had not taken them. A broken
+   * connection counts in rc_failed too. Added in version 0.8, after the
+   * fields above: a shorter len still gets the prefix. */
+  uint64_t rdm_rc_fallbacks;
+  uint64_t rdm_rc_resent;
 };
 
 /*

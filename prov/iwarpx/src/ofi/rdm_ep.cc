@@ -129,7 +129,8 @@ void RdmEndpoint::LingerAtClose() {
   std::mutex& mu = fabric_->engine().mu();
   const auto settled = [&] {
     std::lock_guard<std::mutex> lock(mu);
-    return core_ == nullptr || core_->Settled();
+    // Connections are left cleanly (the peer counts a close, not a failure).
+    return core_ == nullptr || core_->CloseStep();
   };
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -333,6 +334,10 @@ ssize_t RdmEndpoint::Recv(bool tagged, const struct iovec* iov, size_t count, fi
     rdm::RecvResult found;
     if (discard) {
       st = core_->DiscardUnexpected(r, &found);
+      if (st == rdm::RdmStatus::kAgain) {  // no room to answer a rendezvous yet
+        reporter_.FreeRx(index);
+        return -FI_EAGAIN;
+      }
     } else {
       st = core_->Peek(r, claim ? claim_key : 0, &found);
     }

@@ -81,7 +81,10 @@ namespace iwarpx::progress {
   X(rdm_rc_rma_failed)                                                            \
   /* RDM messages sent by the copy rendezvous, and fallbacks to it. */            \
   X(rdm_copy_msgs)                                                                \
-  X(rdm_copy_fallbacks)
+  X(rdm_copy_fallbacks)                                                           \
+  /* RDM connections that broke and fell back to RD losslessly; resent msgs. */   \
+  X(rdm_rc_fallbacks)                                                             \
+  X(rdm_rc_resent)
 
 struct EndpointStats {
 #define IWARPX_STAT_FIELD(name) uint64_t name = 0;

@@ -148,6 +148,20 @@ TEST_F(RcFallbackTest, BreakWithRendezvousInFlight) {
   ExpectNoErrors(a, b);
   EXPECT_GT(a.core->counters().rc_resent + b.core->counters().rc_resent, 0u)
       << "nothing was in flight at the breaks" << Dump(a) << Dump(b);
+  // The extension stats (fi_iwarpx_ep_stats 0.8) report both counters.
+  std::lock_guard<std::mutex> lock(engine_->mu());
+  for (const Node* n : {&a, &b}) {
+    progress::EndpointStats st;
+    n->core->CollectStats(&st);
+    EXPECT_EQ(st.rdm_rc_fallbacks, n->core->counters().rc_fallbacks);
+    EXPECT_GE(st.rdm_rc_fallbacks, 1u);
+    EXPECT_EQ(st.rdm_rc_resent, n->core->counters().rc_resent);
+  }
+  progress::EndpointStats sa;
+  progress::EndpointStats sb;
+  a.core->CollectStats(&sa);
+  b.core->CollectStats(&sb);
+  EXPECT_GT(sa.rdm_rc_resent + sb.rdm_rc_resent, 0u);
 }
 
 // Messages piled up unexpected at the receiver (no receives posted) when

@@ -1002,14 +1002,23 @@ RdmStatus RdmCore::Peek(const RecvRequest& r, uint64_t claim, RecvResult* out) {
 }
 
 RdmStatus RdmCore::ReceiveClaimed(const RecvRequest& r, uint64_t claim, bool discard) {
+  // A discarded rendezvous is answered (rdm_core_discard.cc): the slot for
+  // the answer first, so a refusal leaves the message claimed.
+  const std::optional<uint32_t> answer =
+      discard ? Alloc(rndv_, rndv_free_, kMaxRndv) : std::optional<uint32_t>{};
+  if (discard && !answer) return RdmStatus::kAgain;
   const std::optional<Unexpected> u = MatcherFor(r.tagged).TakeClaimed(claim);
-  if (!u) return RdmStatus::kNoMessage;
+  if (!u) {
+    if (answer) FreeRndv(*answer);
+    return RdmStatus::kNoMessage;
+  }
   const auto index = static_cast<uint32_t>(u->handle);
   if (discard) {
     RecvResult res;
     res.tagged = unexp_[index].header.tagged;
     res.tag = unexp_[index].header.tag;
     res.src = unexp_[index].src;
+    AnswerDiscarded(*answer, unexp_[index]);
     ReleaseUnexpected(index);
     sink_.RecvDone(r.context, res);
     return RdmStatus::kOk;
@@ -1019,8 +1028,13 @@ RdmStatus RdmCore::ReceiveClaimed(const RecvRequest& r, uint64_t claim, bool dis
 }
 
 RdmStatus RdmCore::DiscardUnexpected(const RecvRequest& r, RecvResult* out) {
+  const std::optional<uint32_t> answer = Alloc(rndv_, rndv_free_, kMaxRndv);
+  if (!answer) return RdmStatus::kAgain;  // before the message is taken
   const std::optional<uint32_t> u = TakeUnexpected(r);
-  if (!u) return RdmStatus::kNoMessage;
+  if (!u) {
+    FreeRndv(*answer);
+    return RdmStatus::kNoMessage;
+  }
   // What FI_PEEK reports about the message it found (fi_tagged(3)).
   const Unexp& e = unexp_[*u];
   *out = {};
@@ -1030,6 +1044,7 @@ RdmStatus RdmCore::DiscardUnexpected(const RecvRequest& r, RecvResult* out) {
   out->has_data = e.header.has_data;
   out->data = e.header.data;
   out->src = e.src;
+  AnswerDiscarded(*answer, e);
   ReleaseUnexpected(*u);
   return RdmStatus::kOk;
 }

@@ -58,8 +58,9 @@
 //   break both sides say on RD how many they took (BROKEN), send again on
 //   RD what the other did not take, then RESENT; the receiver holds the
 //   peer's later RD messages until then. Read rendezvous restart on RD, the
-//   write handshake in progress on the connection fails on both sides. If
-//   the RD session fails too, everything fails as for any dead peer.
+//   write handshake and the copy rendezvous in progress on the connection
+//   (also their unexpected RTS) fail on both sides. If the RD session fails
+//   too, everything fails as for any dead peer.
 // * RMA and atomics follow the messages (rdm_core_rma.cc, RouteRma): on the
 //   RD QP until our SWITCH, then on the connection, so one QP orders a
 //   peer's messages and RMA (FI_ORDER_SAW, WAS, RAW, RAS, ...). Across the
@@ -96,7 +97,9 @@
 //   overtake it, as the first SWITCH's rule in reverse); the peer answers
 //   with its own; each side drops the connection without failing the RD
 //   session once both SWITCHes crossed and nothing of its own is pending
-//   on it. Traffic reopens one on demand (the promotion thresholds).
+//   on it. Traffic reopens one on demand (the promotion thresholds). The
+//   endpoint's close leaves its connections the same way (CloseStep,
+//   rdm_core_close.cc), so the peer counts a close, not a failure.
 // * Peers are named by RdPeerKey; PeerIdOf() gives each key a stable id used
 //   for FI_DIRECTED_RECV matching and reported as the source of receives.
 // * RMA and atomics are posted by the caller on the QP RouteRma() names,
@@ -280,6 +283,12 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // closes, so a completed send — the last reply before fi_close — is not
   // lost with the copy kept for resending.
   [[nodiscard]] bool Settled() const;
+  // The endpoint's close, called until it returns true or the linger time
+  // is over (rdm_core_close.cc): every established connection is left as an
+  // idle one is (SWITCH back both ways, then dropped by both ends), so the
+  // peer counts a close, not a failure; true once no connection is left and
+  // Settled(). From the first call on, no connection is opened or accepted.
+  bool CloseStep();
   // Before a close: every RD QP sends the ack it owes now, so peers waiting
   // for it (lingering in their own close) are not left to time out.
   void FlushAcks() { channel_->FlushAcks(); }
@@ -304,6 +313,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // message claimed by `claim` into `r` (or drops it and reports len 0).
   RdmStatus ReceiveClaimed(const RecvRequest& r, uint64_t claim, bool discard);
   // FI_PEEK|FI_DISCARD: drops the first matching unexpected message.
+  // A dropped rendezvous (RTS of any kind) is answered so that its sender's
+  // send completes (rdm_core_discard.cc); kAgain (message left in place)
+  // when no rendezvous slot is free for that answer.
   RdmStatus DiscardUnexpected(const RecvRequest& r, RecvResult* out);
 
   // Where a user RMA/atomic operation to `to` goes (rdm_core_rma.cc): the
@@ -355,6 +367,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t rndv_write_msgs = 0;  // RTS (W) sent: rendezvous by the write handshake
     uint64_t copy_msgs = 0;        // messages whose data this side sent as DATA fragments
     uint64_t copy_fallbacks = 0;   // zero-copy rendezvous turned copy (registration refused here)
+    uint64_t discard_answers = 0;  // discarded RTS answered (FIN or CTS (C) for 0 bytes)
     uint64_t unexpected = 0;
     uint64_t protocol_errors = 0;
     uint64_t peers_failed = 0;
@@ -875,6 +888,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   void FreeRndv(uint32_t index);
   void OnFin(Peer& p, const wire::RdmHeader& h);
   void DeliverUnexpected(const RecvRequest& r, const iovec* iov, uint32_t unexp);
+  // A discarded unexpected message `e`: an RTS is answered (FIN or CTS (C),
+  // size 0) from rendezvous slot `index`, which is freed otherwise.
+  void AnswerDiscarded(uint32_t index, const Unexp& e);
   void ReleaseUnexpected(uint32_t unexp);
   std::optional<uint32_t> TakeUnexpected(const RecvRequest& r);
 
@@ -894,6 +910,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   uint32_t links_ = 0;
   uint32_t fp_links_ = 0;
   uint64_t next_idle_check_ns_ = 0;  // 0: no timer
+  bool closing_ = false;             // CloseStep was called: no new connections
   bool fp_withheld_ = false;         // credits held back over the unexpected limit
   std::vector<std::unique_ptr<RcLink>> graveyard_;
   progress::EndpointStats links_gone_;  // counters of connections dropped (CollectStats)

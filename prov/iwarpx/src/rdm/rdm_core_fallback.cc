@@ -134,7 +134,8 @@ bool RdmCore::FallBack(Peer& p) {
     // so its op is done (its completion will not come from the dead link).
     std::deque<uint32_t> fins;
     for (const uint32_t i : p.fin_wait[rc]) {
-      if (rndv_[i].used && !rndv_[i].write_waiting) fins.push_back(i);
+      // (A copy CTS is not moved: its sender's copy fails with the link.)
+      if (rndv_[i].used && !rndv_[i].write_waiting && !rndv_[i].copy) fins.push_back(i);
     }
     for (const uint32_t i : fins) p.fin_wait[rc].remove(i);
     p.read_wait[rc].clear();
@@ -154,7 +155,11 @@ bool RdmCore::FallBack(Peer& p) {
       }
     }
     for (Unexp& u : unexp_) {
-      if (u.used && u.src == p.id && u.via == Via::kRc && !u.header.write) u.via = Via::kRd;
+      // A read RTS is read again on RD; one of the write handshake or the
+      // copy rendezvous dies with the link (its sender's send fails there).
+      if (u.used && u.src == p.id && u.via == Via::kRc && !u.header.write && !u.header.copy) {
+        u.via = Via::kRd;
+      }
     }
     DropLink(p, ECONNRESET);  // held messages go (not taken); the write handshake fails
     fb.rx_hold = was_switched;

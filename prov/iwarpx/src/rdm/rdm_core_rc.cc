@@ -58,6 +58,8 @@ void RdmCore::CollectStats(progress::EndpointStats* out) const {
   out->rdm_rndv_write_msgs += counters_.rndv_write_msgs;
   out->rdm_copy_msgs += counters_.copy_msgs;
   out->rdm_copy_fallbacks += counters_.copy_fallbacks;
+  out->rdm_rc_fallbacks += counters_.rc_fallbacks;
+  out->rdm_rc_resent += counters_.rc_resent;
   out->rc_opened += counters_.rc_opened;
   out->rc_accepted += counters_.rc_accepted;
   out->rc_rejected += counters_.rc_rejected;
@@ -70,7 +72,8 @@ void RdmCore::CollectStats(progress::EndpointStats* out) const {
 void RdmCore::CountAndPromote(Peer& p, uint64_t bytes) {
   ++p.msgs_sent;
   p.bytes_sent += bytes;
-  if (listener_ == nullptr || p.link != nullptr || links_ >= config_.rc.max_links || FbBusy(p)) {
+  if (listener_ == nullptr || p.link != nullptr || links_ >= config_.rc.max_links || FbBusy(p) ||
+      closing_) {
     return;
   }
   if (p.next_try_msgs == 0) {
@@ -119,7 +122,7 @@ void RdmCore::OnRequest(progress::MsgChannel& channel) {
   };
   if (!caller) return refuse();
   Peer& p = PeerFor(*caller);
-  if (FbBusy(p)) return refuse();  // still recovering from a broken one
+  if (FbBusy(p) || closing_) return refuse();  // still recovering from a broken one; closing
   if (p.link != nullptr) {
     // Simultaneous connects: the lower address's connection wins. Ours is
     // still pending here (an initiator is established only by the peer's

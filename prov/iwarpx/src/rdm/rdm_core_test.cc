@@ -156,6 +156,49 @@ TEST_P(RdmCoreTest, PeekClaimAndDiscard) {
   EXPECT_EQ(b_->Peek(r, 0, &out), RdmStatus::kNoMessage);
 }
 
+// A rendezvous dropped unread (FI_PEEK|FI_DISCARD, FI_CLAIM|FI_DISCARD) is
+// still answered: the sender's send completes (it was delivered and
+// discarded), nothing fails, and the pair goes on working.
+TEST_P(RdmCoreTest, DiscardedRendezvousCompletesTheSend) {
+  std::vector<uint8_t> m1 = Pattern(70000, 1), m2 = Pattern(90000, 2), m3 = Pattern(80000, 3);
+  ASSERT_EQ(Send(*a_, *b_, m1, 1, true, 7), RdmStatus::kOk);
+  ASSERT_EQ(Send(*a_, *b_, m2, 2, true, 8), RdmStatus::kOk);
+  ASSERT_TRUE(RunUntil([&] { return b_->counters().unexpected == 2; }));
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    RecvRequest r;
+    r.tagged = true;
+    r.tag = 7;
+    RecvResult out;
+    ASSERT_EQ(b_->DiscardUnexpected(r, &out), RdmStatus::kOk);
+    EXPECT_EQ(out.len, 70000u);
+    r.tag = 8;
+    ASSERT_EQ(b_->Peek(r, 0xC1A1, &out), RdmStatus::kOk);
+    r.context = 5;
+    ASSERT_EQ(b_->ReceiveClaimed(r, 0xC1A1, true), RdmStatus::kOk);
+    const Event* d = sb_.Find(Event::kRecvDone, 5);
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(d->r.len, 0u);
+    EXPECT_EQ(d->r.tag, 8u);
+    b_->AfterPost();
+  }
+  ASSERT_TRUE(RunUntil([&] { return sa_.Count(Event::kSendDone) == 2; }, 5))
+      << "the sender of a discarded rendezvous waits forever";
+  EXPECT_EQ(sa_.Count(Event::kSendFailed), 0u);
+  EXPECT_EQ(b_->counters().discard_answers, 2u);
+  // Nothing was written into the receiver, and the pair still works.
+  std::vector<uint8_t> rx(80000);
+  ASSERT_EQ(Send(*a_, *b_, m3, 3, true, 9), RdmStatus::kOk);
+  ASSERT_EQ(Recv(*b_, rx, 6, true, 9), RdmStatus::kOk);
+  ASSERT_TRUE(RunUntil([&] {
+    return sb_.Find(Event::kRecvDone, 6) != nullptr && sa_.Count(Event::kSendDone) == 3;
+  }));
+  EXPECT_EQ(rx, m3);
+  EXPECT_EQ(a_->counters().protocol_errors, 0u);
+  EXPECT_EQ(b_->counters().protocol_errors, 0u);
+  EXPECT_EQ(sb_.Count(Event::kRecvFailed), 0u);
+}
+
 TEST_P(RdmCoreTest, ManyMessagesThroughFaultsInOrder) {
   auto f = transport::FaultSpec::Parse("drop=50,dup=20,reorder=30,corrupt=5,seed=12");
   ASSERT_TRUE(f.ok());
