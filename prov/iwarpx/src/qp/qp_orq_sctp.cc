@@ -32,6 +32,7 @@
 //
 // Never places a byte outside the matched Read's range, never completes a
 // Read short: the checks run before the payload is placed.
+#include <memory>
 #include <variant>
 
 #include "qp/queue_pair.h"
@@ -45,7 +46,9 @@ void QueuePair::PushOrq(uint64_t seq) {
   orq_[slot] = seq;
   orq_state_[slot] = OrqSlot::kPending;
   ++orq_count_;
-  orq_placed_.Clear(slot);
+  if (!mpa_.sctp_unordered_read_resp) return;
+  if (!orq_placed_) orq_placed_ = std::make_unique<PlacedRanges>();
+  orq_placed_->Clear(slot);
 }
 
 bool QueuePair::ReadWaitsSctp(const SqEntry& e) const {
@@ -79,9 +82,10 @@ QueuePair::Dispatch QueuePair::DispatchReadResponseUnordered() {
                                         : h.to >= e.local_to && h.to - e.local_to < e.length;
     if (!starts_inside) continue;
     const uint64_t off = h.to - e.local_to;
-    const bool fits = len <= e.length - off && (len == 0 || orq_placed_.Free(slot, off, off + len));
+    const bool fits =
+        len <= e.length - off && (len == 0 || orq_placed_->Free(slot, off, off + len));
     if (!fits || h.last != (off + len == e.length) ||
-        orq_placed_.size() >= PlacedRanges::kMaxRanges) {
+        orq_placed_->size() >= PlacedRanges::kMaxRanges) {
       RxFail(wire::term::kDdpTaggedBaseBounds);
       return Dispatch::kFailed;
     }
@@ -147,13 +151,13 @@ bool QueuePair::FinishReadResponseSctp() {
     // Byte counting: done when every byte is placed (Dispatch checked that
     // the segment lies inside the Read, on no placed byte).
     const uint64_t off = rx_seg_.ddp.to - e.local_to;
-    if (rx_payload_len_ > 0 && !orq_placed_.Add(slot, off, off + rx_payload_len_)) {
+    if (rx_payload_len_ > 0 && !orq_placed_->Add(slot, off, off + rx_payload_len_)) {
       RxFail(wire::term::kDdpLocalCatastrophic);  // cannot happen: room checked
       return false;
     }
     e.rx_done += rx_payload_len_;
     if (e.rx_done < e.length) return true;
-    orq_placed_.Clear(slot);
+    orq_placed_->Clear(slot);
     orq_state_[slot] = OrqSlot::kDone;
     RetireOrqSctp();
     return true;

@@ -530,8 +530,10 @@ class QueuePair {
   // missed attempt, dropped silently when it reaches the head.
   enum class OrqSlot : uint8_t { kPending, kDone, kRetired };
   std::vector<OrqSlot> orq_state_;
-  size_t rx_orq_slot_ = 0;   // SCTP: the ORQ slot the current response answers
-  PlacedRanges orq_placed_;  // SCTP, unordered Read Responses: bytes placed per slot
+  size_t rx_orq_slot_ = 0;  // SCTP: the ORQ slot the current response answers
+  // SCTP, unordered Read Responses: bytes placed per ORQ slot (made at the
+  // first Read or Atomic of a QP that negotiated them; null otherwise).
+  std::unique_ptr<PlacedRanges> orq_placed_;
   // An XOR compare-and-swap loop in progress (AtomicWr::xor_loop) holds the
   // send queue: xor_seq_ is its entry, xor_retry_ says its next guess is due.
   bool xor_busy_ = false;
