@@ -567,16 +567,18 @@ TEST_P(MsgChannelSctpTest, ReadResponsesGoUnorderedWhenBothEndsOfferIt) {
     std::vector<std::vector<uint8_t>> sinks(2, std::vector<uint8_t>(kSink, 0));
     std::vector<std::vector<uint8_t>> want = sinks;
     std::vector<uint32_t> sink_stags;
+    sink_stags.reserve(sinks.size());
     for (auto& s : sinks) sink_stags.push_back(reg(s.data(), s.size(), mem::kLocalWrite));
     // (sink, at, length, source offset): disjoint, then overlapping ranges.
     struct R {
       size_t sink, at, len, from;
     };
+    constexpr size_t kKi = 1024;
     const std::vector<R> reads = {
-        {0, 0, 64 * 1024, 0},          {0, 64 * 1024, 64 * 1024, 100000},
-        {1, 0, 96 * 1024, 200000},     {0, 32 * 1024, 64 * 1024, 300000},  // overlaps 0 and 1
-        {1, 50 * 1024, 8 * 1024, 7},   {1, 0, 192 * 1024, 250000},         // overlaps 2 and 4
-        {0, 128 * 1024, 64 * 1024, 1}, {0, 100, 1000, 400000},             // overlaps 3
+        {0, 0, 64 * kKi, 0},         {0, 64 * kKi, 64 * kKi, 100000},
+        {1, 0, 96 * kKi, 200000},    {0, 32 * kKi, 64 * kKi, 300000},  // overlaps 0 and 1
+        {1, 50 * kKi, 8 * kKi, 7},   {1, 0, 192 * kKi, 250000},        // overlaps 2 and 4
+        {0, 128 * kKi, 64 * kKi, 1}, {0, 100, 1000, 400000},           // overlaps 3
     };
     {
       std::lock_guard<std::mutex> lock(engine_->mu());
