@@ -165,6 +165,13 @@ void DefineParams() {
                   "encapsulation, RFC 6951; a listener's UDP port is its SCTP port when it "
                   "is the process's first) or auto (kernel when it has SCTP, else usrsctp). "
                   "SCTP is not offered when the chosen backend cannot run. (default: auto)");
+  fi_param_define(&g_provider, "sctp_unordered", FI_PARAM_BOOL,
+                  "Offer, in FI_PROTO_IWARPX_SCTP session setup, to receive RDMA Read "
+                  "Responses with SCTP unordered delivery (an iwarpx extension bit, "
+                  "docs/wire.md); they are sent and accepted unordered only when both ends "
+                  "offer it. 0: never offer it, every segment stays ordered. Off by default: "
+                  "older iwarpx builds refuse the bit, and usrsctp stalls ~0.5 s more often "
+                  "with it (docs/design.md). (default: false)");
   fi_param_define(&g_provider, "max_mr", FI_PARAM_INT,
                   "Maximum number of live memory registrations per domain (domain_attr "
                   "mr_cnt), 1..16777216. (default: 65536)");
@@ -213,6 +220,7 @@ void ReadLlpParams() {
 
 void ReadParams() {
   ReadLlpParams();
+  ReadBool("sctp_unordered", &g_params.sctp_unordered);
   ReadBool("mpa_crc", &g_params.mpa_crc);
   ReadBool("mpa_markers", &g_params.mpa_markers);
   ReadBool("progress_thread", &g_params.progress_thread);
@@ -336,6 +344,7 @@ progress::ChannelConfig ChannelConfigFor(const struct fi_info* info) {
   c.policy = MpaPolicyFromParams();
   c.llp = LlpOf(info);
   c.sctp_backend = g_params.sctp_backend;
+  c.sctp_unordered_read_resp = g_params.sctp_unordered;
   return c;
 }
 

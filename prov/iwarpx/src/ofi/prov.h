@@ -45,6 +45,9 @@ struct Params {
   progress::Llp msg_llp = progress::Llp::kTcp;
   // FI_IWARPX_SCTP_BACKEND (auto, kernel, usrsctp).
   transport::SctpBackend sctp_backend = transport::SctpBackend::kAuto;
+  // FI_IWARPX_SCTP_UNORDERED: offer unordered Read Responses in SCTP session
+  // setup (docs/wire.md §2.2); used only when the peer offers it too.
+  bool sctp_unordered = false;
   int max_fastpath = 8;           // FI_IWARPX_MAX_FASTPATH
   int fastpath_slots = 32;        // FI_IWARPX_FASTPATH_SLOTS
   int fastpath_slot_size = 2048;  // FI_IWARPX_FASTPATH_SLOT_SIZE (payload bytes)

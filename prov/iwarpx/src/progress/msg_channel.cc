@@ -37,7 +37,8 @@ Result<std::unique_ptr<cm::SetupEndpoint>, int> MakeSetup(transport::Connection&
   if (conn.preserves_message_boundaries()) {
     transport::SctpConnection* sctp = AsSctp(conn);
     if (sctp == nullptr) return Err{EPROTONOSUPPORT};
-    const wire::SctpSessionPolicy policy = wire::FromMpaPolicy(config.policy);
+    wire::SctpSessionPolicy policy = wire::FromMpaPolicy(config.policy);
+    policy.offer_unordered_read_resp = config.sctp_unordered_read_resp;
     auto c = initiator
                  ? cm::SctpCep::CreateInitiator(*sctp, clock, policy, private_data, config.timeouts)
                  : cm::SctpCep::CreateResponder(*sctp, clock, policy, config.timeouts);

@@ -99,6 +99,9 @@ struct ChannelConfig {
   Llp llp = Llp::kTcp;  // of new connections (Connect, MsgListener::Listen)
   transport::SctpBackend sctp_backend = transport::SctpBackend::kAuto;
   transport::SctpOptions sctp;
+  // SCTP: offer unordered Read Responses in session setup (both ends must;
+  // wire/sctp_session_negotiate.h). FI_IWARPX_SCTP_UNORDERED.
+  bool sctp_unordered_read_resp = true;
 };
 
 class MsgChannel final : public Pollable {

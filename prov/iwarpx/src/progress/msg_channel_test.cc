@@ -521,6 +521,102 @@ TEST_P(MsgChannelSctpTest, ReadResponsesUseTheStreamsOfTheirSinkStags) {
   EXPECT_EQ(client_sink.rec.terminated + server_sink.rec.terminated, 0);
 }
 
+// Issue 8 item 2, unordered: with both ends offering it (the default), Read
+// Responses go with SCTP unordered delivery on their sink STag's stream and
+// the requester places them as they come: Reads into disjoint and
+// overlapping ranges of two sinks (an overlapping Read waits for the one it
+// overlaps) end with the bytes of the last Read covering each byte,
+// completions in post order. With the client not offering it (0 =
+// FI_IWARPX_SCTP_UNORDERED=0) nothing goes unordered and the result is the
+// same.
+TEST_P(MsgChannelSctpTest, ReadResponsesGoUnorderedWhenBothEndsOfferIt) {
+  for (const bool client_offers : {true, false}) {
+    SCOPED_TRACE(client_offers ? "both offer" : "client does not offer");
+    config_.sctp_unordered_read_resp = client_offers;
+    Sink client_sink;
+    Sink server_sink;
+    auto client = Connect("", client_sink);
+    ASSERT_NE(client, nullptr);
+    ASSERT_TRUE(RunUntil([&] { return !requests_.requests.empty(); }));
+    std::unique_ptr<MsgChannel> server;
+    {
+      std::lock_guard<std::mutex> lock(engine_->mu());
+      server = listener_->Take(requests_.requests[0]);
+      requests_.requests.clear();
+      ASSERT_NE(server, nullptr);
+      ASSERT_EQ(server->Accept({}, stags_, 0, qp::QpConfig{}, server_sink), 0);
+    }
+    ASSERT_TRUE(
+        RunUntil([&] { return client_sink.rec.established == 1 && server->qp() != nullptr; }));
+    EXPECT_EQ(client->qp()->mpa().sctp_unordered_read_resp, client_offers);
+    EXPECT_EQ(server->qp()->mpa().sctp_unordered_read_resp, client_offers);
+    constexpr size_t kSrc = size_t{512} * 1024;
+    constexpr size_t kSink = size_t{192} * 1024;
+    std::vector<uint8_t> src(kSrc);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + (i >> 9));
+    auto reg = [&](uint8_t* host, size_t len, uint32_t access) {
+      mem::RegionSpec spec;
+      spec.host = host;
+      spec.length = len;
+      spec.access = access;
+      auto r = stags_.Register(spec);
+      EXPECT_TRUE(r.ok());
+      return r.ok() ? *r : 0U;
+    };
+    const uint32_t src_stag = reg(src.data(), src.size(), mem::kRemoteRead);
+    std::vector<std::vector<uint8_t>> sinks(2, std::vector<uint8_t>(kSink, 0));
+    std::vector<std::vector<uint8_t>> want = sinks;
+    std::vector<uint32_t> sink_stags;
+    sink_stags.reserve(sinks.size());
+    for (auto& s : sinks) sink_stags.push_back(reg(s.data(), s.size(), mem::kLocalWrite));
+    // (sink, at, length, source offset): disjoint, then overlapping ranges.
+    struct R {
+      size_t sink, at, len, from;
+    };
+    constexpr size_t kKi = 1024;
+    const std::vector<R> reads = {
+        {0, 0, 64 * kKi, 0},         {0, 64 * kKi, 64 * kKi, 100000},
+        {1, 0, 96 * kKi, 200000},    {0, 32 * kKi, 64 * kKi, 300000},  // overlaps 0 and 1
+        {1, 50 * kKi, 8 * kKi, 7},   {1, 0, 192 * kKi, 250000},        // overlaps 2 and 4
+        {0, 128 * kKi, 64 * kKi, 1}, {0, 100, 1000, 400000},           // overlaps 3
+    };
+    {
+      std::lock_guard<std::mutex> lock(engine_->mu());
+      for (size_t i = 0; i < reads.size(); ++i) {
+        const R& r = reads[i];
+        std::memcpy(want[r.sink].data() + r.at, src.data() + r.from, r.len);
+        qp::ReadWr rd;
+        rd.context = i;
+        rd.local_stag = sink_stags[r.sink];
+        rd.local_to = r.at;
+        rd.length = static_cast<uint32_t>(r.len);
+        rd.remote_stag = src_stag;
+        rd.remote_to = r.from;
+        ASSERT_EQ(client->qp()->PostRead(rd), qp::QpStatus::kOk);
+      }
+      engine_->Update(*client);
+    }
+    ASSERT_TRUE(RunUntil(
+        [&] { return client_sink.rec.Count(qp::test::Completion::Kind::kRdma) == reads.size(); }));
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    for (size_t i = 0; i < reads.size(); ++i) EXPECT_EQ(client_sink.rec.completions[i].context, i);
+    EXPECT_TRUE(sinks == want);
+    const qp::SctpFraming* out = server->qp()->sctp_framing();
+    const qp::SctpFraming* in = client->qp()->sctp_framing();
+    ASSERT_NE(out, nullptr);
+    ASSERT_NE(in, nullptr);
+    // Every Read Response segment off stream 0; unordered iff negotiated.
+    EXPECT_EQ(out->messages_sent_on(0), 0U);
+    EXPECT_GT(out->messages_sent(), reads.size());
+    EXPECT_EQ(out->unordered_sent(), client_offers ? out->messages_sent() : 0U);
+    EXPECT_EQ(in->unordered_received(), out->unordered_sent());
+    EXPECT_EQ(in->unordered_sent(), 0U);
+    EXPECT_EQ(client_sink.rec.terminated + server_sink.rec.terminated, 0);
+    for (uint32_t s : sink_stags) (void)stags_.Deregister(s);
+    (void)stags_.Deregister(src_stag);
+  }
+}
+
 std::string LlpName(const ::testing::TestParamInfo<Llp>& info) {
   return ToString(info.param);
 }

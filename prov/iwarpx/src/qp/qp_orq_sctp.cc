@@ -13,8 +13,26 @@
 // done entries and completes them in ORQ (post) order, so what the
 // application sees is the TCP order.
 //
+// Unordered Read Responses (negotiated in session setup, docs/wire.md §2.2;
+// docs/design.md "Unordered Read Responses"): the responder sends them with
+// SCTP unordered delivery, so even the responses for one sink STag arrive in
+// any order and the segments of one Read too. A response carries only STag
+// and TO, so the requester makes that enough: a Read whose sink range
+// (STag, [TO, TO + length)) overlaps the range of a Read still outstanding
+// waits in the SQ until that one is answered (ReadWaitsSctp; like ORD
+// reached, later WRs wait behind it). Every byte of a response then belongs
+// to at most one outstanding Read. A segment must lie wholly inside that
+// Read and overlap none of its bytes already placed (PlacedRanges), and its
+// last flag must sit exactly on the Read's last byte; the Read is done when
+// all its bytes were placed, whichever segment came last. Anything else is
+// refused before a byte is placed: no Read has the STag (DDP tagged, invalid
+// STag; unexpected opcode when no Read is outstanding), the segment is
+// outside every Read with the STag, straddles one's end, or overlaps placed
+// bytes (DDP tagged, base/bounds). Completion order stays the ORQ's.
+//
 // Never places a byte outside the matched Read's range, never completes a
 // Read short: the checks run before the payload is placed.
+#include <memory>
 #include <variant>
 
 #include "qp/queue_pair.h"
@@ -32,9 +50,60 @@ void QueuePair::PushOrq(uint64_t seq) {
   orq_[slot] = seq;
   if (framing_) orq_state_[slot] = OrqSlot::kPending;
   ++orq_count_;
+  if (!mpa_.sctp_unordered_read_resp) return;
+  if (!orq_placed_) orq_placed_ = std::make_unique<PlacedRanges>();
+  orq_placed_->Clear(slot);
+}
+
+bool QueuePair::ReadWaitsSctp(const SqEntry& e) const {
+  if (!mpa_.sctp_unordered_read_resp || e.op != SqOp::kRead || e.length == 0) return false;
+  for (size_t k = 0; k < orq_count_; ++k) {
+    const size_t slot = (orq_head_ + k) % orq_.size();
+    if (orq_state_[slot] != OrqSlot::kPending) continue;
+    const SqEntry& o = Sq(orq_[slot]);
+    if (o.op != SqOp::kRead || o.local_stag != e.local_stag) continue;
+    if (e.local_to < o.local_to + o.length && o.local_to < e.local_to + e.length) return true;
+  }
+  return false;
+}
+
+QueuePair::Dispatch QueuePair::DispatchReadResponseUnordered() {
+  const wire::DdpHeader& h = rx_seg_.ddp;
+  const uint64_t len = rx_payload_len_;
+  bool any_read = false;
+  bool any_stag = false;
+  for (size_t k = 0; k < orq_count_; ++k) {
+    const size_t slot = (orq_head_ + k) % orq_.size();
+    if (orq_state_[slot] != OrqSlot::kPending) continue;
+    const SqEntry& e = Sq(orq_[slot]);
+    if (e.op != SqOp::kRead) continue;
+    any_read = true;
+    if (e.local_stag != h.stag) continue;
+    any_stag = true;
+    // The Read containing the segment's first byte (a zero-length segment:
+    // a zero-length Read at its TO; no two outstanding Reads overlap).
+    const bool starts_inside = len == 0 ? e.length == 0 && h.to == e.local_to
+                                        : h.to >= e.local_to && h.to - e.local_to < e.length;
+    if (!starts_inside) continue;
+    const uint64_t off = h.to - e.local_to;
+    const bool fits =
+        len <= e.length - off && (len == 0 || orq_placed_->Free(slot, off, off + len));
+    if (!fits || h.last != (off + len == e.length) ||
+        orq_placed_->size() >= PlacedRanges::kMaxRanges) {
+      RxFail(wire::term::kDdpTaggedBaseBounds);
+      return Dispatch::kFailed;
+    }
+    rx_orq_slot_ = slot;
+    return Dispatch::kProceed;
+  }
+  RxFail(!any_read   ? wire::term::kRdmapUnexpectedOpcode
+         : !any_stag ? wire::term::kDdpTaggedInvalidStag
+                     : wire::term::kDdpTaggedBaseBounds);
+  return Dispatch::kFailed;
 }
 
 QueuePair::Dispatch QueuePair::DispatchReadResponseSctp() {
+  if (mpa_.sctp_unordered_read_resp) return DispatchReadResponseUnordered();
   const wire::DdpHeader& h = rx_seg_.ddp;
   const size_t len = rx_payload_len_;
   bool any_read = false;
@@ -82,6 +151,21 @@ QueuePair::Dispatch QueuePair::DispatchAtomicResponseSctp() {
 bool QueuePair::FinishReadResponseSctp() {
   const size_t slot = rx_orq_slot_;
   SqEntry& e = Sq(orq_[slot]);
+  if (mpa_.sctp_unordered_read_resp) {
+    // Byte counting: done when every byte is placed (Dispatch checked that
+    // the segment lies inside the Read, on no placed byte).
+    const uint64_t off = rx_seg_.ddp.to - e.local_to;
+    if (rx_payload_len_ > 0 && !orq_placed_->Add(slot, off, off + rx_payload_len_)) {
+      RxFail(wire::term::kDdpLocalCatastrophic);  // cannot happen: room checked
+      return false;
+    }
+    e.rx_done += rx_payload_len_;
+    if (e.rx_done < e.length) return true;
+    orq_placed_->Clear(slot);
+    orq_state_[slot] = OrqSlot::kDone;
+    RetireOrqSctp();
+    return true;
+  }
   e.rx_done += rx_payload_len_;
   if (!rx_seg_.ddp.last) return true;
   if (e.rx_done != e.length) {  // cannot happen: checked before placement

@@ -88,12 +88,14 @@ bool QueuePair::SqHasWork() const {
   const SqEntry& e = Sq(sq_tx_);
   const bool ord_op = e.op == SqOp::kRead || e.op == SqOp::kAtomic;
   if (ord_op && orq_count_ >= ord_) return false;  // ORD reached: queue
+  if (framing_ && ReadWaitsSctp(e)) return false;  // overlaps an outstanding Read: queue
   if ((e.flags & kWrFence) != 0 && orq_count_ > 0) return false;
   return true;
 }
 
 bool QueuePair::BuildNext() {
   tx_->stream = 0;
+  tx_->unordered = false;
   if (terminate_queued_) {
     terminate_queued_ = false;
     BuildTerminate();
@@ -228,8 +230,12 @@ bool QueuePair::BuildReadResponse() {
       std::min(r.length - r.done, config_.max_fpdu_payload - wire::kDdpTaggedHeaderSize);
   const bool last = r.done + len == r.length;
   auto n = wire::EncodeReadResponseHeader(r.sink_stag, r.sink_to + r.done, last, tx_->header);
-  // SCTP: on the sink STag's stream, ordered (sctp_framing.h, "Streams").
-  if (framing_) tx_->stream = SctpFraming::ReadResponseStream(r.sink_stag, tx_streams());
+  // SCTP: on the sink STag's stream, unordered when the session negotiated
+  // it (sctp_framing.h, "Streams").
+  if (framing_) {
+    tx_->stream = SctpFraming::ReadResponseStream(r.sink_stag, tx_streams());
+    tx_->unordered = mpa_.sctp_unordered_read_resp;
+  }
   if (len > 0) {
     // The source stays registered memory of the application and is read at
     // send time (as siw does), not copied; it is resolved again here so a
@@ -333,10 +339,10 @@ bool QueuePair::Frame() {
                                  config_.max_fpdu_payload);
   if (!framing.ok()) return false;  // cannot happen: segments are cut to fit
   tx_->framing = *framing;
-  if (framing_ && tx_->stream != 0) {
+  if (framing_ && (tx_->stream != 0 || tx_->unordered)) {
     SctpFraming::SetImageStream(
         tx_->framing.trailer_bytes.data() + tx_->framing.trailer_size - wire::kFpduCrcSize,
-        tx_->stream);
+        tx_->stream, tx_->unordered);
   }
   ++tx_stats_.fpdus;
   for (size_t i = 1; i < count; ++i) tx_stats_.payload_bytes += parts[i].size();

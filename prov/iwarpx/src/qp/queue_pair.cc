@@ -61,7 +61,7 @@ Result<std::unique_ptr<QueuePair>, QpStatus> QueuePair::Create(transport::Connec
     if (sctp == nullptr || mpa.crc || mpa.markers_tx || mpa.markers_rx) {
       return Err{QpStatus::kInvalid};
     }
-    framing.reset(new (std::nothrow) SctpFraming(*sctp));
+    framing.reset(new (std::nothrow) SctpFraming(*sctp, mpa.sctp_unordered_read_resp));
     if (!framing) return Err{QpStatus::kInvalid};
   }
   std::unique_ptr<QueuePair> qp(

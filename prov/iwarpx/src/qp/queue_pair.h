@@ -122,6 +122,11 @@
 // request id. Outbound Reads and Atomics are then done out of order, but are
 // completed (reported) in ORQ order: a done entry waits in the ORQ until
 // those before it are done (qp_orq_sctp.cc). ORD counts it until then.
+// When session setup negotiated unordered Read Responses
+// (MpaOutcome::sctp_unordered_read_resp) a Read whose sink range overlaps an
+// outstanding Read's waits in the SQ until that one is answered, and a
+// response segment is matched by (STag, TO, length) to the one outstanding
+// Read containing it and counted by bytes (qp_orq_sctp.cc).
 // Not supported yet (Create returns kInvalid): the zero-length Send and Read
 // RTRs. RFC 7306: Immediate Data
 // (WriteWr::with_imm; SendWr::with_imm on a connection that negotiated the
@@ -143,6 +148,7 @@
 #include "base/result.h"
 #include "mem/stag_table.h"
 #include "qp/completion_sink.h"
+#include "qp/placed_ranges.h"
 #include "qp/recv_source.h"
 #include "qp/sctp_framing.h"
 #include "qp/work_request.h"
@@ -393,7 +399,8 @@ class QueuePair {
     bool last = false;  // kSqSegment: the WR's last FPDU; a Read Response: its Read's last
     bool borrowed = false;
     uint8_t lent_iov = 0;
-    bool stashed = false;  // its rest lives in tx_stash_ (and markers use it too)
+    bool stashed = false;    // its rest lives in tx_stash_ (and markers use it too)
+    bool unordered = false;  // SCTP: sent unordered (a Read Response, negotiated)
   };
   enum class RxDest : uint8_t { kNone, kTagged, kRecv };
   enum class Dispatch : uint8_t { kProceed, kBlock, kFailed };
@@ -486,7 +493,11 @@ class QueuePair {
   // --- qp_orq_sctp.cc (SCTP: responses matched by STag, completed in order)
   void PushOrq(uint64_t seq);
   Dispatch DispatchReadResponseSctp();
+  Dispatch DispatchReadResponseUnordered();
   Dispatch DispatchAtomicResponseSctp();
+  // Unordered Read Responses: true while Read `e`'s sink range overlaps an
+  // outstanding Read's (it waits in the SQ until that one is answered).
+  [[nodiscard]] bool ReadWaitsSctp(const SqEntry& e) const;
   // The current Read Response segment is placed: count it, and on its last
   // segment mark the Read done. False after RxFail.
   bool FinishReadResponseSctp();
@@ -546,6 +557,9 @@ class QueuePair {
   enum class OrqSlot : uint8_t { kPending, kDone, kRetired };
   std::vector<OrqSlot> orq_state_;
   size_t rx_orq_slot_ = 0;  // SCTP: the ORQ slot the current response answers
+  // SCTP, unordered Read Responses: bytes placed per ORQ slot (made at the
+  // first Read or Atomic of a QP that negotiated them; null otherwise).
+  std::unique_ptr<PlacedRanges> orq_placed_;
   // An XOR compare-and-swap loop in progress (AtomicWr::xor_loop) holds the
   // send queue: xor_seq_ is its entry, xor_retry_ says its next guess is due.
   uint64_t xor_seq_ = 0;

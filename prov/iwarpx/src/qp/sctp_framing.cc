@@ -82,15 +82,17 @@ size_t CopyToIov(std::span<const iovec> iov, size_t* at, const uint8_t* src, siz
 
 }  // namespace
 
-SctpFraming::SctpFraming(transport::SctpConnection& sctp)
-    : sctp_(sctp), rx_buf_(std::make_unique_for_overwrite<uint8_t[]>(wire::kMaxUlpduLength)) {}
+SctpFraming::SctpFraming(transport::SctpConnection& sctp, bool accept_unordered)
+    : accept_unordered_(accept_unordered),
+      sctp_(sctp),
+      rx_buf_(std::make_unique_for_overwrite<uint8_t[]>(wire::kMaxUlpduLength)) {}
 
 uint16_t SctpFraming::tx_streams() const {
   return std::min(sctp_.outbound_streams(), kMaxSctpStreams);
 }
 
-void SctpFraming::SetImageStream(uint8_t* crc_field, uint16_t stream) {
-  crc_field[0] = 0;
+void SctpFraming::SetImageStream(uint8_t* crc_field, uint16_t stream, bool unordered) {
+  crc_field[0] = unordered ? static_cast<uint8_t>(kImageUnordered >> 24) : 0;
   crc_field[1] = 0;
   crc_field[2] = static_cast<uint8_t>(stream >> 8);
   crc_field[3] = static_cast<uint8_t>(stream & 0xFF);
@@ -122,13 +124,15 @@ transport::IoResult SctpFraming::SendV(std::span<const iovec> iov) {
     IovCursor at = cur;
     at.Skip(image - field.size());
     at.Copy(field.size(), field.data());
-    const uint32_t stream = (uint32_t{field[0]} << 24) | (uint32_t{field[1]} << 16) |
-                            (uint32_t{field[2]} << 8) | field[3];
+    const uint32_t word = (uint32_t{field[0]} << 24) | (uint32_t{field[1]} << 16) |
+                          (uint32_t{field[2]} << 8) | field[3];
+    const uint32_t stream = word & ~kImageUnordered;
     if (stream != 0 && stream >= tx_streams()) {
       bad_stream = true;
       break;
     }
     info.stream = static_cast<uint16_t>(stream);
+    info.unordered = (word & kImageUnordered) != 0;
     // A ULPDU is the DDP header plus at most kMaxSge payload pieces, or one
     // stashed piece: kMaxSge + 2 always suffices.
     std::array<iovec, kMaxSge + 2> parts{};
@@ -141,6 +145,7 @@ transport::IoResult SctpFraming::SendV(std::span<const iovec> iov) {
     }
     if (r.status != transport::IoStatus::kOk) return pos > 0 ? transport::IoResult::Ok(pos) : r;
     ++messages_sent_;
+    if (info.unordered) ++unordered_sent_;
     ++sent_on_[info.stream];
     cur.Skip(image);
     pos += image;
@@ -161,8 +166,10 @@ transport::IoResult SctpFraming::ReceiveMessage() {
     if (rx_fill_ == 0) {
       rx_ppid_ = info.ppid;
       rx_stream_ = info.stream;
+      rx_unordered_ = info.unordered;
     }
-    if (info.ppid != kSctpPpidDdpSegment || info.ppid != rx_ppid_ || info.stream != rx_stream_) {
+    if (info.ppid != kSctpPpidDdpSegment || info.ppid != rx_ppid_ || info.stream != rx_stream_ ||
+        info.unordered != rx_unordered_) {
       Refuse(wire::term::kLlpInvalidReqRep);
       return transport::IoResult::Error(EPROTO);
     }
@@ -180,6 +187,7 @@ transport::IoResult SctpFraming::ReceiveMessage() {
   image_len_ = wire::FpduWireLength(msg_len_);
   image_off_ = 0;
   ++messages_received_;
+  if (rx_unordered_) ++unordered_received_;
   ++received_on_[rx_stream_];
   return transport::IoResult::Ok(msg_len_);
 }
@@ -190,6 +198,10 @@ bool SctpFraming::AdmitOnStream() {
     return false;
   }
   auto h = wire::DecodeDdpHeader(ByteSpan(rx_buf_.get(), msg_len_));
+  if (!h.ok() && rx_unordered_) {
+    Refuse(wire::term::kLlpInvalidReqRep);  // only Read Responses go unordered
+    return false;
+  }
   if (!h.ok()) return true;  // the QP refuses it, as a malformed FPDU on TCP
   const auto op = static_cast<wire::RdmapOpcode>(h->rsvd_ulp0 & wire::kRdmapOpcodeMask);
   const bool send =
@@ -201,6 +213,10 @@ bool SctpFraming::AdmitOnStream() {
   // Read Responses may come on any stream (the sender picks it by sink STag);
   // the QP matches each to its Read by STag and TO (queue_pair.h).
   const bool read_response = h->tagged && op == wire::RdmapOpcode::kRdmaReadResponse;
+  if (rx_unordered_ && (!read_response || !accept_unordered_)) {
+    Refuse(wire::term::kLlpInvalidReqRep);
+    return false;
+  }
   if (rx_stream_ != 0 && !read_response && (!qn0 || !send)) {
     Refuse(wire::term::kLlpInvalidReqRep);
     return false;

@@ -28,12 +28,14 @@
 // responses for one sink STag share a stream and keep their order. The QP
 // says which stream an image goes on through the image's CRC field: CRC is
 // never negotiated on SCTP, so the 4-byte field is free between the QP and
-// this adapter; it holds the stream number big-endian (0: stream 0) and never
-// goes on the wire. RDMA Writes stay on stream 0: RFC 5040 §5.5 wants them
-// placed before a later Send completes, and nothing in a Send's header lets
-// the receiver wait for a Write on another stream. Nothing is sent unordered
-// (a Read Response carries only STag and TO, which cannot tell two Reads into
-// the same sink range apart, so arrival order is what matches them).
+// this adapter; it holds the stream number big-endian in its low 16 bits (0:
+// stream 0), bit 31 (kImageUnordered) asks for SCTP unordered delivery, and
+// it never goes on the wire. RDMA Writes stay on stream 0: RFC 5040 §5.5
+// wants them placed before a later Send completes, and nothing in a Send's
+// header lets the receiver wait for a Write on another stream. Only Read
+// Responses are ever sent unordered, and only when session setup negotiated
+// it (kSctpSessionFlagUnorderedReadResp; the QP asks per image): the
+// requester then matches them by STag, TO and length (queue_pair.h).
 //
 // The receive side keeps, per stream, the untagged QN 0 message in progress
 // and refuses (Terminate, see below) what a correct sender never produces:
@@ -41,6 +43,9 @@
 //   - on a stream other than 0, anything but a Send-family segment or a
 //     tagged Read Response (Writes, Read/Atomic Requests, Atomic Responses,
 //     Immediate Data, Terminate): LLP / invalid request or reply;
+//   - a message delivered unordered that is not a tagged Read Response, or
+//     any unordered message when the session did not negotiate unordered
+//     Read Responses (accept_unordered false): LLP / invalid request or reply;
 //   - a QN 0 message (Send family or Immediate Data, any stream) whose first
 //     segment has MO != 0 or whose next segment does not continue it (same
 //     MSN, MO = bytes so far): DDP untagged / invalid MO;
@@ -99,7 +104,9 @@ inline constexpr uint16_t kMaxSctpStreams = 16;
 
 class SctpFraming final : public transport::Connection {
  public:
-  explicit SctpFraming(transport::SctpConnection& sctp);
+  // accept_unordered: the session negotiated unordered Read Responses, so
+  // the peer may send them unordered (nothing else ever).
+  explicit SctpFraming(transport::SctpConnection& sctp, bool accept_unordered = false);
 
   transport::IoResult SendV(std::span<const iovec> iov) override;
   transport::IoResult RecvV(std::span<const iovec> iov) override;
@@ -118,8 +125,10 @@ class SctpFraming final : public transport::Connection {
   // Streams Sends may use towards the peer: min(the association's outbound
   // streams, kMaxSctpStreams); 0 before the association is up.
   [[nodiscard]] uint16_t tx_streams() const;
-  // Writes `stream` into the CRC field of an outgoing image (see "Streams").
-  static void SetImageStream(uint8_t* crc_field, uint16_t stream);
+  // Writes `stream` and the unordered bit into the CRC field of an outgoing
+  // image (see "Streams").
+  static void SetImageStream(uint8_t* crc_field, uint16_t stream, bool unordered = false);
+  static constexpr uint32_t kImageUnordered = 0x80000000U;
   // The stream of a Read Response for `sink_stag` on an association with
   // `streams` usable outbound streams (tx_streams()): 1 + sink_stag %
   // (streams - 1), or 0 when there is only one (docs/wire.md §2.2).
@@ -127,6 +136,9 @@ class SctpFraming final : public transport::Connection {
   // Segments sent and received so far, in all and per stream (tests).
   [[nodiscard]] uint64_t messages_sent() const { return messages_sent_; }
   [[nodiscard]] uint64_t messages_received() const { return messages_received_; }
+  // Segments sent / received with SCTP unordered delivery.
+  [[nodiscard]] uint64_t unordered_sent() const { return unordered_sent_; }
+  [[nodiscard]] uint64_t unordered_received() const { return unordered_received_; }
   [[nodiscard]] uint64_t messages_sent_on(uint16_t stream) const {
     return stream < kMaxSctpStreams ? sent_on_[stream] : 0;
   }
@@ -150,7 +162,9 @@ class SctpFraming final : public transport::Connection {
     uint64_t next_mo = 0;  // open: the MO its next segment must have
   };
   std::array<StreamRx, kMaxSctpStreams> rx_streams_{};
-  uint16_t rx_stream_ = 0;  // stream of the message being received
+  uint16_t rx_stream_ = 0;     // stream of the message being received
+  bool rx_unordered_ = false;  // it was sent unordered
+  bool accept_unordered_ = false;
 
   transport::SctpConnection& sctp_;
   std::optional<wire::TermCause> refusal_;
@@ -164,6 +178,8 @@ class SctpFraming final : public transport::Connection {
   size_t msg_len_ = 0;
   uint64_t messages_sent_ = 0;
   uint64_t messages_received_ = 0;
+  uint64_t unordered_sent_ = 0;
+  uint64_t unordered_received_ = 0;
   std::array<uint64_t, kMaxSctpStreams> sent_on_{};
   std::array<uint64_t, kMaxSctpStreams> received_on_{};
 };

@@ -15,7 +15,12 @@
 // stream s through and keeps the rest queued (in both directions) while later
 // messages of other streams are delivered past them, as SCTP does when a
 // stream waits for a lost chunk; ReleaseStream(s) lets them through again;
-// pending() counts deliverable messages only. fd() is -1 and doorbell() false: the fake is
+// pending() counts deliverable messages only. ShuffleUnordered(seed): every
+// later message sent unordered is queued at a random place after any
+// partially received message instead of at the end (SCTP hands an unordered
+// message over as soon as it is reassembled, past anything queued);
+// overtakes() counts the queued messages they were put before.
+// fd() is -1 and doorbell() false: the fake is
 // driven by calling it. Test-only, header-only, not thread-safe.
 #pragma once
 
@@ -28,6 +33,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -56,6 +62,9 @@ class FakeSctpConnection final : public transport::SctpConnection {
     uint16_t streams = 8;
     // Held streams: how many more of their messages may be delivered.
     std::map<uint16_t, size_t> held;
+    bool shuffle_unordered = false;
+    std::mt19937 rng;
+    size_t overtakes = 0;  // queued messages an unordered one was put before
   };
 
   FakeSctpConnection(std::shared_ptr<Shared> shared, int side)
@@ -79,7 +88,17 @@ class FakeSctpConnection final : public transport::SctpConnection {
     }
     shared_->sent[side_].push_back({m.info, m.bytes.size()});
     const size_t n = m.bytes.size();
-    q.push_back(std::move(m));
+    if (info.unordered && shared_->shuffle_unordered) {
+      size_t lo = 0;
+      for (size_t i = 0; i < q.size(); ++i) {
+        if (q[i].offset > 0) lo = i + 1;
+      }
+      const size_t at = lo + shared_->rng() % (q.size() - lo + 1);
+      shared_->overtakes += q.size() - at;
+      q.insert(q.begin() + static_cast<std::ptrdiff_t>(at), std::move(m));
+    } else {
+      q.push_back(std::move(m));
+    }
     return transport::IoResult::Ok(n);
   }
 
@@ -154,6 +173,10 @@ class FakeSctpConnection final : public transport::SctpConnection {
   }
   void HoldStream(uint16_t stream, size_t let_through = 0) { shared_->held[stream] = let_through; }
   void ReleaseStream(uint16_t stream) { shared_->held.erase(stream); }
+  void ShuffleUnordered(uint32_t seed) {
+    shared_->shuffle_unordered = true;
+    shared_->rng.seed(seed);
+  }
   // Messages queued towards this end, not yet (completely) received and not
   // on a held stream.
   [[nodiscard]] size_t pending() const {
@@ -165,6 +188,7 @@ class FakeSctpConnection final : public transport::SctpConnection {
     return n;
   }
   [[nodiscard]] const std::vector<Sent>& sent() const { return shared_->sent[side_]; }
+  [[nodiscard]] size_t overtakes() const { return shared_->overtakes; }
   // The oldest message queued towards this end (pending() > 0).
   [[nodiscard]] const Message& front() const { return shared_->queue[side_].front(); }
 

@@ -30,8 +30,11 @@ using SctpSide = BasicSide<FakeSctpConnection>;
 
 // What SCTP session setup negotiates (cm/sctp_cep.h): IRD/ORD, no CRC, no
 // markers, no RTR.
-inline wire::MpaOutcome SctpOutcome(wire::MpaRole role, uint16_t ird = 4, uint16_t ord = 4) {
+// `unordered`: both ends set the unordered Read Responses bit.
+inline wire::MpaOutcome SctpOutcome(wire::MpaRole role, uint16_t ird = 4, uint16_t ord = 4,
+                                    bool unordered = false) {
   wire::MpaOutcome o;
+  o.sctp_unordered_read_resp = unordered;
   o.role = role;
   o.revision = 2;
   o.enhanced = true;
@@ -45,9 +48,10 @@ inline wire::MpaOutcome SctpOutcome(wire::MpaRole role, uint16_t ird = 4, uint16
 }
 
 struct SctpPair : BasicQpPair<FakeSctpConnection> {
-  explicit SctpPair(QpConfig cfg = {}) : BasicQpPair(MakeFakeSctpPair()) {
-    a.CreateWith(SctpOutcome(wire::MpaRole::kInitiator), cfg);
-    b.CreateWith(SctpOutcome(wire::MpaRole::kResponder), cfg);
+  explicit SctpPair(QpConfig cfg = {}, bool unordered = false, uint16_t ord = 4)
+      : BasicQpPair(MakeFakeSctpPair()) {
+    a.CreateWith(SctpOutcome(wire::MpaRole::kInitiator, ord, ord, unordered), cfg);
+    b.CreateWith(SctpOutcome(wire::MpaRole::kResponder, ord, ord, unordered), cfg);
   }
 };
 
@@ -57,11 +61,12 @@ struct SctpRawPeer {
   SctpSide side;
   Bytes rbuf = Bytes(64);
 
-  explicit SctpRawPeer(QpConfig cfg = {}) : SctpRawPeer(MakeFakeSctpPair(), cfg) {}
+  explicit SctpRawPeer(QpConfig cfg = {}, bool unordered = false)
+      : SctpRawPeer(MakeFakeSctpPair(), cfg, unordered) {}
   SctpRawPeer(std::pair<std::unique_ptr<FakeSctpConnection>, std::unique_ptr<FakeSctpConnection>> c,
-              const QpConfig& cfg)
+              const QpConfig& cfg, bool unordered = false)
       : raw(std::move(c.first)), side(std::move(c.second), 33) {
-    side.CreateWith(SctpOutcome(wire::MpaRole::kResponder), cfg);
+    side.CreateWith(SctpOutcome(wire::MpaRole::kResponder, 4, 4, unordered), cfg);
     side.qp->Start();
     RecvWr r;
     r.context = 1;
@@ -70,10 +75,12 @@ struct SctpRawPeer {
     r.context = 2;
     (void)side.qp->PostRecv(r);
   }
-  void Inject(Bytes bytes, uint32_t ppid = kSctpPpidDdpSegment, uint16_t stream = 0) {
+  void Inject(Bytes bytes, uint32_t ppid = kSctpPpidDdpSegment, uint16_t stream = 0,
+              bool unordered = false) {
     transport::MessageInfo info;
     info.ppid = ppid;
     info.stream = stream;
+    info.unordered = unordered;
     side.conn->Inject(std::move(bytes), info);
   }
   void Drive() {

@@ -140,7 +140,10 @@ struct MpaOutcome {
                                            // initiator's first FPDU arrives
   bool established_after_rtr = false;      // responder: report established on RTR
   bool send_imm = false;                   // both frames carried kMpaFlagSendImm
-  ByteSpan peer_private_data;              // the peer's ULP private data (a view)
+  // SCTP only (wire/sctp_session_negotiate.h): both session messages carried
+  // kSctpSessionFlagUnorderedReadResp, so Read Responses may go unordered.
+  bool sctp_unordered_read_resp = false;
+  ByteSpan peer_private_data;  // the peer's ULP private data (a view)
 };
 
 // The responder's answer to a Request.

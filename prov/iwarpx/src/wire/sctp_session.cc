@@ -61,12 +61,15 @@ Result<SctpSessionMessage, WireError> DecodeSctpSessionMessage(ByteSpan message,
     // pd_length >= 4 was checked, so these reads cannot fail.
     if (!r.ReadBe16(word0) || !r.ReadBe16(word1)) return Err{WireError::kTruncated};
     const auto word0_reserved = static_cast<uint16_t>(kIrdOrdReserved & ~kSctpSessionFlagSendImm);
-    if ((word0 & word0_reserved) != 0 || (word1 & kIrdOrdReserved) != 0) {
+    const auto word1_reserved =
+        static_cast<uint16_t>(kIrdOrdReserved & ~kSctpSessionFlagUnorderedReadResp);
+    if ((word0 & word0_reserved) != 0 || (word1 & word1_reserved) != 0) {
       return Err{WireError::kSctpSessionReservedBits};
     }
     out.send_imm = (word0 & kSctpSessionFlagSendImm) != 0;
-    out.ird_ord =
-        SctpIrdOrd{.ird = static_cast<uint16_t>(word0 & kSctpSessionIrdOrdMask), .ord = word1};
+    out.unordered_read_resp = (word1 & kSctpSessionFlagUnorderedReadResp) != 0;
+    out.ird_ord = SctpIrdOrd{.ird = static_cast<uint16_t>(word0 & kSctpSessionIrdOrdMask),
+                             .ord = static_cast<uint16_t>(word1 & kSctpSessionIrdOrdMask)};
   }
   out.private_data = r.rest();
   return out;
@@ -79,7 +82,9 @@ size_t SctpSessionMessageSize(const SctpSessionMessage& msg) {
 
 Result<size_t, WireError> EncodeSctpSessionMessage(const SctpSessionMessage& msg,
                                                    MutableByteSpan out) {
-  if (msg.send_imm && !msg.ird_ord) return Err{WireError::kInvalidArgument};
+  if ((msg.send_imm || msg.unordered_read_resp) && !msg.ird_ord) {
+    return Err{WireError::kInvalidArgument};
+  }
   if (msg.ird_ord) {
     if (msg.function != SctpSessionFunction::kInitiate &&
         msg.function != SctpSessionFunction::kAccept) {
@@ -99,7 +104,8 @@ Result<size_t, WireError> EncodeSctpSessionMessage(const SctpSessionMessage& msg
   if (msg.ird_ord) {
     w.WriteBe16(
         static_cast<uint16_t>(msg.ird_ord->ird | (msg.send_imm ? kSctpSessionFlagSendImm : 0)));
-    w.WriteBe16(msg.ird_ord->ord);
+    w.WriteBe16(static_cast<uint16_t>(
+        msg.ird_ord->ord | (msg.unordered_read_resp ? kSctpSessionFlagUnorderedReadResp : 0)));
   }
   w.WriteBytes(msg.private_data);
   if (!w.ok()) return Err{WireError::kNoSpace};

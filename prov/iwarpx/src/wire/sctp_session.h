@@ -22,8 +22,11 @@
 //              has no initiator-must-send-first rule to work around, except
 //              word0 bit 15 (kSctpSessionFlagSendImm, an iwarpx extension):
 //              "I offer Send with Immediate Data" (docs/wire.md §1.1 and
-//              §2.1), the SCTP counterpart of MPA's kMpaFlagSendImm. A
-//              message without it is byte-for-byte what it was before.
+//              §2.1), the SCTP counterpart of MPA's kMpaFlagSendImm;
+//              and word1 bit 15 (kSctpSessionFlagUnorderedReadResp, an
+//              iwarpx extension): "I accept Read Responses sent unordered"
+//              (docs/wire.md §2.1, §2.2). A message without them is
+//              byte-for-byte what it was before.
 //
 // NOTE: this layout was written from the project's notes (shared/WIRE.md §5)
 // and recollection of RFC 5043 §5.3 / RFC 6581; the RFC text itself was not
@@ -44,8 +47,9 @@
 //     PD Length > min(limits.max_private_data, 512)    kSctpSessionPrivateDataTooLong
 //     enhanced code with PD Length < 4                 kSctpSessionBadIrdOrd
 //     a reserved bit of the IRD/ORD block set          kSctpSessionReservedBits
-//     (kSctpSessionFlagSendImm is not reserved; it only exists inside the
-//     block, so only Enhanced Initiate/Accept carry it)
+//     (kSctpSessionFlagSendImm and kSctpSessionFlagUnorderedReadResp are
+//     not reserved; they only exist inside the block, so only Enhanced
+//     Initiate/Accept carry them)
 //   Which function is acceptable in which state (an Accept before any
 //   Initiate, ...) is the session state machine's judgement, not the codec's.
 // * Every message the decoder accepts re-encodes to the identical bytes.
@@ -76,6 +80,9 @@ inline constexpr uint16_t kSctpSessionIrdOrdMask = 0x3FFF;  // 14-bit IRD / ORD
 inline constexpr uint16_t kSctpSessionNoIrdOrd = 0x3FFF;    // "no value given"
 // Word0 (IRD) bit 15: Send with Immediate Data offered (iwarpx extension).
 inline constexpr uint16_t kSctpSessionFlagSendImm = 0x8000;
+// Word1 (ORD) bit 15: Read Responses sent unordered accepted (iwarpx
+// extension, docs/wire.md §2.2).
+inline constexpr uint16_t kSctpSessionFlagUnorderedReadResp = 0x8000;
 
 // Function Code values on the wire.
 inline constexpr uint16_t kSctpFnInitiate = 1;
@@ -103,6 +110,9 @@ struct SctpSessionMessage {
   // kSctpSessionFlagSendImm: iwarpx "Send with Immediate Data" offered. Only
   // with ird_ord (the bit lives in its block).
   bool send_imm = false;
+  // kSctpSessionFlagUnorderedReadResp: iwarpx "Read Responses may reach me
+  // unordered". Only with ird_ord (the bit lives in its block).
+  bool unordered_read_resp = false;
   // The ULP's private data, not including the IRD/ORD block. Not owned.
   ByteSpan private_data;
 };
@@ -123,8 +133,9 @@ size_t SctpSessionMessageSize(const SctpSessionMessage& msg);
 // Encodes `msg` at the start of `out`; returns the bytes written.
 // Errors (nothing useful is left in `out`):
 //   kInvalidArgument                IRD/ORD block on Reject/Terminate; IRD or
-//                                   ORD above 0x3FFF; send_imm without the
-//                                   IRD/ORD block
+//                                   ORD above 0x3FFF; send_imm or
+//                                   unordered_read_resp without the IRD/ORD
+//                                   block
 //   kSctpSessionPrivateDataTooLong  PD Length would exceed 512
 //   kNoSpace                        `out` is smaller than the message
 Result<size_t, WireError> EncodeSctpSessionMessage(const SctpSessionMessage& msg,

@@ -9,8 +9,8 @@
 // * every accepted message re-encodes to exactly the input bytes;
 // * the input cut short by one byte is never accepted (kTruncated when the
 //   full message was accepted);
-// * the Send with Immediate Data bit is decoded only inside an IRD/ORD
-//   block, and IRD/ORD stay 14-bit values.
+// * the Send with Immediate Data and unordered Read Responses bits are
+//   decoded only inside an IRD/ORD block, and IRD/ORD stay 14-bit values.
 // Any violation traps. Seeds: corpus/sctp_session/ (messages as sent).
 #include <array>
 #include <cstddef>
@@ -32,7 +32,8 @@ void FuzzOne(ByteSpan in) {
   if (small.ok()) {
     Check(rfc.ok());
     Check(small->function == rfc->function && small->ird_ord == rfc->ird_ord &&
-          small->send_imm == rfc->send_imm);
+          small->send_imm == rfc->send_imm &&
+          small->unordered_read_resp == rfc->unordered_read_resp);
   }
   if (!rfc.ok()) return;
 
@@ -46,6 +47,7 @@ void FuzzOne(ByteSpan in) {
   // The Send with Immediate Data bit only inside an IRD/ORD block, whose
   // values stay 14-bit.
   Check(!m.send_imm || m.ird_ord);
+  Check(!m.unordered_read_resp || m.ird_ord);
   Check(!m.ird_ord ||
         (m.ird_ord->ird <= kSctpSessionIrdOrdMask && m.ird_ord->ord <= kSctpSessionIrdOrdMask));
 

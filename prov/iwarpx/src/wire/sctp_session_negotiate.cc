@@ -89,7 +89,9 @@ Result<SctpSessionMessage, WireError> MakeSctpInitiate(const SctpSessionPolicy& 
                                                        ByteSpan ulp_private_data) {
   auto request = MakeMpaRequest(ToMpaPolicy(policy), ulp_private_data);
   if (!request.ok()) return Err{AsSctpError(request.error())};
-  return FromMpaFrame(*request);
+  SctpSessionMessage m = FromMpaFrame(*request);
+  m.unordered_read_resp = policy.offer_unordered_read_resp && m.ird_ord.has_value();
+  return m;
 }
 
 Result<SctpSessionResponse, WireError> RespondToSctpInitiate(const SctpSessionPolicy& policy,
@@ -103,7 +105,12 @@ Result<SctpSessionResponse, WireError> RespondToSctpInitiate(const SctpSessionPo
   out.accepted = response->accepted;
   out.reason = response->reason;
   out.answer = FromMpaFrame(response->reply);
-  if (out.accepted) out.outcome = ForSctp(response->outcome);
+  if (out.accepted) {
+    out.outcome = ForSctp(response->outcome);
+    out.answer.unordered_read_resp = policy.offer_unordered_read_resp &&
+                                     initiate.unordered_read_resp && out.answer.ird_ord.has_value();
+    out.outcome.sctp_unordered_read_resp = out.answer.unordered_read_resp;
+  }
   return out;
 }
 
@@ -113,7 +120,11 @@ Result<MpaOutcome, WireError> ProcessSctpAnswer(const SctpSessionPolicy& policy,
   if (answer.function != SctpSessionFunction::kAccept) return Err{WireError::kInvalidArgument};
   auto outcome = ProcessMpaReply(ToMpaPolicy(policy), ToMpaFrame(answer, MpaFrameKind::kReply));
   if (!outcome.ok()) return Err{outcome.error()};
-  return ForSctp(*outcome);
+  MpaOutcome o = ForSctp(*outcome);
+  // We set the bit in the Initiate iff we offer it and it was enhanced.
+  o.sctp_unordered_read_resp = policy.offer_unordered_read_resp && policy.enhanced &&
+                               answer.unordered_read_resp && answer.ird_ord.has_value();
+  return o;
 }
 
 }  // namespace iwarpx::wire

@@ -22,6 +22,13 @@
 //   carries it iff the Initiate did and the responder's policy offers it
 //   (never a Reject, never a plain message); MpaOutcome::send_imm iff both
 //   did. A peer that does not ask sends and gets the unchanged messages.
+// * Unordered Read Responses (iwarpx extension, docs/wire.md §2.2): the same
+//   rule on kSctpSessionFlagUnorderedReadResp. An enhanced Initiate carries it
+//   iff policy.offer_unordered_read_resp; an accepting Enhanced Accept iff the
+//   Initiate did and the responder's policy offers it; the outcome's
+//   sctp_unordered_read_resp iff both (on each side: the initiator only
+//   believes an Accept when it offered). Never in a Reject or a plain
+//   message, so a standard peer (which leaves the bit zero) gets none.
 // * The outcome has crc, markers_tx/rx, p2p, send_rtr,
 //   initiator_ulp_sends_first and hold_tx_until_first_fpdu all false: SCTP
 //   checksums every packet and frames every message, so MPA's CRC, markers and
@@ -55,6 +62,10 @@ struct SctpSessionPolicy {
   // Offer iwarpx Send with Immediate Data (kSctpSessionFlagSendImm; enhanced
   // only, as MPA's offer is rev 2 only).
   bool offer_send_imm = false;
+  // Offer to receive (and agree to send) Read Responses unordered
+  // (kSctpSessionFlagUnorderedReadResp; enhanced only). Not part of
+  // MpaPolicy: FromMpaPolicy leaves it false, the caller sets it.
+  bool offer_unordered_read_resp = false;
 };
 
 struct SctpSessionResponse {

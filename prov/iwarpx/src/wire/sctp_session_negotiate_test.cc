@@ -241,6 +241,84 @@ TEST(SctpNegotiateTest, SendImmOfferIsNotAnsweredByAReject) {
   EXPECT_TRUE(DecodeSctpSessionMessage(OnTheWire(response->answer)).ok());
 }
 
+TEST(SctpNegotiateTest, UnorderedReadResponsesOnlyWhenBothOfferInEnhancedMessages) {
+  for (const bool io : {false, true}) {
+    for (const bool ro : {false, true}) {
+      for (const bool ie : {false, true}) {
+        for (const bool re : {false, true}) {
+          SCOPED_TRACE(::testing::Message() << "initiator offers " << io << " enhanced " << ie
+                                            << ", responder offers " << ro << " enhanced " << re);
+          SctpSessionPolicy ip = Policy(4, 4);
+          ip.offer_unordered_read_resp = io;
+          ip.enhanced = ie;
+          SctpSessionPolicy rp = Policy(4, 4);
+          rp.offer_unordered_read_resp = ro;
+          rp.enhanced = re;
+          auto initiate = MakeSctpInitiate(ip, {});
+          ASSERT_TRUE(initiate.ok());
+          const auto w1 = OnTheWire(*initiate);
+          // The flag is on the wire (ORD word, bit 15) iff offered in an
+          // enhanced Initiate.
+          ASSERT_EQ(w1.size() >= 8 && (w1[6] & 0x80) != 0, io && ie);
+          auto got1 = DecodeSctpSessionMessage(w1);
+          ASSERT_TRUE(got1.ok());
+          EXPECT_EQ(got1->unordered_read_resp, io && ie);
+          auto response = RespondToSctpInitiate(rp, *got1, {});
+          ASSERT_TRUE(response.ok());
+          ASSERT_TRUE(response->accepted);
+          const bool both = io && ro && ie && re;
+          EXPECT_EQ(response->outcome.sctp_unordered_read_resp, both);
+          const auto w2 = OnTheWire(response->answer);
+          auto got2 = DecodeSctpSessionMessage(w2);
+          ASSERT_TRUE(got2.ok());
+          EXPECT_EQ(got2->unordered_read_resp, both);
+          auto outcome = ProcessSctpAnswer(ip, *got2);
+          ASSERT_TRUE(outcome.ok());
+          EXPECT_EQ(outcome->sctp_unordered_read_resp, both);
+          EXPECT_FALSE(outcome->send_imm);
+          if (!io) {
+            // A peer that does not offer sends the standard bytes.
+            SctpSessionPolicy old = ip;
+            old.offer_unordered_read_resp = false;
+            EXPECT_EQ(ToHex(OnTheWire(*MakeSctpInitiate(old, {}))), ToHex(w1));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(SctpNegotiateTest, UnorderedAcceptIsIgnoredWhenNotOffered) {
+  // An Accept that sets the flag although our Initiate did not: not used.
+  SctpSessionPolicy ip = Policy(4, 4);
+  SctpSessionMessage accept{.function = SctpSessionFunction::kAccept,
+                            .ird_ord = SctpIrdOrd{.ird = 4, .ord = 4},
+                            .unordered_read_resp = true,
+                            .private_data = {}};
+  auto outcome = ProcessSctpAnswer(ip, accept);
+  ASSERT_TRUE(outcome.ok());
+  EXPECT_FALSE(outcome->sctp_unordered_read_resp);
+  ip.offer_unordered_read_resp = true;
+  outcome = ProcessSctpAnswer(ip, accept);
+  ASSERT_TRUE(outcome.ok());
+  EXPECT_TRUE(outcome->sctp_unordered_read_resp);
+}
+
+TEST(SctpNegotiateTest, UnorderedOfferIsNotAnsweredByAReject) {
+  SctpSessionPolicy ip = Policy(/*ird=*/1, /*ord=*/4);
+  ip.offer_unordered_read_resp = true;
+  SctpSessionPolicy rp = Policy(4, 4, /*min_ord=*/2);
+  rp.offer_unordered_read_resp = true;
+  auto initiate = MakeSctpInitiate(ip, {});
+  ASSERT_TRUE(initiate.ok());
+  auto response = RespondToSctpInitiate(rp, *initiate, {});
+  ASSERT_TRUE(response.ok());
+  ASSERT_FALSE(response->accepted);
+  EXPECT_FALSE(response->answer.unordered_read_resp);
+  EXPECT_FALSE(response->outcome.sctp_unordered_read_resp);
+  EXPECT_TRUE(DecodeSctpSessionMessage(OnTheWire(response->answer)).ok());
+}
+
 TEST(SctpNegotiateTest, PolicyCarriesTheSendImmOffer) {
   MpaPolicy m;
   m.max_revision = kMpaRevision2;

@@ -158,10 +158,10 @@ TEST(SctpSessionMalformedTest, EnhancedWithoutIrdOrdBlock) {
 }
 
 TEST(SctpSessionMalformedTest, ReservedIrdOrdBits) {
-  // Word0 bit 15 is the Send with Immediate Data flag (below); bit 14 and
-  // both top bits of word1 stay reserved.
-  for (const char* hex : {"0005 0004 c000 0000", "0005 0004 4000 0000", "0006 0004 0000 8000",
-                          "0006 0004 0001 4001", "0006 0004 8001 8001"}) {
+  // Word0 bit 15 is the Send with Immediate Data flag and word1 bit 15 the
+  // unordered Read Responses flag (below); bit 14 of both stays reserved.
+  for (const char* hex : {"0005 0004 c000 0000", "0005 0004 4000 0000", "0006 0004 0000 4000",
+                          "0006 0004 0001 4001", "0006 0004 8001 c001"}) {
     EXPECT_EQ(DecodeError(hex), WireError::kSctpSessionReservedBits) << hex;
   }
 }
@@ -231,6 +231,49 @@ TEST(SctpSessionSendImmTest, EveryTruncationOfAFlaggedMessageIsRefused) {
     auto d = DecodeSctpSessionMessage(ByteSpan(bytes.data(), n));
     ASSERT_FALSE(d.ok()) << n;
     EXPECT_EQ(d.error(), WireError::kTruncated) << n;
+  }
+}
+
+// ---- Unordered Read Responses (iwarpx extension) --------------------------
+
+TEST(SctpSessionUnorderedTest, FlagInTheOrdWordDecodesAndReencodes) {
+  for (const char* hex :
+       {"0005 0006 0010 8008 6869", "0006 0004 bfff bfff", "0006 0004 0001 8000"}) {
+    const auto bytes = FromHex(hex);
+    auto d = DecodeSctpSessionMessage(bytes);
+    ASSERT_TRUE(d.ok()) << hex << ": " << ToString(d.error());
+    EXPECT_TRUE(d->unordered_read_resp) << hex;
+    ASSERT_TRUE(d->ird_ord.has_value());
+    EXPECT_LE(d->ird_ord->ord, kSctpSessionIrdOrdMask) << "the flag is not part of the ORD";
+    EXPECT_EQ(ToHex(Encode(*d)), ToHex(bytes)) << hex;
+  }
+  const auto initiate = FromHex("0005 0006 0010 8008 6869");
+  auto d = DecodeSctpSessionMessage(initiate);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->send_imm);
+  EXPECT_EQ(d->ird_ord->ird, 16);
+  EXPECT_EQ(d->ird_ord->ord, 8);
+  // Without the flag: the standard bytes, flag false.
+  const auto plain = FromHex("0005 0004 0010 0008");
+  auto p = DecodeSctpSessionMessage(plain);
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p->unordered_read_resp);
+  const SctpSessionMessage m{.function = SctpSessionFunction::kInitiate,
+                             .ird_ord = SctpIrdOrd{.ird = 16, .ord = 8},
+                             .unordered_read_resp = true,
+                             .private_data = {}};
+  EXPECT_EQ(ToHex(Encode(m)), ToHex(FromHex("0005 0004 0010 8008")));
+}
+
+TEST(SctpSessionUnorderedTest, EncoderRefusesTheFlagWithoutTheBlock) {
+  std::vector<uint8_t> out(kSctpSessionMaxMessageSize);
+  for (SctpSessionFunction f : {SctpSessionFunction::kInitiate, SctpSessionFunction::kAccept,
+                                SctpSessionFunction::kReject, SctpSessionFunction::kTerminate}) {
+    const SctpSessionMessage m{
+        .function = f, .ird_ord = std::nullopt, .unordered_read_resp = true, .private_data = {}};
+    auto n = EncodeSctpSessionMessage(m, out);
+    ASSERT_FALSE(n.ok()) << ToString(f);
+    EXPECT_EQ(n.error(), WireError::kInvalidArgument) << ToString(f);
   }
 }
 
