@@ -1004,12 +1004,17 @@ RdmStatus RdmCore::Peek(const RecvRequest& r, uint64_t claim, RecvResult* out) {
 RdmStatus RdmCore::ReceiveClaimed(const RecvRequest& r, uint64_t claim, bool discard) {
   // A discarded rendezvous is answered (rdm_core_discard.cc): the slot for
   // the answer first, so a refusal leaves the message claimed.
-  const std::optional<uint32_t> answer =
-      discard ? Alloc(rndv_, rndv_free_, kMaxRndv) : std::optional<uint32_t>{};
-  if (discard && !answer) return RdmStatus::kAgain;
+  // A plain slot number, not an optional (GCC 12 reads the optional's
+  // engaged value as maybe-uninitialized and -Werror builds stop there).
+  uint32_t answer = 0;
+  if (discard) {
+    const std::optional<uint32_t> slot = Alloc(rndv_, rndv_free_, kMaxRndv);
+    if (!slot) return RdmStatus::kAgain;
+    answer = *slot;
+  }
   const std::optional<Unexpected> u = MatcherFor(r.tagged).TakeClaimed(claim);
   if (!u) {
-    if (answer) FreeRndv(*answer);
+    if (discard) FreeRndv(answer);
     return RdmStatus::kNoMessage;
   }
   const auto index = static_cast<uint32_t>(u->handle);
@@ -1018,7 +1023,7 @@ RdmStatus RdmCore::ReceiveClaimed(const RecvRequest& r, uint64_t claim, bool dis
     res.tagged = unexp_[index].header.tagged;
     res.tag = unexp_[index].header.tag;
     res.src = unexp_[index].src;
-    AnswerDiscarded(*answer, unexp_[index]);
+    AnswerDiscarded(answer, unexp_[index]);
     ReleaseUnexpected(index);
     sink_.RecvDone(r.context, res);
     return RdmStatus::kOk;
