@@ -29,7 +29,7 @@ extern "C" {
 #define FI_IWARPX_PROV_NAME "iwarpx"
 
 /* Version of this extension interface (major << 16 | minor). */
-#define FI_IWARPX_EXT_VERSION ((0 << 16) | 8)
+#define FI_IWARPX_EXT_VERSION ((0 << 16) | 9)
 
 /*
  * Provider-specific protocol (fi_ep_attr.protocol, FI_PROV_SPECIFIC range of
@@ -165,6 +165,13 @@ struct fi_iwarpx_ep_stats {
    * fields above: a shorter len still gets the prefix. */
   uint64_t rdm_rc_fallbacks;
   uint64_t rdm_rc_resent;
+  /* RDMA Read Response datagrams received in place, straight into the
+   * Read's buffer (FI_IWARPX_RD_PLACE), and datagrams received into a
+   * guessed place that turned out to be other ones and were copied out
+   * (docs/design.md "RD queue pairs"). Added in version 0.9, after the fields
+   * above: a shorter len still gets the prefix. */
+  uint64_t rd_placed;
+  uint64_t rd_place_misses;
 };
 
 /*

@@ -16,6 +16,8 @@ void AddPort(const rd::PortCounters& c, EndpointStats* s) {
   s->rx_malformed += c.malformed;
   s->rx_unknown_qpn += c.unknown_qpn;
   s->tx_errors += c.send_errors;
+  s->rd_placed += c.placed;
+  s->rd_place_misses += c.place_misses;
 }
 
 void AddUd(const rd::UdCounters& c, EndpointStats* s) {

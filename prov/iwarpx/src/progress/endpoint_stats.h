@@ -84,7 +84,10 @@ namespace iwarpx::progress {
   X(rdm_copy_fallbacks)                                                           \
   /* RDM connections that broke and fell back to RD losslessly; resent msgs. */   \
   X(rdm_rc_fallbacks)                                                             \
-  X(rdm_rc_resent)
+  X(rdm_rc_resent)                                                                \
+  /* Read Responses received in place (rd/dgram_port.h). */                       \
+  X(rd_placed)                                                                    \
+  X(rd_place_misses)
 
 struct EndpointStats {
 #define IWARPX_STAT_FIELD(name) uint64_t name = 0;

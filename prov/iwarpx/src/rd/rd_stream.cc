@@ -592,7 +592,10 @@ RdStream::UlpduView RdStream::HeadUlpdu() const {
 }
 
 bool RdStream::NextInOrder(uint32_t* seq, uint32_t* session) const {
-  if (failed() || recv_.backlog() != 0 || inflight_active_ || head_off_ != 0) return false;
+  // After a hole the next arrivals are early ones, not rcv_nxt: no guess.
+  if (failed() || recv_.backlog() != 0 || inflight_active_ || head_off_ != 0 || recv_.AnyHeld()) {
+    return false;
+  }
   *session = in_sessions_.current();
   *seq = recv_.rcv_nxt();
   return *session != 0;

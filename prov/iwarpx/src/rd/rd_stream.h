@@ -202,7 +202,8 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   // sequence number and peer session of the next datagram that, arriving in
   // order, would be offered straight to the QP with nothing ahead of it (no
   // backlog, nothing in flight). False if there is no such datagram now (a
-  // backlog, no peer session yet, the stream failed).
+  // backlog, datagrams held after a hole, no peer session yet, the stream
+  // failed).
   bool NextInOrder(uint32_t* seq, uint32_t* session) const;
 
   // transport::Connection (a byte stream of FPDUs without CRC or markers).

@@ -69,6 +69,14 @@ class RecvWindow {
   void Hold();
   // The datagram at rcv_nxt is held and can be delivered now.
   [[nodiscard]] bool HeadHeld() const;
+  // Some datagram is held (early ones after a hole): what arrives next is
+  // likely more early ones, not rcv_nxt.
+  [[nodiscard]] bool AnyHeld() const {
+    for (const uint64_t w : held_) {
+      if (w != 0) return true;
+    }
+    return false;
+  }
 
   // A PROBE, or an ack/PROBE whose seq (the peer's snd_nxt) is given.
   void OnProbe();
