@@ -38,6 +38,19 @@ class RdPlaceTest : public RdChannelTest {
     sink_stag_ = *d;
   }
 
+  // B reads [off, off + len) of A's source into the same range of its sink
+  // (context `index`).
+  qp::QpStatus PostRead(rd::RdQp& qb, size_t index, std::pair<size_t, size_t> range) {
+    qp::ReadWr r;
+    r.context = index;
+    r.local_stag = sink_stag_;
+    r.local_to = range.first;
+    r.length = static_cast<uint32_t>(range.second);
+    r.remote_stag = src_stag_;
+    r.remote_to = range.first;
+    return qb.qp().PostRead(r);
+  }
+
   // B reads `reads` times, each [off, off + len) of A's source into the same
   // range of its sink, one Read after the other; true if every one completed
   // with exactly the source's bytes there and the canary everywhere else it
@@ -63,14 +76,7 @@ class RdPlaceTest : public RdChannelTest {
             ++done;
           }
           if (posted == done && posted < reads.size()) {
-            qp::ReadWr r;
-            r.context = posted;
-            r.local_stag = sink_stag_;
-            r.local_to = reads[posted].first;
-            r.length = static_cast<uint32_t>(reads[posted].second);
-            r.remote_stag = src_stag_;
-            r.remote_to = reads[posted].first;
-            if (qb->qp().PostRead(r) != qp::QpStatus::kOk) return bad = true;
+            if (PostRead(*qb, posted, reads[posted]) != qp::QpStatus::kOk) return bad = true;
             ++posted;
             b_->AfterPost();
           }
@@ -204,14 +210,7 @@ TEST_F(RdPlaceTest, ConcurrentReadsAndMessagesThroughFaultsStayExact) {
           receives_posted = true;
         }
         while (posted_reads < reads.size() && posted_reads - done_reads < 8) {
-          qp::ReadWr r;
-          r.context = posted_reads;
-          r.local_stag = sink_stag_;
-          r.local_to = reads[posted_reads].first;
-          r.length = static_cast<uint32_t>(reads[posted_reads].second);
-          r.remote_stag = src_stag_;
-          r.remote_to = reads[posted_reads].first;
-          if (qb->qp().PostRead(r) != qp::QpStatus::kOk) break;
+          if (PostRead(*qb, posted_reads, reads[posted_reads]) != qp::QpStatus::kOk) break;
           ++posted_reads;
         }
         b_->AfterPost();

@@ -100,6 +100,19 @@ class DgramPortPlaceTest : public ::testing::Test {
     h.seq = seq;
     return h;
   }
+  // A standalone RD ack from the peer (44 bytes, no ULPDU).
+  static wire::DgramHeader Ack(uint32_t seq) {
+    wire::DgramHeader h;
+    h.type = wire::DgramType::kRdAck;
+    h.dst_qpn = kOurQpn;
+    h.src_qpn = kPeerQpn;
+    h.session = kSession;
+    h.has_ack = true;
+    h.echo_session = 77;
+    h.credits = 8;
+    h.seq = seq;
+    return h;
+  }
   void Send(const wire::DgramHeader& h, const std::vector<uint8_t>& ulpdu) {
     const ByteSpan parts[1] = {ByteSpan(ulpdu)};
     ASSERT_EQ(tx_->Send(rx_sock_->local_address(), h, parts), transport::IoStatus::kOk);
@@ -148,16 +161,7 @@ TEST_F(DgramPortPlaceTest, WrongGuessesAndAcksReachTheReceiverAsSent) {
   Send(Data(4), r);                          // seq 4, guessed 3
   Send(Data(5), Response(0x4000, 8000, 5));  // TO differs from the guess
   Send(Data(6), Response(0x2000, 7999, 6));  // one byte shorter than guessed
-  wire::DgramHeader ack;
-  ack.type = wire::DgramType::kRdAck;
-  ack.dst_qpn = kOurQpn;
-  ack.src_qpn = kPeerQpn;
-  ack.session = kSession;
-  ack.has_ack = true;
-  ack.echo_session = 77;
-  ack.credits = 8;
-  ack.seq = 7;
-  Send(ack, {});
+  Send(Ack(7), {});
   guesser_.guesses = {Guess(3, 0x2000, MutableByteSpan(sink.data(), 8000)),
                       Guess(5, 0x2000, MutableByteSpan(sink.data() + 8000, 8000)),
                       Guess(6, 0x2000, MutableByteSpan(sink.data() + 16000, 8000)),
@@ -242,14 +246,7 @@ TEST_F(DgramPortPlaceTest, CostlyWrongGuessesBackOffAndARightOneEndsIt) {
     Send(Data(seq), Response(0x7000, 8000, seq));  // never the guessed TO
     ASSERT_EQ(rx_->OnReadable(64), 1u);
   };
-  wire::DgramHeader ack;
-  ack.type = wire::DgramType::kRdAck;
-  ack.dst_qpn = kOurQpn;
-  ack.src_qpn = kPeerQpn;
-  ack.session = kSession;
-  ack.has_ack = true;
-  ack.echo_session = 77;
-  Send(ack, {});
+  Send(Ack(0), {});
   ASSERT_EQ(rx_->OnReadable(64), 1u);  // guessed, wrong, cheap: no backoff
   EXPECT_EQ(guesser_.calls, 1);
   read_one(1);  // guessed, wrong, copied 8000 bytes: skip the next read
