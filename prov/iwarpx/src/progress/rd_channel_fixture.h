@@ -16,8 +16,8 @@
 #include "mem/stag_table.h"
 #include "progress/engine.h"
 #include "progress/rd_channel.h"
+#include "testing/engine_fixture.h"
 #include "testing/qp_harness.h"
-#include "testing/run_engine.h"
 #include "transport/fault.h"
 
 namespace iwarpx::progress {
@@ -50,13 +50,8 @@ class RdChannelTestClient final : public RdChannelClient {
   std::vector<RdPeerKey> failed;
 };
 
-class RdChannelTest : public ::testing::Test {
+class RdChannelTest : public testing::EngineFixture<::testing::Test, 10> {
  protected:
-  void SetUp() override {
-    auto e = Engine::Create(clock_);
-    ASSERT_TRUE(e.ok());
-    engine_ = std::move(e).value();
-  }
   void TearDown() override {
     std::lock_guard<std::mutex> lock(engine_->mu());
     a_.reset();
@@ -82,17 +77,10 @@ class RdChannelTest : public ::testing::Test {
     b_ = std::move(b).value();
   }
 
-  template <class F>
-  bool RunUntil(F done, int seconds = 10) {
-    return testing::RunEngineUntil(*engine_, done, seconds);
-  }
-
   RdPeerKey KeyOf(const RdChannel& ch) const { return {ch.local_address(), 9}; }
 
   size_t send_buffer_bytes_ = 0;  // RdStreamConfig::send_buffer_bytes for Open (0: default)
 
-  MonotonicClock clock_;
-  std::unique_ptr<Engine> engine_;
   mem::StagTable stags_a_{Random(1), 16};
   mem::StagTable stags_b_{Random(2), 16};
   RdChannelTestClient ca_;

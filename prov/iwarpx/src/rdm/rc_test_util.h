@@ -17,7 +17,7 @@
 
 #include "base/clock.h"
 #include "rdm/rdm_core.h"
-#include "testing/run_engine.h"
+#include "testing/engine_fixture.h"
 
 namespace iwarpx::rdm::testing_rc {
 
@@ -156,13 +156,8 @@ inline size_t MixedSize(size_t i) {
   return i % 17 == 0 ? 20000 + (i * 7919) % 60000 : (i * 7919) % 3000;
 }
 
-class RcCoreTest : public ::testing::Test {
+class RcCoreTest : public testing::EngineFixture<::testing::Test, 60> {
  protected:
-  void SetUp() override {
-    auto e = progress::Engine::Create(clock_);
-    ASSERT_TRUE(e.ok());
-    engine_ = std::move(e).value();
-  }
   void TearDown() override {
     std::lock_guard<std::mutex> lock(engine_->mu());
     for (auto& n : nodes_) n->core.reset();
@@ -191,10 +186,6 @@ class RcCoreTest : public ::testing::Test {
     if (core.ok()) n.core = std::move(core).value();
     return n;
   }
-  template <class F>
-  bool RunUntil(F done, int seconds = 60) {
-    return testing::RunEngineUntil(*engine_, done, seconds);
-  }
   bool Run(const std::vector<Flow*>& flows, int seconds = 60) {
     return RunUntil(
         [&] {
@@ -217,8 +208,6 @@ class RcCoreTest : public ::testing::Test {
     return f;
   }
 
-  MonotonicClock clock_;
-  std::unique_ptr<progress::Engine> engine_;
   std::vector<std::unique_ptr<Node>> nodes_;
 };
 

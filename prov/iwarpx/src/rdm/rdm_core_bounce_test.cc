@@ -11,7 +11,7 @@
 
 #include "base/clock.h"
 #include "rdm/rdm_core.h"
-#include "testing/run_engine.h"
+#include "testing/engine_fixture.h"
 
 namespace iwarpx::rdm {
 namespace {
@@ -36,13 +36,8 @@ struct Node {
   std::unique_ptr<RdmCore> core;
 };
 
-class RdmBounceTest : public ::testing::Test {
+class RdmBounceTest : public testing::EngineFixture<::testing::Test, 20> {
  protected:
-  void SetUp() override {
-    auto e = progress::Engine::Create(clock_);
-    ASSERT_TRUE(e.ok());
-    engine_ = std::move(e).value();
-  }
   void TearDown() override {
     std::lock_guard<std::mutex> lock(engine_->mu());
     nodes_.clear();
@@ -62,10 +57,6 @@ class RdmBounceTest : public ::testing::Test {
     if (core.ok()) n->core = std::move(core).value();
     nodes_.push_back(std::move(n));
     return *nodes_.back();
-  }
-  template <class F>
-  bool RunUntil(F done, int seconds = 20) {
-    return testing::RunEngineUntil(*engine_, done, seconds);
   }
   void Spin(int passes) {
     for (int i = 0; i < passes; ++i) {
@@ -94,8 +85,6 @@ class RdmBounceTest : public ::testing::Test {
     return s;
   }
 
-  MonotonicClock clock_;
-  std::unique_ptr<progress::Engine> engine_;
   std::vector<std::unique_ptr<Node>> nodes_;
 };
 

@@ -17,7 +17,7 @@
 
 #include "base/clock.h"
 #include "rdm/rdm_core.h"
-#include "testing/run_engine.h"
+#include "testing/engine_fixture.h"
 
 namespace iwarpx::rdm::testing_core {
 
@@ -80,12 +80,11 @@ class Sink final : public RdmSink {
   std::vector<Event> ev;
 };
 
-class RdmCoreTest : public ::testing::TestWithParam<RdmMode> {
+class RdmCoreTest : public testing::EngineFixture<::testing::TestWithParam<RdmMode>, 20> {
  protected:
   void SetUp() override {
-    auto e = progress::Engine::Create(clock_);
-    ASSERT_TRUE(e.ok());
-    engine_ = std::move(e).value();
+    EngineFixture::SetUp();
+    if (HasFatalFailure()) return;
     Open();
   }
   void TearDown() override {
@@ -125,10 +124,6 @@ class RdmCoreTest : public ::testing::TestWithParam<RdmMode> {
     a_ = std::move(a).value();
     b_ = std::move(b).value();
   }
-  template <class F>
-  bool RunUntil(F done, int seconds = 20) {
-    return testing::RunEngineUntil(*engine_, done, seconds);
-  }
   RdmStatus Send(RdmCore& from, RdmCore& to, std::vector<uint8_t>& buf, uint64_t ctx,
                  bool tagged = false, uint64_t tag = 0) {
     std::lock_guard<std::mutex> lock(engine_->mu());
@@ -159,8 +154,6 @@ class RdmCoreTest : public ::testing::TestWithParam<RdmMode> {
     return v;
   }
 
-  MonotonicClock clock_;
-  std::unique_ptr<progress::Engine> engine_;
   mem::StagTable stags_a_{Random(1), 1024};
   mem::StagTable stags_b_{Random(2), 1024};
   Sink sa_;
