@@ -67,16 +67,23 @@ bool QueuePair::ReadWaitsSctp(const SqEntry& e) const {
   return false;
 }
 
+const QueuePair::SqEntry* QueuePair::PendingReadSctp(size_t k, size_t* slot) const {
+  *slot = (orq_head_ + k) % orq_.size();
+  if (orq_state_[*slot] != OrqSlot::kPending) return nullptr;
+  const SqEntry& e = Sq(orq_[*slot]);
+  return e.op == SqOp::kRead ? &e : nullptr;
+}
+
 QueuePair::Dispatch QueuePair::DispatchReadResponseUnordered() {
   const wire::DdpHeader& h = rx_seg_.ddp;
   const uint64_t len = rx_payload_len_;
   bool any_read = false;
   bool any_stag = false;
   for (size_t k = 0; k < orq_count_; ++k) {
-    const size_t slot = (orq_head_ + k) % orq_.size();
-    if (orq_state_[slot] != OrqSlot::kPending) continue;
-    const SqEntry& e = Sq(orq_[slot]);
-    if (e.op != SqOp::kRead) continue;
+    size_t slot = 0;
+    const SqEntry* read = PendingReadSctp(k, &slot);
+    if (read == nullptr) continue;
+    const SqEntry& e = *read;
     any_read = true;
     if (e.local_stag != h.stag) continue;
     any_stag = true;
@@ -108,10 +115,10 @@ QueuePair::Dispatch QueuePair::DispatchReadResponseSctp() {
   const size_t len = rx_payload_len_;
   bool any_read = false;
   for (size_t k = 0; k < orq_count_; ++k) {
-    const size_t slot = (orq_head_ + k) % orq_.size();
-    if (orq_state_[slot] != OrqSlot::kPending) continue;
-    const SqEntry& e = Sq(orq_[slot]);
-    if (e.op != SqOp::kRead) continue;
+    size_t slot = 0;
+    const SqEntry* read = PendingReadSctp(k, &slot);
+    if (read == nullptr) continue;
+    const SqEntry& e = *read;
     any_read = true;
     if (e.local_stag != h.stag) continue;
     // The oldest Read for this STag: the segment must continue it, and its

@@ -494,6 +494,9 @@ class QueuePair {
   void PushOrq(uint64_t seq);
   Dispatch DispatchReadResponseSctp();
   Dispatch DispatchReadResponseUnordered();
+  // The k-th ORQ entry from the head if it is a Read still waiting for its
+  // response (its slot in *slot), else nullptr: what both SCTP matchers scan.
+  [[nodiscard]] const SqEntry* PendingReadSctp(size_t k, size_t* slot) const;
   Dispatch DispatchAtomicResponseSctp();
   // Unordered Read Responses: true while Read `e`'s sink range overlaps an
   // outstanding Read's (it waits in the SQ until that one is answered).
