@@ -179,6 +179,7 @@ int Cntr::Wait(uint64_t threshold, int timeout) {
 }
 
 int Cntr::Control(int command, void* arg) {
+  if (command == FI_GETWAIT) domain_->fabric()->StopParking("FI_GETWAIT on a counter");
   return waiter_.Control(command, arg, FI_LOG_CNTR, "counter");
 }
 

@@ -277,6 +277,7 @@ int Cq::Signal() {
 }
 
 int Cq::Control(int command, void* arg) {
+  if (command == FI_GETWAIT) domain_->fabric()->StopParking("FI_GETWAIT on a CQ");
   return waiter_.Control(command, arg, FI_LOG_CQ, "CQ");
 }
 

@@ -246,6 +246,7 @@ ssize_t Eq::Write(uint32_t event, const void* buf, size_t len, uint64_t flags) {
 }
 
 int Eq::Control(int command, void* arg) {
+  if (command == FI_GETWAIT) fabric_->StopParking("FI_GETWAIT on an EQ");
   return waiter_.Control(command, arg, FI_LOG_EQ, "EQ");
 }
 

@@ -82,6 +82,7 @@ int Fabric::Open(struct fi_fabric_attr* attr, struct fid_fabric** fabric, void* 
   }
   f->engine_ = std::move(engine).value();
   f->engine_->set_hot_polling(GetParams().busy_poll);
+  f->engine_->set_parking(GetParams().busy_poll_park);
   f->handle_.owner = f;
   f->handle_.fid.fid.fclass = FI_CLASS_FABRIC;
   f->handle_.fid.fid.context = context;
@@ -126,10 +127,21 @@ void Fabric::Progress() {
 void Fabric::StartProgressThread() {
   std::lock_guard<std::mutex> lock(thread_mu_);
   if (thread_) return;
+  StopParking("a progress thread starts");  // it sleeps on the epoll set
   thread_ = progress::ProgressThread::Start(*engine_, /*bind=*/true);
   auto_progress_.store(true);
   IWX_INFO(fabric, "fabric %p: progress thread started (FI_PROGRESS_AUTO)\n",
            static_cast<void*>(this));
+}
+
+void Fabric::StopParking(const char* why) {
+  std::lock_guard<std::mutex> lock(engine_->mu());
+  if (!parking_stopped_) {
+    IWX_INFO(fabric, "fabric %p: busy-polled sockets stay in the epoll set from now on: %s\n",
+             static_cast<void*>(this), why);
+  }
+  parking_stopped_ = true;
+  engine_->set_parking(false);
 }
 
 int Fabric::TryWait(struct fid** fids, int count) {

@@ -87,6 +87,10 @@ class Fabric {
   // fi_ops / fi_ops_fabric implementations (fabric.cc).
   int Close();
   static int TryWait(struct fid** fids, int count);
+  // Busy-polled sockets stay in the epoll set for good (see progress::Engine
+  // "Parking"): someone will sleep on the epoll descriptor without calling
+  // into the engine first. `why` is logged. Engine lock not held.
+  void StopParking(const char* why);
 
  private:
   static constexpr int kMaxSleepMs = 100;
@@ -97,6 +101,7 @@ class Fabric {
   std::mutex thread_mu_;
   std::unique_ptr<progress::ProgressThread> thread_;  // thread_mu_
   std::atomic<bool> auto_progress_{false};
+  bool parking_stopped_ = false;  // engine_->mu()
 
   FidHandle<struct fid_fabric, Fabric> handle_;
   std::atomic<int> refs_{0};

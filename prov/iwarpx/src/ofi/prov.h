@@ -26,6 +26,7 @@ struct Params {
   int mulpdu = 65532;                // FI_IWARPX_MULPDU
   bool dgram_crc = true;             // FI_IWARPX_DGRAM_CRC
   bool busy_poll = true;             // FI_IWARPX_BUSY_POLL
+  bool busy_poll_park = true;        // FI_IWARPX_BUSY_POLL_PARK
   int rd_timeout_ms = 10000;         // FI_IWARPX_RD_TIMEOUT
   int rd_linger_ms = 2000;           // FI_IWARPX_RD_LINGER
   bool rd_lend = true;               // FI_IWARPX_RD_LEND: Read Responses sent zero-copy

@@ -53,6 +53,7 @@ transport::Status Engine::Add(Pollable& p) {
 void Engine::Remove(Pollable& p) {
   if (p.token_ == 0) return;
   if (p.fd_added_) (void)poller_->Remove(p.fd());
+  if (parked_ == &p) parked_ = nullptr;  // its fd is not in the set
   if ((p.registered_ & transport::Poller::kWritable) != 0) --writers_;
   if (hot_ == &p) hot_ = nullptr;
   live_.erase(p.token_);
@@ -67,6 +68,7 @@ void Engine::Remove(Pollable& p) {
 
 void Engine::Update(Pollable& p) {
   if (p.token_ == 0) return;
+  if (parked_ == &p && (p.interest() & kInterestMask) != p.registered_) Unpark();
   if (p.fd_added_) {
     const uint32_t interest = p.interest() & kInterestMask;
     if (interest != p.registered_) {
@@ -119,12 +121,72 @@ bool Engine::RunDirect(size_t* ran) {
   ++direct_passes_;
   if (hot->PollDirect()) {
     hot_misses_ = 0;
-    if (hot->token_ != 0) Update(*hot);
+    if (hot->token_ != 0) {
+      Update(*hot);
+      // Counted since it became hot, not in a row: a ping-pong peer's
+      // socket is read empty several times between two messages.
+      if (++hot_hits_ >= kParkAfterHits) MaybePark(*hot);
+    }
     ++*ran;
     return true;
   }
-  if (++hot_misses_ >= kHotMisses) hot_ = nullptr;  // gone quiet: back to epoll
+  if (++hot_misses_ >= kHotMisses) SetHot(nullptr);  // gone quiet: back to epoll
   return hot_ != nullptr;
+}
+
+void Engine::SetHot(Pollable* p) {
+  if (p == hot_) return;
+  Unpark();  // only the hot descriptor may be out of the set
+  hot_ = p;
+  hot_hits_ = 0;
+  hot_misses_ = 0;
+}
+
+void Engine::MaybePark(Pollable& hot) {
+  if (parked_ != nullptr || !parking_ || !hot_polling_ || !hot.fd_added_ ||
+      hot.registered_ != transport::Poller::kReadable ||
+      sleepers_.load(std::memory_order_relaxed) != 0) {
+    return;
+  }
+  if (!poller_->Remove(hot.fd()).ok()) return;
+  hot.fd_added_ = false;
+  parked_ = &hot;
+  ++parks_;
+}
+
+void Engine::Unpark() {
+  Pollable* p = parked_;
+  if (p == nullptr) return;
+  const uint32_t interest = p->interest() & kInterestMask;
+  // On failure it stays parked: read directly in every pass, and
+  // WaitForEvents then sleeps in short slices.
+  if (!poller_->Add(p->fd(), interest, p->token_).ok()) return;
+  parked_ = nullptr;
+  ++unparks_;
+  p->fd_added_ = true;
+  const uint32_t before = p->registered_ & transport::Poller::kWritable;
+  const uint32_t after = interest & transport::Poller::kWritable;
+  if (before == 0 && after != 0) ++writers_;
+  if (before != 0 && after == 0) --writers_;
+  p->registered_ = interest;
+}
+
+void Engine::PollParked(size_t* ran) {
+  Pollable* p = parked_;
+  if (p == nullptr || !p->PollDirect()) return;
+  ++*ran;
+  hot_misses_ = 0;
+  if (p->token_ != 0) Update(*p);
+}
+
+void Engine::set_hot_polling(bool on) {
+  hot_polling_ = on;
+  if (!on) Unpark();
+}
+
+void Engine::set_parking(bool on) {
+  parking_ = on;
+  if (!on) Unpark();
 }
 
 size_t Engine::RunOnce(int timeout_ms) {
@@ -137,6 +199,7 @@ size_t Engine::RunOnce(int timeout_ms) {
   if (timeout_ms == 0 && RunDirect(&ran)) return ran;
   direct_passes_ = 0;
   if (!pending_.empty()) timeout_ms = 0;
+  if (timeout_ms != 0) Unpark();  // epoll must see every descriptor while we wait
   // One deadline scan per pass: its minimum bounds the wait, and the
   // callbacks of this pass lower it through Update(), so RunTimers (a second
   // scan) runs only when some deadline is really due.
@@ -149,13 +212,14 @@ size_t Engine::RunOnce(int timeout_ms) {
       Pollable* p = Lookup(events_[i].token);
       if (p == nullptr) continue;  // removed earlier in this pass
       if ((events_[i].events & transport::Poller::kReadable) != 0) {
-        hot_ = p;
+        SetHot(p);
         hot_misses_ = 0;
       }
       Dispatch(*p, events_[i].events);
       ++ran;
     }
   }
+  PollParked(&ran);
   if (!timed_.empty() && pass_deadline_ <= clock_.NowNs()) RunTimers();
   if (!pending_.empty()) RunPending();
   return ran;
@@ -216,11 +280,15 @@ void Engine::WaitForEvents(int timeout_ms, int extra_fd) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!pending_.empty()) return;
+    sleepers_.fetch_add(1, std::memory_order_relaxed);  // no parking until we are out
+    Unpark();
     until_timer = MsUntilNextDeadline();
+    if (parked_ != nullptr) until_timer = 1;  // could not put it back: look again soon
   }
   if (until_timer >= 0 && (timeout_ms < 0 || until_timer < timeout_ms)) timeout_ms = until_timer;
   pollfd pfd[2] = {{poller_->fd(), POLLIN, 0}, {extra_fd, POLLIN, 0}};
   (void)::poll(pfd, extra_fd >= 0 ? 2 : 1, timeout_ms);
+  sleepers_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Engine::Wakeup() {

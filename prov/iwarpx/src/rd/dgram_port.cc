@@ -92,7 +92,12 @@ transport::BatchResult DgramPort::SendBatch(std::span<const OutDgram> out) {
 size_t DgramPort::OnReadable(size_t budget) {
   size_t done = 0;
   while (done < budget) {
-    const size_t want = std::min(budget - done, msgs_.size());
+    // After a read that found nothing, the next asks for one datagram (a
+    // recvmsg): busy polls of a ping-pong peer are mostly empty. A read that
+    // gets it ends this call (asking again would cost a system call before
+    // the caller sees the message) and the next read takes a whole batch.
+    const bool probe = last_read_empty_;
+    const size_t want = probe ? 1 : std::min(budget - done, msgs_.size());
     const size_t guessed = predictor_ != nullptr ? Guess(want) : 0;
     const transport::BatchResult r = socket_.RecvBatch(std::span(msgs_.data(), want));
     if (guessed == 0 && r.count > 0 && guess_skip_ > 0) --guess_skip_;
@@ -131,7 +136,8 @@ size_t DgramPort::OnReadable(size_t budget) {
       Dispatch(ByteSpan(Buffer(i), msgs_[i].bytes), msgs_[i].truncated, msgs_[i].addr);
     }
     done += r.count;
-    if (r.count < want) break;
+    last_read_empty_ = r.count == 0;
+    if (r.count < want || probe) break;
   }
   return done;
 }

@@ -186,8 +186,9 @@ class DgramPort {
   std::vector<InPlace> in_place_;
   std::vector<uint8_t> matched_;
   std::vector<SplitDecode> split_;
-  uint32_t guess_backoff_ = 0;  // reads without guesses after the next all-wrong one
-  uint32_t guess_skip_ = 0;     // reads left without guesses
+  uint32_t guess_backoff_ = 0;    // reads without guesses after the next all-wrong one
+  uint32_t guess_skip_ = 0;       // reads left without guesses
+  bool last_read_empty_ = false;  // the last read got nothing: probe with one
   PortCounters counters_;
 };
 

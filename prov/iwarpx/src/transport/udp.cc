@@ -89,6 +89,20 @@ BatchResult UdpSocket::RecvBatch(std::span<DgramMessage> msgs) {
     h.msg_iov = const_cast<iovec*>(msgs[i].iov.data());
     h.msg_iovlen = CappedIovCount(msgs[i].iov.size());
   }
+  if (n == 1) {
+    msghdr& h = hdrs[0].msg_hdr;
+    for (;;) {
+      const ssize_t got = ::recvmsg(fd_.get(), &h, MSG_DONTWAIT);
+      if (got >= 0) {
+        msgs[0].addr.Adopt(h.msg_namelen);
+        msgs[0].bytes = static_cast<size_t>(got);
+        msgs[0].truncated = (h.msg_flags & MSG_TRUNC) != 0;
+        return {1, IoStatus::kOk, 0};
+      }
+      if (errno == EINTR) continue;
+      return BatchError(errno);
+    }
+  }
   for (;;) {
     const int got =
         ::recvmmsg(fd_.get(), hdrs.data(), static_cast<unsigned>(n), MSG_DONTWAIT, nullptr);

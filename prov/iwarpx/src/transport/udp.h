@@ -11,10 +11,11 @@
 //   earlier datagram by ICMP, ...). Datagrams with more than kMaxIov iovecs
 //   are refused with EMSGSIZE rather than silently cut.
 // - SendBatch / RecvBatch: one sendmmsg / recvmmsg of at most kMaxBatch
-//   messages (see BatchResult). RecvBatch fills each message's addr (source),
-//   bytes and truncated (MSG_TRUNC: the datagram did not fit in its iovecs and
-//   the rest was discarded by the kernel). RecvBatch never waits for more
-//   datagrams than are already queued.
+//   messages (see BatchResult); a RecvBatch of one message is one recvmsg
+//   (cheaper in the kernel than a recvmmsg of one, ~0.05 us per empty poll). RecvBatch fills each
+//   message's addr (source), bytes and truncated (MSG_TRUNC: the datagram did not fit in its iovecs
+//   and the rest was discarded by the kernel). RecvBatch never waits for more datagrams than are
+//   already queued.
 // - Set{Send,Recv}BufferSize return the effective size (Linux doubles the
 //   request and caps it at net.core.[rw]mem_max).
 // - Thread-safety as in transport.h.
