@@ -87,8 +87,12 @@ AckFields RecvWindow::Ack() const {
   AckFields a;
   a.ack = rcv_nxt_;
   a.credits = static_cast<uint16_t>(config_.window - backlog_);
-  for (uint32_t i = 0; i < wire::kDgramSackBits && i + 1 < config_.window - backlog_; ++i) {
-    if (Held(rcv_nxt_ + 1 + i)) a.sack |= 1u << i;
+  // Every datagram sent carries an ack: the 32 bit tests only when some
+  // datagram is held at all (~400 instructions per datagram otherwise).
+  if (AnyHeld()) {
+    for (uint32_t i = 0; i < wire::kDgramSackBits && i + 1 < config_.window - backlog_; ++i) {
+      if (Held(rcv_nxt_ + 1 + i)) a.sack |= 1u << i;
+    }
   }
   a.has_sack = a.sack != 0;
   return a;
