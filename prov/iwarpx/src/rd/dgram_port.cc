@@ -32,6 +32,19 @@ void DgramPort::Detach(uint32_t qpn) {
 
 transport::IoStatus DgramPort::Send(const transport::SockAddr& to, const wire::DgramHeader& header,
                                     std::span<const ByteSpan> ulpdu) {
+  size_t ulpdu_size = 0;
+  for (const ByteSpan part : ulpdu) ulpdu_size += part.size();
+  if (ulpdu_size <= kFlatUlpduMax) {
+    const auto n = wire::EncodeDgram(header, ulpdu, config_.crc, MutableByteSpan(flat_));
+    if (!n.ok()) {
+      ++counters_.send_errors;
+      return transport::IoStatus::kError;
+    }
+    const iovec one{flat_.data(), *n};
+    const transport::IoResult r = socket_.SendTo(to, std::span<const iovec>(&one, 1));
+    if (r.status == transport::IoStatus::kError) ++counters_.send_errors;
+    return r.status;
+  }
   auto framing = wire::FrameDgram(header, ulpdu, config_.crc);
   if (!framing.ok()) {
     ++counters_.send_errors;

@@ -118,6 +118,8 @@ class DgramPort {
 
   // Sends one datagram: `header` (its C flag follows the port's policy) and
   // the ULPDU parts, which are only read. kWouldBlock leaves nothing sent.
+  // A small one (ULPDU <= kFlatUlpduMax) is built in one buffer with one CRC
+  // pass and sent as one iovec (cheaper than four pieces; ~0.05 us at 8 B).
   transport::IoStatus Send(const transport::SockAddr& to, const wire::DgramHeader& header,
                            std::span<const ByteSpan> ulpdu);
 
@@ -189,6 +191,9 @@ class DgramPort {
   uint32_t guess_backoff_ = 0;    // reads without guesses after the next all-wrong one
   uint32_t guess_skip_ = 0;       // reads left without guesses
   bool last_read_empty_ = false;  // the last read got nothing: probe with one
+  // Send()'s buffer for a small datagram built whole.
+  static constexpr size_t kFlatUlpduMax = 256;
+  alignas(8) std::array<uint8_t, wire::DgramSize(kFlatUlpduMax)> flat_{};
   PortCounters counters_;
 };
 
