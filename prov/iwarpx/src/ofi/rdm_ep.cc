@@ -174,7 +174,10 @@ ssize_t RdmEndpoint::StatusToFi(rdm::RdmStatus s, const char* call) {
       IWX_WARN(ep_data, "%s: no queue pair to the peer could be made\n", call);
       return -FI_EAGAIN;
     case rdm::RdmStatus::kInvalid:
-      IWX_WARN(ep_data, "%s: refused (more than %zu iovecs, or the buffer cannot be registered)\n",
+      IWX_WARN(ep_data,
+               "%s: refused: more than %zu iovecs, a NULL iov with a count, a multi-receive "
+               "buffer that is not exactly one untagged iovec, or a request the peer's queue "
+               "pair refused\n",
                call, rdm::RdmCore::kMaxIov);
       return -FI_EINVAL;
     case rdm::RdmStatus::kNoMessage: return -FI_ENOMSG;
