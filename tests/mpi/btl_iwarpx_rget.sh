@@ -12,6 +12,7 @@
 #   - the sender's sends carried only headers: fewer than 256 bytes per message on average,
 #     so no payload went through the send path (ob1's copy-in/out rendezvous or a fallback
 #     after refused gets would send the data itself).
+# Both ranks must also print the "refused by a busy provider" finalize line (shown as info).
 #  rget:    the default parameters; the check above must pass.
 #  control: btl_iwarpx_flags 1 (send only: no get), where ob1 must use its send protocol;
 #           the run must still pass its data check and the check above must fail (so it can).
@@ -38,6 +39,12 @@ iwx_count "$log" '1048576 +4 +[0-9.]+' | grep -qv '^0$' ||
 counters=$(sed -n 's/^\[[0-9]*,\([0-9]*\)\]<[a-z]*>:.*btl:iwarpx: finalize: sent \([0-9]*\) messages (\([0-9]*\) bytes), received [0-9]* ([0-9]* bytes), [0-9]* puts, \([0-9]*\) gets, [0-9]* atomics, \([0-9]*\) registrations (\([0-9]*\) fi_mr_reg).*/\1 \2 \3 \4 \5 \6/p' "$log")
 n=$(printf '%s\n' "$counters" | grep -c . || true)
 [ "$n" -eq 2 ] || { echo "FAIL: $n finalize counter lines, expected 2"; exit 1; }
+
+# The refused-posts counters (posts ob1 had to queue and retry) are printed by both ranks.
+refused=$(iwx_matches "$log" 'refused by a busy provider \(the PML queued and retried them\): [0-9]+ sends, [0-9]+ RDMA/atomics')
+[ "$(printf '%s\n' "$refused" | grep -c .)" -eq 2 ] ||
+  { echo "FAIL: expected 2 'refused by a busy provider' finalize lines"; exit 1; }
+printf '%s\n' "$refused" | sed 's/^/info: /'
 
 verdict=0
 printf '%s\n' "$counters" | awk '
