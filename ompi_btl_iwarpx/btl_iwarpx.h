@@ -188,6 +188,9 @@ typedef struct mca_btl_iwarpx_stats_t {
   /* SCTP point-to-point: messages (also counted above), associations up, wake-ups sent. */
   volatile int64_t sctp_sends, sctp_recvs, sctp_connections, sctp_wakes, sctp_probes;
   volatile int64_t sctp_stream_sends; /* of sctp_sends, on a stream other than 0 */
+  /* Posts the provider refused (-FI_EAGAIN twice, OPAL_ERR_OUT_OF_RESOURCE to the PML, which
+   * queues and retries them): sends (send and sendi) and RDMA/atomics. */
+  volatile int64_t busy_sends, busy_rdma;
 } mca_btl_iwarpx_stats_t;
 
 /* The FI_EP_MSG side of btl_iwarpx_p2p=sctp (btl_iwarpx_sctp.c): its own fabric/domain (the

@@ -245,6 +245,10 @@ static int iwarpx_finalize(mca_btl_base_module_t* btl) {
       (long)m->stats.sends, (long)m->stats.send_bytes, (long)m->stats.recvs,
       (long)m->stats.recv_bytes, (long)m->stats.puts, (long)m->stats.gets, (long)m->stats.atomics,
       (long)m->stats.registrations, (long)m->stats.mr_regs, (long)m->stats.sendi);
+  opal_output_verbose(1, c->output,
+                      "btl:iwarpx: finalize: refused by a busy provider (the PML queued and "
+                      "retried them): %ld sends, %ld RDMA/atomics",
+                      (long)m->stats.busy_sends, (long)m->stats.busy_rdma);
   if (m->sctp != NULL) {
     opal_output_verbose(
         1, c->output,

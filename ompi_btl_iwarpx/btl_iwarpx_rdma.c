@@ -65,6 +65,7 @@ static int post_op(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_rdma_op_t* op, pos
     }
     (void)mca_btl_iwarpx_progress();
   }
+  OPAL_THREAD_ADD_FETCH64(&m->stats.busy_rdma, 1);
   OPAL_THREAD_ADD_FETCH64(&ep->pending, -1);
   OPAL_THREAD_ADD_FETCH64(&m->outstanding, -1);
   opal_free_list_return(&m->rdma_ops, &op->super);

@@ -133,6 +133,7 @@ int mca_btl_iwarpx_send(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
     }
     (void)mca_btl_iwarpx_progress();
   }
+  if (rc == OPAL_ERR_OUT_OF_RESOURCE) OPAL_THREAD_ADD_FETCH64(&m->stats.busy_sends, 1);
   OPAL_THREAD_ADD_FETCH64(&ep->pending, -1);
   OPAL_THREAD_ADD_FETCH64(&m->sends_pending, -1);
   return rc;
@@ -165,6 +166,7 @@ int mca_btl_iwarpx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep
                   opal_convertor_pack(convertor, &iov, &iov_count, &packed) >= 0 &&
                   packed == payload_size;
     }
+    bool refused = false;
     for (int attempt = 0; packed_ok && attempt < 2; ++attempt) {
       ssize_t ret = sctp ? mca_btl_iwarpx_sctp_inject(m, ep, tag, buf, len)
                          : fi_injectdata(m->ep, buf, len, (uint64_t)tag, ep->addr);
@@ -181,8 +183,10 @@ int mca_btl_iwarpx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep
                             fi_strerror((int)-ret));
         break;
       }
+      refused = attempt == 1;
       (void)mca_btl_iwarpx_progress();
     }
+    if (refused) OPAL_THREAD_ADD_FETCH64(&m->stats.busy_sends, 1);
     if (payload_size > 0 && convertor != NULL) {
       (void)opal_convertor_set_position(convertor, &position);
     }
