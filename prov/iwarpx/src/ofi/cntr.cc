@@ -179,8 +179,11 @@ int Cntr::Wait(uint64_t threshold, int timeout) {
 }
 
 int Cntr::Control(int command, void* arg) {
-  if (command == FI_GETWAIT) domain_->fabric()->StopParking("FI_GETWAIT on a counter");
-  return waiter_.Control(command, arg, FI_LOG_CNTR, "counter");
+  const int ret = waiter_.Control(command, arg, FI_LOG_CNTR, "counter");
+  if (command == FI_GETWAIT && ret == 0) {
+    domain_->fabric()->StopParking("FI_GETWAIT on a counter");
+  }
+  return ret;
 }
 
 // A counter has no "empty" state; what the application waits for is a change,

@@ -277,8 +277,9 @@ int Cq::Signal() {
 }
 
 int Cq::Control(int command, void* arg) {
-  if (command == FI_GETWAIT) domain_->fabric()->StopParking("FI_GETWAIT on a CQ");
-  return waiter_.Control(command, arg, FI_LOG_CQ, "CQ");
+  const int ret = waiter_.Control(command, arg, FI_LOG_CQ, "CQ");
+  if (command == FI_GETWAIT && ret == 0) domain_->fabric()->StopParking("FI_GETWAIT on a CQ");
+  return ret;
 }
 
 int Cq::TryWait() {

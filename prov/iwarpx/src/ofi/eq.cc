@@ -246,8 +246,9 @@ ssize_t Eq::Write(uint32_t event, const void* buf, size_t len, uint64_t flags) {
 }
 
 int Eq::Control(int command, void* arg) {
-  if (command == FI_GETWAIT) fabric_->StopParking("FI_GETWAIT on an EQ");
-  return waiter_.Control(command, arg, FI_LOG_EQ, "EQ");
+  const int ret = waiter_.Control(command, arg, FI_LOG_EQ, "EQ");
+  if (command == FI_GETWAIT && ret == 0) fabric_->StopParking("FI_GETWAIT on an EQ");
+  return ret;
 }
 
 int Eq::TryWait() {

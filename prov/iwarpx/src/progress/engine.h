@@ -32,7 +32,8 @@
 //   kDirectPassesMax + 1 passes), so a busy poll does not scan every timed
 //   Pollable's deadline.
 // - Parking (set_parking, on by default): a hot descriptor that had input in
-//   kParkAfterHits direct reads since it became hot leaves the epoll set, so
+//   kParkAfterHits direct reads since it became hot (or since the last pass
+//   that could sleep: RunOnce with a timeout, WaitForEvents) leaves the epoll set, so
 //   the kernel no longer runs the epoll callback for every datagram queued
 //   and every send buffer freed on it (~0.25 us per 8-byte message on
 //   loopback). A parked descriptor is read directly in every pass, epoll

@@ -2,8 +2,10 @@
 // it leaves the epoll set (the engine's epoll descriptor no longer turns
 // readable for it), is still read in every pass, and goes back into the set
 // before anyone could sleep on it (WaitForEvents, RunOnce with a timeout),
-// when it goes cold, when another descriptor becomes hot, when it wants to
-// write, and when parking or hot polling is switched off.
+// when it goes cold (also while another descriptor waits to write), when
+// another descriptor becomes hot, when it wants to write, and when parking or
+// hot polling is switched off; and a loop that sleeps between messages does
+// not park at all (hits count from the last sleep).
 #include <poll.h>
 
 #include <atomic>
@@ -179,6 +181,30 @@ TEST_F(EngineParkTest, SwitchedOffPutsItBackForGood) {
   EXPECT_FALSE(Parked());
   p_.Put();
   EXPECT_TRUE(EpollReadable());
+}
+
+TEST_F(EngineParkTest, AQuietParkedOneGoesBackWhileAnotherWaitsToWrite) {
+  HeatAndPark();
+  other_.want_write = true;  // a pipe's read end: never writable, always waiting
+  Add(other_);
+  // Every pass is now an epoll pass (no direct pass with a writer), so the
+  // parked one's empty reads must be counted there.
+  for (int i = 0; i < 40; ++i) Pass();
+  EXPECT_FALSE(Parked());
+  p_.Put();
+  EXPECT_TRUE(EpollReadable());
+}
+
+TEST_F(EngineParkTest, SleepingBetweenMessagesDoesNotParkOncePerMessage) {
+  Add(p_);
+  for (int i = 0; i < 100; ++i) {
+    p_.Put();
+    Pass();
+    Pass();
+    engine_->WaitForEvents(0);  // fi_cq_sread between two messages
+  }
+  EXPECT_EQ(engine_->parks(), 0u);  // each park would cost a DEL and an ADD
+  EXPECT_EQ(p_.consumed, 100);
 }
 
 TEST_F(EngineParkTest, RemovingAParkedDescriptor) {
