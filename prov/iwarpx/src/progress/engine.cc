@@ -1,6 +1,7 @@
 #include "progress/engine.h"
 
 #include <poll.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -45,6 +46,10 @@ transport::Status Engine::Add(Pollable& p) {
   p.token_ = token;
   p.registered_ = interest;
   if ((interest & transport::Poller::kWritable) != 0) ++writers_;
+  if (p.yields_when_idle()) {
+    p.yielder_ = true;
+    ++yielders_;
+  }
   live_.emplace(token, &p);
   Update(p);
   return {};
@@ -56,6 +61,8 @@ void Engine::Remove(Pollable& p) {
   if (parked_ == &p) parked_ = nullptr;  // its fd is not in the set
   if ((p.registered_ & transport::Poller::kWritable) != 0) --writers_;
   if (hot_ == &p) hot_ = nullptr;
+  if (p.yielder_) --yielders_;
+  p.yielder_ = false;
   live_.erase(p.token_);
   std::erase(timed_, p.token_);
   std::erase(pending_, p.token_);
@@ -217,6 +224,10 @@ size_t Engine::RunOnce(int timeout_ms) {
   const int until_timer = MsUntil(pass_deadline_);
   if (until_timer >= 0 && (timeout_ms < 0 || until_timer < timeout_ms)) timeout_ms = until_timer;
   auto w = poller_->Wait(timeout_ms, events_);
+  if (yielders_ != 0 && timeout_ms == 0 && w.ok() && w->count == 0) {
+    ++idle_yields_;
+    sched_yield();  // "Yielding when idle" (engine.h)
+  }
   if (w.ok()) {
     for (size_t i = 0; i < w->count; ++i) {
       Pollable* p = Lookup(events_[i].token);

@@ -44,6 +44,13 @@
 //   changes from read-only, and for good on set_parking(false) or
 //   set_hot_polling(false). An owner that hands poll_fd() to someone who
 //   sleeps on it without calling WaitForEvents must turn parking off first.
+// - Yielding when idle: while a registered Pollable says yields_when_idle()
+//   (a channel whose input is produced by another thread of this process:
+//   usrsctp's receive and timer threads behind a doorbell), a zero-timeout
+//   pass whose epoll_wait found nothing ends with sched_yield(). Manual
+//   progress busy-polls from fi_cq_read; without the yield that thread kept
+//   its CPU from the usrsctp threads that do the SCTP work (docs/PERFORMANCE.md
+//   "Yielding to usrsctp's threads"). Other endpoints never yield.
 // - WaitForEvents(timeout) blocks *without* the lock (poll(2) on the epoll
 //   descriptor) until a registered descriptor is ready, Wakeup() is called,
 //   an extra descriptor is readable, or the timeout (bounded by the nearest deadline) passes; it
@@ -91,9 +98,12 @@ class Pollable {
   // Reads what fd() has without waiting for readiness (non-blocking), as
   // OnReady(kReadable) would; true if it consumed input. The default cannot.
   virtual bool PollDirect() { return false; }
+  // Read once, at Add(): see "Yielding when idle" above.
+  [[nodiscard]] virtual bool yields_when_idle() const { return false; }
 
  private:
   friend class Engine;
+  bool yielder_ = false;     // counted in Engine::yielders_
   uint64_t token_ = 0;       // 0: not registered
   uint32_t registered_ = 0;  // interest currently in the epoll set
   bool fd_added_ = false;
@@ -136,6 +146,9 @@ class Engine {
   [[nodiscard]] uint64_t parks() const { return parks_; }
   [[nodiscard]] uint64_t unparks() const { return unparks_; }
   [[nodiscard]] size_t registered() const { return live_.size(); }
+  // Registered Pollables that yield when idle, and the yields made so far.
+  [[nodiscard]] size_t idle_yielders() const { return yielders_; }
+  [[nodiscard]] uint64_t idle_yields() const { return idle_yields_; }
   // The epoll descriptor: readable while a registered descriptor is ready for
   // what its Pollable wants (or after Wakeup). For wait objects handed to
   // applications; never read or waited on through it by the engine's owner.
@@ -183,6 +196,8 @@ class Engine {
   std::atomic<uint32_t> sleepers_{0};  // threads inside WaitForEvents
   uint32_t direct_passes_ = 0;         // passes since the last epoll_wait
   uint32_t writers_ = 0;               // Pollables registered for writability
+  size_t yielders_ = 0;                // registered Pollables with yields_when_idle()
+  uint64_t idle_yields_ = 0;
   // The earliest deadline seen in this pass: NextDeadline() at its start,
   // lowered by every Update() (a callback may set an earlier one).
   uint64_t pass_deadline_ = kNoDeadline;

@@ -3,7 +3,8 @@
 // yet every other descriptor is still seen within kDirectPassesMax passes,
 // writers disable it, and a hot descriptor that stays empty goes cold. And
 // its timers: one deadline scan per epoll pass, timers run only when one is
-// due, including a deadline a callback of the same pass set.
+// due, including a deadline a callback of the same pass set. And the idle
+// yield of engines that drive usrsctp connections.
 #include "progress/engine.h"
 
 #include <fcntl.h>
@@ -25,6 +26,43 @@ using engine_test::EngineTest;
 using engine_test::PipeReader;
 
 using EngineHotTest = EngineTest<MonotonicClock>;
+
+// A PipeReader whose input another thread makes (a usrsctp doorbell's).
+class YieldingReader : public PipeReader {
+ public:
+  [[nodiscard]] bool yields_when_idle() const override { return true; }
+};
+
+// "Yielding when idle": only while a yielding Pollable is registered, and
+// only on zero-timeout passes whose epoll_wait found nothing.
+TEST_F(EngineHotTest, IdlePassesYieldOnlyWhileAYieldingPollableIsRegistered) {
+  PipeReader plain;
+  Add(plain);
+  for (int i = 0; i < 3; ++i) Pass();
+  EXPECT_EQ(engine_->idle_yielders(), 0U);
+  EXPECT_EQ(engine_->idle_yields(), 0U);
+  YieldingReader yielding;
+  Add(yielding);
+  EXPECT_EQ(engine_->idle_yielders(), 1U);
+  for (int i = 0; i < 3; ++i) Pass();
+  EXPECT_EQ(engine_->idle_yields(), 3U);
+  plain.Put();  // a pass with input: no yield
+  EXPECT_EQ(Pass(), 1U);
+  EXPECT_EQ(engine_->idle_yields(), 3U);
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    engine_->RunOnce(1);  // a waiting pass (timed out): no yield either
+  }
+  EXPECT_EQ(engine_->idle_yields(), 3U);
+  Remove(yielding);
+  Remove(yielding);  // twice: counted once
+  EXPECT_EQ(engine_->idle_yielders(), 0U);
+  while (plain.consumed == 0 || Pass() != 0) {
+  }
+  const uint64_t before = engine_->idle_yields();
+  for (int i = 0; i < 3; ++i) Pass();
+  EXPECT_EQ(engine_->idle_yields(), before);
+}
 
 TEST_F(EngineHotTest, DirectReadsReplaceEpollAndOthersAreStillSeen) {
   PipeReader hot;

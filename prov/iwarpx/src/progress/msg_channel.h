@@ -171,6 +171,9 @@ class MsgChannel final : public Pollable {
   // Running QP waiting for input: one non-blocking read pass (Engine's hot
   // descriptor); true if it took any bytes.
   bool PollDirect() override;
+  // A doorbell connection (usrsctp): its input comes from usrsctp's threads
+  // of this process, so an idle busy poll yields the CPU (engine.h).
+  [[nodiscard]] bool yields_when_idle() const override { return doorbell_; }
   [[nodiscard]] std::optional<uint64_t> deadline() const override;
   void OnTimer() override;
   // The QP holds staged input or stopped on its receive budget.

@@ -152,6 +152,14 @@ TEST_P(MsgChannelTest, ConnectAcceptExchangeAndDisconnect) {
   }
   ASSERT_TRUE(RunUntil([&] { return client_sink.rec.established == 1; }));
   EXPECT_EQ(Str(client->peer_private_data()), "welcome");
+  {
+    // Both channels yield when idle exactly when usrsctp feeds them (engine.h).
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    auto backend = transport::ResolveSctpBackend(config_.sctp_backend);
+    const bool usrsctp =
+        GetParam() == Llp::kSctp && backend.ok() && *backend == transport::SctpBackend::kUsrsctp;
+    EXPECT_EQ(engine_->idle_yielders(), usrsctp ? 2U : 0U);
+  }
   // The client may send at once (RTR): the server's early receive takes it.
   const std::string msg = "ping over the engine";
   {

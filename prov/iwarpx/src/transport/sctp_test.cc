@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -119,6 +121,16 @@ IoResult SendOne(SctpConnection& c, std::span<const iovec> iov, const MessageInf
     if (r.status != IoStatus::kWouldBlock) return r;
     if (!WaitReady(c.fd(), c.doorbell(), Poller::kWritable)) return IoResult::Error(ETIMEDOUT);
   }
+}
+
+// net.core.rmem_max (the kernel's cap on SO_RCVBUF), 0 when unreadable.
+int ReadRmemMax() {
+  FILE* f = std::fopen("/proc/sys/net/core/rmem_max", "r");
+  if (f == nullptr) return 0;
+  int v = 0;
+  if (std::fscanf(f, "%d", &v) != 1) v = 0;
+  std::fclose(f);
+  return v;
 }
 
 std::vector<uint8_t> Pattern(size_t n, uint8_t seed) {
@@ -379,6 +391,32 @@ TEST(UsrsctpThroughputTest, BurstLimitIsOffOnBothEnds) {
     auto burst = u->max_burst();
     ASSERT_TRUE(burst.ok()) << burst.error();
     EXPECT_EQ(*burst, 0U);
+  }
+}
+
+// The receive buffers of usrsctp_stack.h "Receive buffers": the encapsulation
+// UDP socket got what the kernel allows of kEncapsReceiveBuffer (more than
+// usrsctp's own 128 KiB, doubled: 256 KiB) and both ends of an association,
+// the accepted one by inheritance from the listener, the window derived
+// from it (usrsctp's 128 KiB otherwise).
+TEST(UsrsctpThroughputTest, ReceiveBuffersOnBothEndsAndTheUdpSocket) {
+  Pair p = Connect(SctpBackend::kUsrsctp);
+  ASSERT_TRUE(p.client && p.server);
+  const int granted = UsrsctpStack::encaps_receive_buffer();
+  const int rmem_max = ReadRmemMax();
+  ASSERT_GT(rmem_max, 0) << "cannot read /proc/sys/net/core/rmem_max";
+  EXPECT_EQ(granted, 2 * std::min(UsrsctpStack::kEncapsReceiveBuffer, rmem_max));
+  const int want = UsrsctpStack::association_receive_buffer();
+  EXPECT_EQ(want, UsrsctpStack::AssociationBufferFor(granted));
+  for (SctpConnection* c : {p.client.get(), p.server.get()}) {
+    auto* u = dynamic_cast<UsrsctpConnection*>(c);
+    ASSERT_NE(u, nullptr);
+    auto rcvbuf = u->receive_buffer();
+    ASSERT_TRUE(rcvbuf.ok()) << rcvbuf.error();
+    EXPECT_EQ(static_cast<int>(*rcvbuf), want != 0 ? want : UsrsctpStack::kUsrsctpReceiveBuffer);
+  }
+  if (rmem_max >= UsrsctpStack::kEncapsReceiveBuffer) {
+    EXPECT_EQ(want, UsrsctpStack::kAssociationReceiveBuffer);  // this machine
   }
 }
 

@@ -95,11 +95,19 @@ int GetOpt(struct socket* so, int name, T& value) {
 // DDP segment is ~45 packets at usrsctp's fixed 1500-byte route MTU, about
 // 11 round trips through both stacks' threads. Max burst 0 switches that
 // limit off; the window then grows and a message goes out in one pass.
+// The receive buffer (the association's receive window) is the stack's
+// association_receive_buffer() (usrsctp_stack.h "Receive buffers"): with
+// usrsctp's 128 KiB, unordered Read Responses hit a closed window (DATA
+// dropped, sctps_datadroprwnd) that only the T3 timer recovers, ~0.6 s each
+// (docs/design.md). Set on listeners too: accepted sockets inherit it.
 int ConfigureThroughput(struct socket* so) {
   sctp_assoc_value burst{};
   burst.assoc_id = SCTP_FUTURE_ASSOC;
   burst.assoc_value = 0;
-  return SetOpt(so, IPPROTO_SCTP, SCTP_MAX_BURST, burst);
+  if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_MAX_BURST, burst); e != 0) return e;
+  const int rcvbuf = UsrsctpStack::association_receive_buffer();
+  if (rcvbuf == 0) return 0;
+  return SetOpt(so, SOL_SOCKET, SO_RCVBUF, rcvbuf);
 }
 
 // The options every socket gets (listeners pass them on to accepted ones).
@@ -415,6 +423,13 @@ Result<SctpLimits, int> UsrsctpConnection::limits() const {
   out.path_max_retrans = paddr.spp_pathmaxrxt;
   out.heartbeat_interval_ms = (paddr.spp_flags & SPP_HB_ENABLE) != 0 ? paddr.spp_hbinterval : 0;
   return out;
+}
+
+Result<uint32_t, int> UsrsctpConnection::receive_buffer() const {
+  int bytes = 0;
+  socklen_t len = sizeof(bytes);
+  if (usrsctp_getsockopt(so_, SOL_SOCKET, SO_RCVBUF, &bytes, &len) != 0) return Err{errno};
+  return static_cast<uint32_t>(bytes);
 }
 
 Result<uint32_t, int> UsrsctpConnection::max_burst() const {

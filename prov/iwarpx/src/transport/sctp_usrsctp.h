@@ -59,6 +59,9 @@ class UsrsctpConnection final : public SctpConnection {
   // limit, what every socket here asks for, see ConfigureThroughput in the
   // .cc), or errno.
   [[nodiscard]] Result<uint32_t, int> max_burst() const;
+  // Diagnostics: the socket's receive buffer (SO_RCVBUF, usrsctp's sb_hiwat:
+  // the association's receive window), or errno.
+  [[nodiscard]] Result<uint32_t, int> receive_buffer() const;
 
  private:
   friend class UsrsctpListener;

@@ -5,17 +5,20 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include <usrsctp.h>
 
 #include "transport/sock_addr.h"
 #include "transport/socket_util.h"
+#include "transport/usrsctp_encaps.h"
 
 namespace iwarpx::transport {
 namespace {
@@ -25,6 +28,7 @@ struct StackState {
   int users = 0;
   bool initialised = false;
   uint16_t port = 0;
+  int encaps_rcvbuf = 0;
 };
 
 StackState& State() {
@@ -88,9 +92,11 @@ Result<uint16_t, IoError> UsrsctpStack::Acquire(uint16_t preferred_port) {
   if (!s.initialised) {
     auto port = ProbeUdpPort(preferred_port);
     if (!port.ok()) return Err{port.error()};
-    usrsctp_init(*port, nullptr, nullptr);
+    const std::vector<int> before = usrsctp_encaps::SocketFds();
+    usrsctp_init(*port, nullptr, nullptr);  // opens the UDP sockets before it returns
     s.initialised = true;
     s.port = *port;
+    s.encaps_rcvbuf = usrsctp_encaps::GrowReceiveBuffers(before, *port, kEncapsReceiveBuffer);
   }
   ++s.users;
   return s.port;
@@ -110,12 +116,28 @@ void UsrsctpStack::Release() {
   }
   s.initialised = false;
   s.port = 0;
+  s.encaps_rcvbuf = 0;
 }
 
 uint16_t UsrsctpStack::encaps_port() {
   StackState& s = State();
   std::lock_guard lock(s.mu);
   return s.port;
+}
+
+int UsrsctpStack::encaps_receive_buffer() {
+  StackState& s = State();
+  std::lock_guard lock(s.mu);
+  return s.encaps_rcvbuf;
+}
+
+int UsrsctpStack::AssociationBufferFor(int encaps_granted) {
+  const int quarter = std::min(encaps_granted / 4, kAssociationReceiveBuffer);
+  return quarter > kUsrsctpReceiveBuffer ? quarter : 0;
+}
+
+int UsrsctpStack::association_receive_buffer() {
+  return AssociationBufferFor(encaps_receive_buffer());
 }
 
 Result<UniqueFd, IoError> UsrsctpStack::MakeDoorbell() {

@@ -12,6 +12,15 @@
 //   preferred port if free, else probed with a bind to port 0; a process that races for the same
 //   port in between makes usrsctp fail to bind and its associations time out). encaps_port() tells
 //   it. Raw-IP SCTP is not used: every association sets its remote UDP port.
+// - Receive buffers (the ~0.5 s stalls, docs/design.md "Receive buffers"):
+//   at init the encapsulation UDP sockets' SO_RCVBUF is raised from
+//   usrsctp's 128 KiB to kEncapsReceiveBuffer (the kernel caps it at
+//   net.core.rmem_max; encaps_receive_buffer() is what it granted, as
+//   getsockopt reports it: doubled). association_receive_buffer() is the
+//   SO_RCVBUF every usrsctp socket then gets (its SCTP receive window):
+//   a quarter of the granted UDP buffer, at most kAssociationReceiveBuffer;
+//   0 (keep usrsctp's 128 KiB) when that quarter is not larger than 128 KiB,
+//   so a window never outgrows the UDP socket that carries it.
 // - Doorbells: an eventfd per usrsctp socket, registered under the socket's
 //   pointer. The upcall (usrsctp's threads) writes to the eventfd of the
 //   socket it is called for, under the registry's mutex, so Unregister()
@@ -47,6 +56,17 @@ class UsrsctpStack {
   static void Release();
   // The UDP encapsulation port (0 when not initialised).
   static uint16_t encaps_port();
+
+  static constexpr int kEncapsReceiveBuffer = 4 << 20;
+  static constexpr int kAssociationReceiveBuffer = 1 << 20;
+  static constexpr int kUsrsctpReceiveBuffer = 128 << 10;  // usrsctp's own (SB_RAW)
+  // SO_RCVBUF of the encapsulation sockets as granted (0: not initialised,
+  // or the sockets were not found).
+  static int encaps_receive_buffer();
+  // SO_RCVBUF for a new usrsctp socket; 0 = leave usrsctp's default.
+  static int association_receive_buffer();
+  // The rule above, for a granted UDP buffer (exposed for its unit test).
+  static int AssociationBufferFor(int encaps_granted);
 
   // A new non-blocking, close-on-exec eventfd.
   static Result<UniqueFd, IoError> MakeDoorbell();
