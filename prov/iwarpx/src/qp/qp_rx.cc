@@ -1,8 +1,8 @@
 // Receive side of the QueuePair, driven by wire::FpduReceiver (pull style),
 // with read-ahead into the staging buffer (queue_pair.h, "Receive
 // read-ahead"). Bytes already staged are always consumed first: the length,
-// header, trailer and markers from staging (the header is copied into rx_hdr_
-// and parsed there), staged payload bytes are copied to the destination. Only
+// header, trailer and markers from staging (the header is copied into
+// rx_hdr_ and parsed there), staged payload bytes are copied to the destination. Only
 // with staging empty is the socket read, with the scatter list
 // [rest of the payload -> destination, staging]. Every byte goes through
 // Advance() exactly once, from the staging copy or from the destination, so
@@ -53,6 +53,7 @@ void QueuePair::ProcessRx() {
 // Waiting for the peer's close: discard what is staged and what still arrives.
 void QueuePair::DrainClosing() {
   rx_stage_head_ = rx_stage_tail_ = 0;
+  EnsureStaging();
   while (!rx_closed_) {
     if (rx_pass_bytes_ >= config_.rx_budget_bytes) {
       rx_budget_hit_ = true;
@@ -226,8 +227,9 @@ bool QueuePair::RxRead() {
   rx_stage_head_ = rx_stage_tail_ = 0;
   if (rx_stage_grow_) {
     // Staging is empty here: the larger buffer replaces it with nothing to keep.
+    // Without a buffer (ReleaseIdle gave it back) it starts again small.
     rx_stage_grow_ = false;
-    rx_stage_size_ *= 2;
+    rx_stage_size_ = rx_stage_ ? rx_stage_size_ * 2 : config_.rx_staging_initial;
     rx_stage_ = std::make_unique_for_overwrite<uint8_t[]>(rx_stage_size_);
   }
   std::array<iovec, kMaxSge + 1> v{};

@@ -131,7 +131,7 @@ void QueuePair::GrowSq() {
   // Live entries keep their sequence numbers; only their slots move. No
   // reference into sq_ is held across a Post* (callers look entries up by
   // sequence number after any call that can reach the sink).
-  std::vector<SqEntry> grown(std::min(sq_.size() * 2, sq_capacity_));
+  std::vector<SqEntry> grown(std::min(std::max(sq_.size() * 2, kSqInitialSlots), sq_capacity_));
   for (uint64_t i = sq_head_; i < sq_tail_; ++i) grown[i % grown.size()] = sq_[i % sq_.size()];
   sq_.swap(grown);
 }
@@ -237,7 +237,10 @@ QpStatus QueuePair::PostAtomic(const AtomicWr& wr) {
 QpStatus QueuePair::PostRecv(const RecvWr& wr) {
   if (!wr.sgl.Valid() || wr.sgl.Length() > UINT32_MAX) return QpStatus::kInvalid;
   if (state_ != QpState::kRts) return QpStatus::kBadState;
-  if (rq_tail_ - rq_head_ >= rq_.size()) return QpStatus::kQueueFull;
+  if (rq_tail_ - rq_head_ >= rq_.size()) {
+    if (!rq_.empty()) return QpStatus::kQueueFull;
+    rq_.resize(config_.rq_size);  // given back by ReleaseIdle
+  }
   const bool was_blocked = RxBlocked();
   RqEntry& r = rq_[rq_tail_ % rq_.size()];
   r.context = wr.context;
