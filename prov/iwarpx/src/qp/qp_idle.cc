@@ -4,7 +4,8 @@
 // send ring through GrowSq (kSqInitialSlots), the transmit slot through
 // ProcessTx's regrow branch (one slot), the staging through RxRead's grow
 // branch (QpConfig::rx_staging_initial), the receive ring in PostRecv, the
-// ORQ in PushOrq, the IRQ at the next inbound Read. None of those branches
+// ORQ in PushOrq, the IRQ at the next inbound Read, the FPDU receive state
+// at the top of ProcessRx (one pointer test per receive call). None of those branches
 // is taken per message on a busy QP, which never gets here.
 #include "qp/queue_pair.h"
 
@@ -39,6 +40,14 @@ size_t QueuePair::ReleaseIdle() {
     rx_stage_grow_ = true;  // RxRead makes it again, rx_staging_initial bytes
   }
   if (rq_head_ == rq_tail_ && !rq_.empty()) bytes += Drop(&rq_);
+  // Between FPDUs nothing of the receive state is needed again: ProcessRx
+  // makes a fresh one. With markers the receiver's stream position spans
+  // FPDUs, so it stays.
+  if (rxf_ && !mpa_.markers_rx && !rx_hdr_done_ && rxf_->rx.at_fpdu_boundary() &&
+      rx_stage_head_ == rx_stage_tail_) {
+    bytes += sizeof(RxFpdu);
+    rxf_.reset();
+  }
   if (orq_count_ == 0 && !orq_.empty()) {
     bytes += Drop(&orq_);
     orq_head_ = 0;

@@ -2,7 +2,9 @@
 // transmit slot, staging, receive ring and ORD/IRD queues back; the next
 // Send, Write, Read or receive makes each again and every byte still
 // arrives. A part that holds something (a posted receive, staged bytes of a
-// blocked Send, an outstanding Read) is kept.
+// blocked Send, an outstanding Read, an FPDU received in part) is kept.
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -176,6 +178,44 @@ TEST(QpIdleTest, PartsInUseAreKept) {
   EXPECT_EQ(sink, source);
   EXPECT_EQ(p.a.sink.completions.back().context, 88u);
   EXPECT_EQ(p.a.sink.terminated + p.b.sink.terminated, 0);
+}
+
+// An FPDU received in part keeps its receive state (receiver with its CRC,
+// header copy, segment) through a release: the rest completes it with the
+// CRC verified. Cut inside the length field, inside the header, and inside
+// the payload; then a whole FPDU after a release that did take the state.
+TEST(QpIdleTest, FpduInProgressKeepsItsReceiveState) {
+  for (const size_t cut : {size_t{1}, size_t{10}, size_t{100}}) {
+    QpConfig cfg;
+    cfg.rx_staging_initial = kRxStagingMin;
+    RawPeer peer(true, cfg);
+    peer.side.qp->Start();
+    peer.WriteUlpdu(Rtr());
+    peer.side.qp->OnReadable();
+    Bytes r(600, 0);
+    RecvWr w;
+    w.context = 1;
+    w.sgl.Add(r.data(), r.size());
+    ASSERT_EQ(peer.side.qp->PostRecv(w), QpStatus::kOk);
+    const Bytes f = RawPeer::Fpdu(SendSegment(1, 0, true, 600, 0x66), true);
+    peer.WriteBytes(Bytes(f.begin(), f.begin() + static_cast<std::ptrdiff_t>(cut)));
+    peer.side.qp->OnReadable();
+    (void)peer.side.qp->ReleaseIdle();
+    peer.WriteBytes(Bytes(f.begin() + static_cast<std::ptrdiff_t>(cut), f.end()));
+    peer.side.qp->OnReadable();
+    ASSERT_EQ(peer.side.sink.Count(Kind::kRecv), 1u) << cut;
+    EXPECT_EQ(std::count(r.begin(), r.end(), 0x66), 600) << cut;
+    EXPECT_EQ(peer.side.sink.terminated, 0) << cut;
+    // Between FPDUs the state goes (with the staging and the receive ring)
+    // and the next FPDU is received by a fresh one, CRC checked.
+    EXPECT_GE(peer.side.qp->ReleaseIdle(), size_t{400}) << cut;
+    ASSERT_EQ(peer.side.qp->PostRecv(w), QpStatus::kOk);
+    peer.WriteBytes(RawPeer::Fpdu(SendSegment(2, 0, true, 300, 0x77), true));
+    peer.side.qp->OnReadable();
+    ASSERT_EQ(peer.side.sink.Count(Kind::kRecv), 2u) << cut;
+    EXPECT_EQ(std::count(r.begin(), r.begin() + 300, 0x77), 300) << cut;
+    EXPECT_EQ(peer.side.sink.terminated, 0) << cut;
+  }
 }
 
 }  // namespace

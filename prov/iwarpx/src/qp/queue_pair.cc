@@ -31,15 +31,15 @@ QpConfig EffectiveConfig(const QpConfig& config, const wire::MpaOutcome& mpa) {
   return c;
 }
 
-wire::FpduRxConfig RxConfigFor(const wire::MpaOutcome& mpa) {
+}  // namespace
+
+wire::FpduRxConfig QueuePair::RxConfig() const {
   wire::FpduRxConfig c;
-  c.crc = mpa.crc;
-  c.markers = mpa.markers_rx;
+  c.crc = mpa_.crc;
+  c.markers = mpa_.markers_rx;
   c.max_ulpdu = wire::kMaxUlpduLength;
   return c;
 }
-
-}  // namespace
 
 Result<std::unique_ptr<QueuePair>, QpStatus> QueuePair::Create(transport::Connection& conn,
                                                                mem::StagTable& stags, uint32_t pd,
@@ -89,7 +89,6 @@ QueuePair::QueuePair(std::unique_ptr<SctpFraming> framing, transport::Connection
       tx_stash_size_(wire::MarkedFpduLength(0, config.max_fpdu_payload + kFpduOverhead) +
                      wire::kMarkerSize),
       tx_marker_body_(mpa.markers_tx ? config.max_fpdu_payload + kFpduOverhead : 0),
-      rx_(RxConfigFor(mpa)),
       rx_stage_(std::make_unique_for_overwrite<uint8_t[]>(config.rx_staging_initial)),
       rx_stage_size_(config.rx_staging_initial),
       pd_(pd),
@@ -257,7 +256,7 @@ QpStatus QueuePair::PostRecv(const RecvWr& wr) {
 void QueuePair::HoldRequests(bool hold) {
   hold_requests_ = hold;
   if (hold || !rx_held_) return;
-  // Resume where the hold stopped: the header waits in rx_hdr_ and later
+  // Resume where the hold stopped: the header waits in rxf_->hdr and later
   // bytes may be staged; no new socket readiness comes for them.
   rx_held_ = false;
   if (state_ == QpState::kRts) ProcessRx();

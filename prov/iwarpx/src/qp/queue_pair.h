@@ -13,7 +13,8 @@
 // (progress engine) serialises every call. Nothing blocks.
 //
 // Memory: the receive ring is allocated in Create() (and again by PostRecv
-// after ReleaseIdle gave it back), the SCTP message table
+// after ReleaseIdle gave it back), the receive state of an FPDU by the first
+// receive (and again after ReleaseIdle), the SCTP message table
 // with the SCTP framing only; the parts a QP of a quiet peer does not need
 // start small or come on first use, each at most once per doubling: the send
 // ring (kSqInitialSlots, doubling up to sq_size), the transmit batch (one
@@ -317,7 +318,8 @@ class QueuePair {
   // (file comment, "Memory"; qp_idle.cc): the send ring, the transmit
   // slot, the receive staging, the receive ring and the ORD/IRD queues,
   // each only while it holds nothing (no WR outstanding, no receive posted,
-  // nothing staged or being transmitted, no Read or Atomic either way).
+  // nothing staged or being transmitted, no Read or Atomic either way), and
+  // the receive state of an FPDU between FPDUs (not with markers).
   // Every part is made again, at its initial size, by the first call that
   // needs it, exactly as after Create(). Only in kRts and not on SCTP (its
   // message table spans messages). Returns the bytes given back (0: none).
@@ -526,6 +528,8 @@ class QueuePair {
   bool AdvanceRx(ByteSpan bytes);
   void ResetRxFpdu();
   bool HandleIo(const transport::IoResult& r);
+  // The FPDU receiver's configuration (from the negotiated outcome).
+  [[nodiscard]] wire::FpduRxConfig RxConfig() const;
   // Staging made again after ReleaseIdle gave it back (not on the data path:
   // RxRead makes it through its grow branch).
   void EnsureStaging();
@@ -625,11 +629,18 @@ class QueuePair {
   };
   std::unique_ptr<TermImage> term_;
 
-  // Receive state of the FPDU in progress.
-  wire::FpduReceiver rx_;
-  std::array<uint8_t, 128> rx_hdr_{};
+  // Receive state of the FPDU in progress: the receiver, the header copy
+  // and the decoded segment (400 bytes), made by the first ProcessRx and
+  // given back by ReleaseIdle between FPDUs (not with markers: their
+  // position spans FPDUs), so a quiet RD peer does not keep it.
+  struct RxFpdu {
+    explicit RxFpdu(const wire::FpduRxConfig& c) : rx(c) {}
+    wire::FpduReceiver rx;
+    std::array<uint8_t, 128> hdr{};
+    wire::Segment seg;
+  };
+  std::unique_ptr<RxFpdu> rxf_;
   size_t rx_hdr_target_ = 0;
-  wire::Segment rx_seg_;
   size_t rx_payload_len_ = 0;
   size_t rx_payload_done_ = 0;
   uint8_t* rx_tagged_ = nullptr;
