@@ -15,6 +15,9 @@
 //   moved to their slots in the larger storage. Slots of other numbers are
 //   default-constructed afterwards. References into the ring are invalidated
 //   by Grow only.
+// * Release() frees the storage (size() 0, as a ring made with initial 0)
+//   and returns the bytes it held; only with no live number (the owner
+//   knows). The next Grow makes it again.
 // * Not thread-safe; no allocation except in the constructor and Grow.
 #pragma once
 
@@ -57,6 +60,12 @@ class SeqRing {
       grown[(first + k) & new_mask] = std::move(slots_[(first + k) & old_mask]);
     }
     slots_.swap(grown);
+  }
+
+  size_t Release() {
+    const size_t bytes = slots_.capacity() * sizeof(T);
+    std::vector<T>().swap(slots_);
+    return bytes;
   }
 
  private:

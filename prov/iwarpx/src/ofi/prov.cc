@@ -89,6 +89,12 @@ void DefineParams() {
                   "(sends already completed live only in its resend buffer until then), "
                   "0..3600000; 0 closes at once and may lose the last messages. "
                   "(default: 2000)");
+  fi_param_define(&g_provider, "rd_idle_release", FI_PARAM_INT,
+                  "Milliseconds a reliable-datagram (FI_EP_RDM) peer with nothing in flight "
+                  "stays idle before its queue pair gives its per-message buffers back (send "
+                  "and receive rings, staging, resend buffer: ~1.5 KiB per quiet peer; the next "
+                  "message makes them again), 0..3600000; released after one to two periods of "
+                  "idleness; 0 never releases. (default: 10)");
   fi_param_define(&g_provider, "rd_lend", FI_PARAM_BOOL,
                   "Zero copy for RDMA Read Responses on reliable-datagram (FI_EP_RDM) "
                   "endpoints: a response's payload is sent from the registered region and "
@@ -258,6 +264,7 @@ void ReadParams() {
   ReadInt("mulpdu", 128, 65532, &g_params.mulpdu);
   ReadInt("rd_timeout", 100, 3600000, &g_params.rd_timeout_ms);
   ReadInt("rd_linger", 0, 3600000, &g_params.rd_linger_ms);
+  ReadInt("rd_idle_release", 0, 3600000, &g_params.rd_idle_release_ms);
   ReadInt("rdm_eager", 256, 1 << 20, &g_params.rdm_eager);
   char* rndv = nullptr;
   if (fi_param_get_str(&g_provider, "rndv", &rndv) == FI_SUCCESS && rndv != nullptr) {
@@ -291,24 +298,25 @@ void ReadParams() {
 // shows what a run used without reading its environment.
 void LogParams() {
   const Params& p = g_params;
-  IWX_INFO(
-      core,
-      "parameters in effect: FI_IWARPX_MPA_CRC=%d FI_IWARPX_MPA_REV=%d "
-      "FI_IWARPX_MPA_MARKERS=%d FI_IWARPX_IRD=%d FI_IWARPX_ORD=%d FI_IWARPX_MULPDU=%d "
-      "FI_IWARPX_PROGRESS_THREAD=%d FI_IWARPX_BUSY_POLL=%d FI_IWARPX_BUSY_POLL_PARK=%d "
-      "FI_IWARPX_MAX_MR=%zu "
-      "FI_IWARPX_DGRAM_CRC=%d FI_IWARPX_FAULT=%s FI_IWARPX_RD_TIMEOUT=%d "
-      "FI_IWARPX_RD_LINGER=%d FI_IWARPX_RD_LEND=%d FI_IWARPX_RD_PLACE=%d FI_IWARPX_RD_SEGMENT=%d "
-      "FI_IWARPX_RDM_EAGER=%d "
-      "FI_IWARPX_RNDV=%s "
-      "FI_IWARPX_SEND_RULES=%s FI_IWARPX_RC_THRESHOLD_MSGS=%d "
-      "FI_IWARPX_RC_THRESHOLD_BYTES=%d FI_IWARPX_MAX_RC=%d FI_IWARPX_STATS=%d\n",
-      p.mpa_crc, p.mpa_rev, p.mpa_markers, p.ird, p.ord, p.mulpdu, p.progress_thread, p.busy_poll,
-      p.busy_poll_park, p.max_mr, p.dgram_crc,
-      p.fault_invalid ? "(invalid)" : (p.fault.any() ? "(set)" : "none"), p.rd_timeout_ms,
-      p.rd_linger_ms, p.rd_lend, p.rd_place, p.rd_segment, p.rdm_eager,
-      p.rndv_write ? "write" : "read", p.send_rules.empty() ? "(default)" : p.send_rules.c_str(),
-      p.rc_threshold_msgs, p.rc_threshold_bytes, p.max_rc, p.stats);
+  IWX_INFO(core,
+           "parameters in effect: FI_IWARPX_MPA_CRC=%d FI_IWARPX_MPA_REV=%d "
+           "FI_IWARPX_MPA_MARKERS=%d FI_IWARPX_IRD=%d FI_IWARPX_ORD=%d FI_IWARPX_MULPDU=%d "
+           "FI_IWARPX_PROGRESS_THREAD=%d FI_IWARPX_BUSY_POLL=%d FI_IWARPX_BUSY_POLL_PARK=%d "
+           "FI_IWARPX_MAX_MR=%zu "
+           "FI_IWARPX_DGRAM_CRC=%d FI_IWARPX_FAULT=%s FI_IWARPX_RD_TIMEOUT=%d "
+           "FI_IWARPX_RD_LINGER=%d FI_IWARPX_RD_IDLE_RELEASE=%d FI_IWARPX_RD_LEND=%d "
+           "FI_IWARPX_RD_PLACE=%d FI_IWARPX_RD_SEGMENT=%d "
+           "FI_IWARPX_RDM_EAGER=%d "
+           "FI_IWARPX_RNDV=%s "
+           "FI_IWARPX_SEND_RULES=%s FI_IWARPX_RC_THRESHOLD_MSGS=%d "
+           "FI_IWARPX_RC_THRESHOLD_BYTES=%d FI_IWARPX_MAX_RC=%d FI_IWARPX_STATS=%d\n",
+           p.mpa_crc, p.mpa_rev, p.mpa_markers, p.ird, p.ord, p.mulpdu, p.progress_thread,
+           p.busy_poll, p.busy_poll_park, p.max_mr, p.dgram_crc,
+           p.fault_invalid ? "(invalid)" : (p.fault.any() ? "(set)" : "none"), p.rd_timeout_ms,
+           p.rd_linger_ms, p.rd_idle_release_ms, p.rd_lend, p.rd_place, p.rd_segment, p.rdm_eager,
+           p.rndv_write ? "write" : "read",
+           p.send_rules.empty() ? "(default)" : p.send_rules.c_str(), p.rc_threshold_msgs,
+           p.rc_threshold_bytes, p.max_rc, p.stats);
 }
 
 void Cleanup() {}

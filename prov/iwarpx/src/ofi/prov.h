@@ -29,6 +29,7 @@ struct Params {
   bool busy_poll_park = true;        // FI_IWARPX_BUSY_POLL_PARK
   int rd_timeout_ms = 10000;         // FI_IWARPX_RD_TIMEOUT
   int rd_linger_ms = 2000;           // FI_IWARPX_RD_LINGER
+  int rd_idle_release_ms = 10;       // FI_IWARPX_RD_IDLE_RELEASE (0: never)
   bool rd_lend = true;               // FI_IWARPX_RD_LEND: Read Responses sent zero-copy
   bool rd_place = true;              // FI_IWARPX_RD_PLACE: Read Responses received in place
   int rdm_eager = 65536;             // FI_IWARPX_RDM_EAGER (bounce receive size)

@@ -15,7 +15,8 @@ RdChannel::RdChannel(Engine& engine, const RdChannelConfig& config, mem::StagTab
       config_(config),
       stags_(stags),
       client_(client),
-      random_(config.seed != 0 ? config.seed : engine.clock().NowNs() ^ 0x6977726478ull) {}
+      random_(config.seed != 0 ? config.seed : engine.clock().NowNs() ^ 0x6977726478ull),
+      sweep_(engine.clock(), config.idle_release_ns) {}
 
 Result<std::unique_ptr<RdChannel>, transport::IoError> RdChannel::Open(
     Engine& engine, const transport::SockAddr& local, const RdChannelConfig& config,
@@ -99,6 +100,7 @@ void RdChannel::Retire(const RdPeerKey& key) {
     }
   }
   if (q.watched()) std::erase(active_, &q);
+  sweep_.Forget(q);
   if (hot_ == &q) hot_ = nullptr;
   q.SetWatcher(nullptr);
   retired_.push_back(std::move(it->second.qp));
@@ -119,6 +121,7 @@ void RdChannel::Reap(bool destroy) {
       active_[kept++] = q;
     } else if (q->idle()) {
       q->Unwatch();
+      sweep_.WentIdle(*q);
     } else {
       active_[kept++] = q;
     }
@@ -226,6 +229,7 @@ bool RdChannel::PollDirect() {
 std::optional<uint64_t> RdChannel::deadline() const {
   uint64_t next = UINT64_MAX;
   for (const rd::RdQp* q : active_) next = std::min(next, q->Deadline());
+  next = std::min(next, sweep_.due());
   if (!retired_.empty()) next = 0;  // destroy them soon
   if (next == UINT64_MAX) return std::nullopt;
   return next;
@@ -237,6 +241,7 @@ void RdChannel::OnTimer() {
   for (rd::RdQp* q : Snapshot()) {
     if (q->Deadline() <= now) q->OnTimer();
   }
+  if (sweep_.due() <= now) sweep_.Run(now);
   in_callback_ = false;
   Reap(true);
 }

@@ -36,6 +36,9 @@
 //   of reopening a QP that would only fail again.
 // - CollectStats sums the port's counters and those of every QP the channel
 //   has had, including failed and destroyed ones.
+// - QPs that left the active set and stay idle give their buffers back
+//   (IdleSweep, every config.idle_release_ns while any is waiting: a timer
+//   of the channel); the next message makes them again.
 // - With a FaultSpec that has any fault (FI_IWARPX_FAULT) the socket is
 //   wrapped in a transport::FaultInjector.
 #pragma once
@@ -52,6 +55,7 @@
 #include "mem/stag_table.h"
 #include "progress/endpoint_stats.h"
 #include "progress/engine.h"
+#include "progress/idle_sweep.h"
 #include "qp/completion_sink.h"
 #include "rd/dgram_port.h"
 #include "rd/rd_qp.h"
@@ -103,6 +107,9 @@ struct RdChannelConfig {
   // Read Response payloads received in place, straight into the Read's sink
   // (rd::DgramPort's in-place receive; FI_IWARPX_RD_PLACE).
   bool place_reads = true;
+  // QPs idle this long (at most twice that) give their buffers back
+  // (progress/idle_sweep.h; FI_IWARPX_RD_IDLE_RELEASE); 0: never.
+  uint64_t idle_release_ns = 0;
 };
 
 inline constexpr size_t kLoopbackSegment = wire::kDgramMaxUlpdu;
@@ -135,6 +142,8 @@ class RdChannel final : public Pollable,
   [[nodiscard]] size_t peers() const { return peers_.size(); }
   // QPs in the active set (for tests).
   [[nodiscard]] size_t active_peers() const { return active_.size(); }
+  // The idle sweep (queued QPs, releases; for tests and stats).
+  [[nodiscard]] const IdleSweep& idle_sweep() const { return sweep_; }
   rd::DgramPort& port() { return *port_; }
   void CollectStats(EndpointStats* out) const;
   // The receive buffer the kernel granted (0: not asked, or unknown).
@@ -190,6 +199,7 @@ class RdChannel final : public Pollable,
   rd::RdQp* hot_ = nullptr;
   // The active set: QPs of peers_ with watched() set, each once.
   std::vector<rd::RdQp*> active_;
+  IdleSweep sweep_;     // QPs that left the active set, until they give their buffers back
   EndpointStats gone_;  // QPs retired so far, and datagrams that made no QP
   // Inbound sessions of failed peers (current one retired), oldest first in tomb_order_.
   std::unordered_map<RdPeerKey, rd::InboundSessions, RdPeerKeyHash> tombs_;

@@ -75,7 +75,7 @@ const QueuePair::SqEntry* QueuePair::PendingReadSctp(size_t k, size_t* slot) con
 }
 
 QueuePair::Dispatch QueuePair::DispatchReadResponseUnordered() {
-  const wire::DdpHeader& h = rx_seg_.ddp;
+  const wire::DdpHeader& h = rxf_->seg.ddp;
   const uint64_t len = rx_payload_len_;
   bool any_read = false;
   bool any_stag = false;
@@ -111,7 +111,7 @@ QueuePair::Dispatch QueuePair::DispatchReadResponseUnordered() {
 
 QueuePair::Dispatch QueuePair::DispatchReadResponseSctp() {
   if (mpa_.sctp_unordered_read_resp) return DispatchReadResponseUnordered();
-  const wire::DdpHeader& h = rx_seg_.ddp;
+  const wire::DdpHeader& h = rxf_->seg.ddp;
   const size_t len = rx_payload_len_;
   bool any_read = false;
   for (size_t k = 0; k < orq_count_; ++k) {
@@ -138,8 +138,8 @@ QueuePair::Dispatch QueuePair::DispatchReadResponseSctp() {
 }
 
 QueuePair::Dispatch QueuePair::DispatchAtomicResponseSctp() {
-  const wire::DdpHeader& h = rx_seg_.ddp;
-  const auto* body = std::get_if<wire::AtomicResponseBody>(&rx_seg_.body);
+  const wire::DdpHeader& h = rxf_->seg.ddp;
+  const auto* body = std::get_if<wire::AtomicResponseBody>(&rxf_->seg.body);
   for (size_t k = 0; body != nullptr && k < orq_count_; ++k) {
     const size_t slot = (orq_head_ + k) % orq_.size();
     if (orq_state_[slot] != OrqSlot::kPending || Sq(orq_[slot]).op != SqOp::kAtomic) continue;
@@ -161,7 +161,7 @@ bool QueuePair::FinishReadResponseSctp() {
   if (mpa_.sctp_unordered_read_resp) {
     // Byte counting: done when every byte is placed (Dispatch checked that
     // the segment lies inside the Read, on no placed byte).
-    const uint64_t off = rx_seg_.ddp.to - e.local_to;
+    const uint64_t off = rxf_->seg.ddp.to - e.local_to;
     if (rx_payload_len_ > 0 && !orq_placed_->Add(slot, off, off + rx_payload_len_)) {
       RxFail(wire::term::kDdpLocalCatastrophic);  // cannot happen: room checked
       return false;
@@ -174,7 +174,7 @@ bool QueuePair::FinishReadResponseSctp() {
     return true;
   }
   e.rx_done += rx_payload_len_;
-  if (!rx_seg_.ddp.last) return true;
+  if (!rxf_->seg.ddp.last) return true;
   if (e.rx_done != e.length) {  // cannot happen: checked before placement
     RxFail(wire::term::kDdpTaggedBaseBounds);
     return false;

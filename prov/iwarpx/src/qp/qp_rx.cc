@@ -1,8 +1,8 @@
 // Receive side of the QueuePair, driven by wire::FpduReceiver (pull style),
 // with read-ahead into the staging buffer (queue_pair.h, "Receive
 // read-ahead"). Bytes already staged are always consumed first: the length,
-// header, trailer and markers from staging (the header is copied into rx_hdr_
-// and parsed there), staged payload bytes are copied to the destination. Only
+// header, trailer and markers from staging (the header is copied into
+// rxf_->hdr and parsed there), staged payload bytes are copied to the destination. Only
 // with staging empty is the socket read, with the scatter list
 // [rest of the payload -> destination, staging]. Every byte goes through
 // Advance() exactly once, from the staging copy or from the destination, so
@@ -31,6 +31,7 @@ constexpr size_t kBulkHeaderRead = 48;
 
 void QueuePair::ProcessRx() {
   if (rx_running_) return;  // a callback posted a receive: the running loop continues
+  if (!rxf_) rxf_ = std::make_unique<RxFpdu>(RxConfig());  // first receive, or after ReleaseIdle
   rx_running_ = true;
   rx_budget_hit_ = false;
   rx_pass_drained_ = false;
@@ -53,6 +54,7 @@ void QueuePair::ProcessRx() {
 // Waiting for the peer's close: discard what is staged and what still arrives.
 void QueuePair::DrainClosing() {
   rx_stage_head_ = rx_stage_tail_ = 0;
+  EnsureStaging();
   while (!rx_closed_) {
     if (rx_pass_bytes_ >= config_.rx_budget_bytes) {
       rx_budget_hit_ = true;
@@ -81,7 +83,7 @@ bool QueuePair::RxStep() {
     rx_dispatched_ = true;
     rx_bulk_ = rx_payload_len_ >= kRxBulkThreshold;
   }
-  if (rx_.stage() == wire::FpduReceiver::Stage::kFailed) return false;
+  if (rxf_->rx.stage() == wire::FpduReceiver::Stage::kFailed) return false;
   if (rx_stage_head_ < rx_stage_tail_) return RxFromStaging();
   return RxRead();
 }
@@ -107,7 +109,7 @@ bool QueuePair::HandleIo(const transport::IoResult& r) {
 }
 
 bool QueuePair::AdvanceRx(ByteSpan bytes) {
-  auto step = rx_.Advance(bytes);
+  auto step = rxf_->rx.Advance(bytes);
   if (!step.ok()) {
     if (step.error() == wire::WireError::kBadCrc) ++rx_stats_.bad_crc;
     RxFail(wire::TerminateCauseFor(step.error()));
@@ -123,32 +125,32 @@ bool QueuePair::AdvanceRx(ByteSpan bytes) {
 
 bool QueuePair::RxFromStaging() {
   const ByteSpan staged(rx_stage_.get() + rx_stage_head_, rx_stage_tail_ - rx_stage_head_);
-  if (rx_.stage() == wire::FpduReceiver::Stage::kUlpdu) {
+  if (rxf_->rx.stage() == wire::FpduReceiver::Stage::kUlpdu) {
     return rx_hdr_done_ ? RxPayloadFromStaging(staged) : RxHeaderBytes(staged);
   }
   // Length, trailer or marker: the receiver keeps what it needs of these.
-  const size_t n = std::min(staged.size(), rx_.Needed());
+  const size_t n = std::min(staged.size(), rxf_->rx.Needed());
   rx_stage_head_ += n;
   return AdvanceRx(staged.first(n));
 }
 
 bool QueuePair::RxHeaderBytes(ByteSpan staged) {
-  const size_t off = rx_.ulpdu_offset();
+  const size_t off = rxf_->rx.ulpdu_offset();
   if (rx_hdr_target_ == 0) rx_hdr_target_ = 2;  // DDP and RDMAP control bytes first
-  const size_t n = std::min({staged.size(), rx_.Needed(), rx_hdr_target_ - off});
-  std::memcpy(rx_hdr_.data() + off, staged.data(), n);
+  const size_t n = std::min({staged.size(), rxf_->rx.Needed(), rx_hdr_target_ - off});
+  std::memcpy(rxf_->hdr.data() + off, staged.data(), n);
   rx_stage_head_ += n;
-  if (!AdvanceRx(ByteSpan(rx_hdr_.data() + off, n))) return false;
+  if (!AdvanceRx(ByteSpan(rxf_->hdr.data() + off, n))) return false;
   const size_t got = off + n;
-  const size_t ulpdu = rx_.ulpdu_length();
+  const size_t ulpdu = rxf_->rx.ulpdu_length();
   if (got == 2 && rx_hdr_target_ == 2) {
     // The control bytes say how much header to read before the payload:
     // the DDP header for opcodes with payload, the whole ULPDU otherwise.
-    const bool tagged = (rx_hdr_[0] & wire::kDdpFlagTagged) != 0;
-    const wire::OpcodeInfo* info = wire::FindOpcodeInfo(rx_hdr_[1] & wire::kRdmapOpcodeMask);
+    const bool tagged = (rxf_->hdr[0] & wire::kDdpFlagTagged) != 0;
+    const wire::OpcodeInfo* info = wire::FindOpcodeInfo(rxf_->hdr[1] & wire::kRdmapOpcodeMask);
     size_t target = wire::DdpHeaderSize(tagged);
     if (info != nullptr && !info->payload_allowed) {
-      if (ulpdu > rx_hdr_.size()) {
+      if (ulpdu > rxf_->hdr.size()) {
         RxFail(wire::TerminateCauseFor(wire::WireError::kRdmapBadLength));
         return false;
       }
@@ -158,13 +160,13 @@ bool QueuePair::RxHeaderBytes(ByteSpan staged) {
   }
   if (got < rx_hdr_target_) return true;
   rx_hdr_done_ = true;
-  auto seg = wire::ParseSegment(ByteSpan(rx_hdr_.data(), rx_hdr_target_),
+  auto seg = wire::ParseSegment(ByteSpan(rxf_->hdr.data(), rx_hdr_target_),
                                 wire::ParseOptions{.accept_send_imm = mpa_.send_imm});
   if (!seg.ok()) {
     RxFail(wire::TerminateCauseFor(seg.error()));
     return false;
   }
-  rx_seg_ = *seg;
+  rxf_->seg = *seg;
   rx_payload_len_ = ulpdu - rx_hdr_target_;
   rx_payload_done_ = 0;
   return true;
@@ -194,7 +196,7 @@ size_t QueuePair::PayloadIov(size_t offset, size_t len, std::span<iovec> out) co
 }
 
 bool QueuePair::RxPayloadFromStaging(ByteSpan staged) {
-  const size_t n = std::min({staged.size(), rx_.Needed(), rx_payload_len_ - rx_payload_done_});
+  const size_t n = std::min({staged.size(), rxf_->rx.Needed(), rx_payload_len_ - rx_payload_done_});
   std::array<iovec, kMaxSge> v{};
   const size_t count = PayloadIov(rx_payload_done_, n, v);
   if (count == 0) {
@@ -226,17 +228,18 @@ bool QueuePair::RxRead() {
   rx_stage_head_ = rx_stage_tail_ = 0;
   if (rx_stage_grow_) {
     // Staging is empty here: the larger buffer replaces it with nothing to keep.
+    // Without a buffer (ReleaseIdle gave it back) it starts again small.
     rx_stage_grow_ = false;
-    rx_stage_size_ *= 2;
+    rx_stage_size_ = rx_stage_ ? rx_stage_size_ * 2 : config_.rx_staging_initial;
     rx_stage_ = std::make_unique_for_overwrite<uint8_t[]>(rx_stage_size_);
   }
   std::array<iovec, kMaxSge + 1> v{};
   size_t count = 0;
   size_t direct = 0;
   size_t stage_len = rx_stage_size_;
-  const bool in_payload = rx_.stage() == wire::FpduReceiver::Stage::kUlpdu && rx_hdr_done_;
+  const bool in_payload = rxf_->rx.stage() == wire::FpduReceiver::Stage::kUlpdu && rx_hdr_done_;
   if (in_payload && rx_payload_done_ < rx_payload_len_) {
-    direct = std::min(rx_.Needed(), rx_payload_len_ - rx_payload_done_);
+    direct = std::min(rxf_->rx.Needed(), rx_payload_len_ - rx_payload_done_);
     count = PayloadIov(rx_payload_done_, direct, std::span<iovec>(v.data(), kMaxSge));
     if (count == 0) {
       RxFail(wire::term::kRdmapLocalCatastrophic);  // payload without a destination: a bug
@@ -245,9 +248,9 @@ bool QueuePair::RxRead() {
     if (rx_bulk_) {
       // The trailer and the next FPDU's length and header, guessing that it
       // has the same header as this one (the next segment of a message).
-      stage_len = wire::PadFor(rx_.ulpdu_length()) + wire::kFpduCrcSize + wire::kFpduLengthSize +
-                  rx_hdr_target_;
-      if (rx_.config().markers) stage_len += wire::kMarkerSize;
+      stage_len = wire::PadFor(rxf_->rx.ulpdu_length()) + wire::kFpduCrcSize +
+                  wire::kFpduLengthSize + rx_hdr_target_;
+      if (rxf_->rx.config().markers) stage_len += wire::kMarkerSize;
     }
   } else if (rx_bulk_) {
     stage_len = kBulkHeaderRead;
@@ -278,7 +281,7 @@ bool QueuePair::RxRead() {
 // requests, Terminates and the RTR the QP awaits (a zero-length Write) pass.
 bool QueuePair::HeldByRequestHold() const {
   if (!hold_requests_) return false;
-  switch (rx_seg_.opcode) {
+  switch (rxf_->seg.opcode) {
     case wire::RdmapOpcode::kRdmaReadResponse:
     case wire::RdmapOpcode::kAtomicResponse:
     case wire::RdmapOpcode::kTerminate: return false;
@@ -292,7 +295,7 @@ QueuePair::Dispatch QueuePair::DispatchHeader() {
     rx_held_ = true;
     return Dispatch::kBlock;  // HoldRequests(false) resumes here
   }
-  switch (rx_seg_.opcode) {
+  switch (rxf_->seg.opcode) {
     case wire::RdmapOpcode::kRdmaWrite: return DispatchTagged(false);
     case wire::RdmapOpcode::kRdmaReadResponse: return DispatchTagged(true);
     case wire::RdmapOpcode::kSend:
@@ -311,7 +314,7 @@ QueuePair::Dispatch QueuePair::DispatchHeader() {
 }
 
 QueuePair::Dispatch QueuePair::DispatchTagged(bool read_response) {
-  const wire::DdpHeader& h = rx_seg_.ddp;
+  const wire::DdpHeader& h = rxf_->seg.ddp;
   const size_t len = rx_payload_len_;
   rx_dest_ = RxDest::kNone;
   if (read_response && framing_) {
@@ -357,7 +360,7 @@ bool QueuePair::RqEmpty() {
 
 QueuePair::Dispatch QueuePair::DispatchSend() {
   if (framing_) return DispatchSendSctp();
-  const wire::DdpHeader& h = rx_seg_.ddp;
+  const wire::DdpHeader& h = rxf_->seg.ddp;
   if (rx_imm_due_) {
     RxFail(wire::term::kRdmapUnexpectedOpcode);  // the announced Immediate Data is due
     return Dispatch::kFailed;
@@ -392,7 +395,7 @@ QueuePair::RxMsg* QueuePair::FindRxMsg(uint32_t msn) {
 // SCTP (queue_pair.h, "Streams on SCTP"): the first segment of a message
 // claims the next posted receive, a later one continues its message.
 QueuePair::Dispatch QueuePair::DispatchSendSctp() {
-  const wire::DdpHeader& h = rx_seg_.ddp;
+  const wire::DdpHeader& h = rxf_->seg.ddp;
   RxMsg* m = FindRxMsg(h.msn);
   if (m == nullptr) {
     if (h.mo != 0) {
@@ -434,7 +437,7 @@ QueuePair::Dispatch QueuePair::DispatchSendSctp() {
 // SCTP: Immediate Data (stream 0 only, one segment) claims a receive too,
 // unless it completes a Send with Immediate Data (that Send claimed one).
 QueuePair::Dispatch QueuePair::DispatchImmediateSctp() {
-  if (FindRxMsg(rx_seg_.ddp.msn) != nullptr) {
+  if (FindRxMsg(rxf_->seg.ddp.msn) != nullptr) {
     RxFail(wire::term::kDdpUntaggedMsnRange);
     return Dispatch::kFailed;
   }
@@ -461,7 +464,7 @@ void QueuePair::CompleteRecvSctp(uint64_t seq, size_t bytes, const RecvInfo& inf
 QueuePair::Dispatch QueuePair::DispatchImmediate() {
   if (framing_) return DispatchImmediateSctp();
   // RFC 7306: QN 0 and the Send MSN sequence; consumes a posted receive.
-  const wire::DdpHeader& h = rx_seg_.ddp;
+  const wire::DdpHeader& h = rxf_->seg.ddp;
   if (h.msn != rx_msn_send_ || rx_send_mo_ != 0) {
     RxFail(wire::term::kDdpUntaggedMsnRange);
     return Dispatch::kFailed;
@@ -490,8 +493,8 @@ bool QueuePair::AdmitInboundRequest(uint32_t msn) {
 }
 
 QueuePair::Dispatch QueuePair::DispatchAtomicRequest() {
-  const wire::DdpHeader& h = rx_seg_.ddp;
-  const auto* body = std::get_if<wire::AtomicRequestBody>(&rx_seg_.body);
+  const wire::DdpHeader& h = rxf_->seg.ddp;
+  const auto* body = std::get_if<wire::AtomicRequestBody>(&rxf_->seg.body);
   if (body == nullptr) {
     RxFail(wire::term::kRdmapOpUnspecified);
     return Dispatch::kFailed;
@@ -512,8 +515,8 @@ QueuePair::Dispatch QueuePair::DispatchAtomicRequest() {
 
 QueuePair::Dispatch QueuePair::DispatchAtomicResponse() {
   if (framing_) return DispatchAtomicResponseSctp();
-  const wire::DdpHeader& h = rx_seg_.ddp;
-  const auto* body = std::get_if<wire::AtomicResponseBody>(&rx_seg_.body);
+  const wire::DdpHeader& h = rxf_->seg.ddp;
+  const auto* body = std::get_if<wire::AtomicResponseBody>(&rxf_->seg.body);
   if (body == nullptr || orq_count_ == 0 || Sq(orq_[orq_head_]).op != SqOp::kAtomic ||
       body->original_request_id != static_cast<uint32_t>(orq_[orq_head_])) {
     RxFail(wire::term::kRdmapUnexpectedOpcode);
@@ -527,8 +530,8 @@ QueuePair::Dispatch QueuePair::DispatchAtomicResponse() {
 }
 
 QueuePair::Dispatch QueuePair::DispatchReadRequest() {
-  const wire::DdpHeader& h = rx_seg_.ddp;
-  const auto* body = std::get_if<wire::ReadRequestBody>(&rx_seg_.body);
+  const wire::DdpHeader& h = rxf_->seg.ddp;
+  const auto* body = std::get_if<wire::ReadRequestBody>(&rxf_->seg.body);
   if (body == nullptr) {
     RxFail(wire::term::kRdmapOpUnspecified);
     return Dispatch::kFailed;
@@ -547,8 +550,8 @@ QueuePair::Dispatch QueuePair::DispatchReadRequest() {
 }
 
 void QueuePair::RxFpduComplete() {
-  const wire::DdpHeader& h = rx_seg_.ddp;
-  switch (rx_seg_.opcode) {
+  const wire::DdpHeader& h = rxf_->seg.ddp;
+  switch (rxf_->seg.opcode) {
     case wire::RdmapOpcode::kSend:
     case wire::RdmapOpcode::kSendWithInvalidate:
     case wire::RdmapOpcode::kSendWithSe:
@@ -557,12 +560,12 @@ void QueuePair::RxFpduComplete() {
         RxMsg& m = *rx_msg_;
         m.mo += rx_payload_len_;
         if (!h.last) break;
-        if (rx_seg_.info().carries_invalidate && !stags_.Invalidate(h.rsvd_ulp1_4, pd_)) {
+        if (rxf_->seg.info().carries_invalidate && !stags_.Invalidate(h.rsvd_ulp1_4, pd_)) {
           RxFail(wire::term::kRdmapCannotInvalidateOp);
           return;
         }
         m.active = false;
-        if (rx_seg_.send_imm_follows()) {
+        if (rxf_->seg.send_imm_follows()) {
           // Send with Immediate Data: its receive completes with the Immediate
           // Data that follows on stream 0 (the sender keeps both there).
           if (rx_imm_due_) {
@@ -572,27 +575,27 @@ void QueuePair::RxFpduComplete() {
           rx_imm_due_ = true;
           rx_imm_rq_seq_ = m.rq_seq;
           rx_imm_bytes_ = m.mo;
-          rx_imm_solicited_ = rx_seg_.info().solicited_event;
+          rx_imm_solicited_ = rxf_->seg.info().solicited_event;
           break;
         }
         RecvInfo info;
-        info.solicited = rx_seg_.info().solicited_event;
-        info.invalidated = rx_seg_.info().carries_invalidate;
+        info.solicited = rxf_->seg.info().solicited_event;
+        info.invalidated = rxf_->seg.info().carries_invalidate;
         info.invalidated_stag = info.invalidated ? h.rsvd_ulp1_4 : 0;
         CompleteRecvSctp(m.rq_seq, m.mo, info);
         break;
       }
       rx_send_mo_ += rx_payload_len_;
       if (!h.last) break;
-      if (rx_seg_.info().carries_invalidate && !stags_.Invalidate(h.rsvd_ulp1_4, pd_)) {
+      if (rxf_->seg.info().carries_invalidate && !stags_.Invalidate(h.rsvd_ulp1_4, pd_)) {
         RxFail(wire::term::kRdmapCannotInvalidateOp);
         return;
       }
-      if (rx_seg_.send_imm_follows()) {
+      if (rxf_->seg.send_imm_follows()) {
         // The Send's MSN is used; its receive completes with the Immediate Data.
         rx_imm_due_ = true;
         rx_imm_bytes_ = rx_send_mo_;
-        rx_imm_solicited_ = rx_seg_.info().solicited_event;
+        rx_imm_solicited_ = rxf_->seg.info().solicited_event;
         rx_send_mo_ = 0;
         ++rx_msn_send_;
         break;
@@ -603,8 +606,8 @@ void QueuePair::RxFpduComplete() {
       const size_t bytes = rx_send_mo_;
       rx_send_mo_ = 0;
       RecvInfo info;
-      info.solicited = rx_seg_.info().solicited_event;
-      info.invalidated = rx_seg_.info().carries_invalidate;
+      info.solicited = rxf_->seg.info().solicited_event;
+      info.invalidated = rxf_->seg.info().carries_invalidate;
       info.invalidated_stag = info.invalidated ? h.rsvd_ulp1_4 : 0;
       sink_.OnRecvComplete(r.context, bytes, info);
       break;
@@ -614,8 +617,8 @@ void QueuePair::RxFpduComplete() {
       if (framing_) {
         RecvInfo info;
         info.has_imm = true;
-        info.imm = std::get<wire::ImmediateDataBody>(rx_seg_.body).data;
-        info.solicited = rx_seg_.info().solicited_event;
+        info.imm = std::get<wire::ImmediateDataBody>(rxf_->seg.body).data;
+        info.solicited = rxf_->seg.info().solicited_event;
         if (rx_imm_due_) {  // the Send before it claimed the receive
           info.send_imm = true;
           info.solicited = info.solicited || rx_imm_solicited_;
@@ -634,8 +637,8 @@ void QueuePair::RxFpduComplete() {
       ++rx_msn_send_;
       RecvInfo info;
       info.has_imm = true;
-      info.imm = std::get<wire::ImmediateDataBody>(rx_seg_.body).data;
-      info.solicited = rx_seg_.info().solicited_event;
+      info.imm = std::get<wire::ImmediateDataBody>(rxf_->seg.body).data;
+      info.solicited = rxf_->seg.info().solicited_event;
       size_t bytes = 0;
       if (rx_imm_due_) {
         info.send_imm = true;
@@ -670,7 +673,7 @@ void QueuePair::RxFpduComplete() {
       break;
     }
     case wire::RdmapOpcode::kRdmaReadRequest: {
-      const auto& body = std::get<wire::ReadRequestBody>(rx_seg_.body);
+      const auto& body = std::get<wire::ReadRequestBody>(rxf_->seg.body);
       IrqEntry& q = irq_[(irq_head_ + irq_count_) % irq_.size()];
       q = IrqEntry{};
       q.sink_stag = body.sink_stag;
@@ -687,7 +690,7 @@ void QueuePair::RxFpduComplete() {
       IrqEntry& q = irq_[(irq_head_ + irq_count_) % irq_.size()];
       q = IrqEntry{};
       q.atomic = true;
-      q.request = std::get<wire::AtomicRequestBody>(rx_seg_.body);
+      q.request = std::get<wire::AtomicRequestBody>(rxf_->seg.body);
       ++irq_count_;
       ++rx_msn_read_;
       break;
@@ -697,7 +700,7 @@ void QueuePair::RxFpduComplete() {
       const size_t slot = framing_ ? rx_orq_slot_ : orq_head_;
       const uint64_t seq = orq_[slot];
       SqEntry& e = Sq(seq);
-      const uint64_t word = std::get<wire::AtomicResponseBody>(rx_seg_.body).original_remote_data;
+      const uint64_t word = std::get<wire::AtomicResponseBody>(rxf_->seg.body).original_remote_data;
       ++rx_msn_atomic_resp_;
       if (!framing_) {
         orq_head_ = (orq_head_ + 1) % orq_.size();
@@ -732,7 +735,7 @@ void QueuePair::RxFpduComplete() {
       break;
     }
     case wire::RdmapOpcode::kTerminate: {
-      const auto& view = std::get<wire::TerminateBodyView>(rx_seg_.body);
+      const auto& view = std::get<wire::TerminateBodyView>(rxf_->seg.body);
       auto th = wire::DecodeTerminate(view.bytes);
       const wire::TermCause cause = th.ok() ? th->cause : wire::term::kRdmapOpUnspecified;
       ResetRxFpdu();
@@ -751,9 +754,10 @@ void QueuePair::RxFpduComplete() {
 }
 
 void QueuePair::RxFail(wire::TermCause cause) {
-  const size_t have = rx_hdr_done_ ? rx_hdr_target_ : std::min(rx_.ulpdu_offset(), rx_hdr_target_);
-  const size_t seg_len = rx_.length_known() ? rx_.ulpdu_length() : 0;
-  Fire(Event::kLocalError, cause, ByteSpan(rx_hdr_.data(), have), seg_len);
+  const size_t have =
+      rx_hdr_done_ ? rx_hdr_target_ : std::min(rxf_->rx.ulpdu_offset(), rx_hdr_target_);
+  const size_t seg_len = rxf_->rx.length_known() ? rxf_->rx.ulpdu_length() : 0;
+  Fire(Event::kLocalError, cause, ByteSpan(rxf_->hdr.data(), have), seg_len);
 }
 
 void QueuePair::ResetRxFpdu() {

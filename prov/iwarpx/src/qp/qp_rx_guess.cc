@@ -6,7 +6,7 @@ namespace iwarpx::qp {
 
 bool QueuePair::NextReadResponse(ReadResponseGuess* out) const {
   if (state_ != QpState::kRts || framing_ || orq_count_ == 0 || rx_held_ || rx_hdr_done_ ||
-      !rx_.at_fpdu_boundary() || rx_stage_head_ != rx_stage_tail_) {
+      (rxf_ && !rxf_->rx.at_fpdu_boundary()) || rx_stage_head_ != rx_stage_tail_) {
     return false;
   }
   const SqEntry& e = Sq(orq_[orq_head_]);

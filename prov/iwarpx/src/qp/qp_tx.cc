@@ -34,9 +34,10 @@ uint64_t MaskedAdd(uint64_t a, uint64_t b, uint64_t boundaries) {
 void QueuePair::ProcessTx() {
   while (!write_shut_) {
     if (tx_ring_wanted_ && tx_count_ == 0) {
-      // Nothing built: no iovec points into the ring, it may move.
+      // Nothing built: no iovec points into the ring, it may move. Empty:
+      // ReleaseIdle gave it back; one slot again, as a new QP has.
       tx_ring_wanted_ = false;
-      tx_ring_.resize(kTxBatch);
+      tx_ring_.resize(tx_ring_.empty() ? 1 : kTxBatch);
       tx_head_ = 0;
       tx_ = tx_ring_.data();
     }

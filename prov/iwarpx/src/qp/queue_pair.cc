@@ -31,15 +31,15 @@ QpConfig EffectiveConfig(const QpConfig& config, const wire::MpaOutcome& mpa) {
   return c;
 }
 
-wire::FpduRxConfig RxConfigFor(const wire::MpaOutcome& mpa) {
+}  // namespace
+
+wire::FpduRxConfig QueuePair::RxConfig() const {
   wire::FpduRxConfig c;
-  c.crc = mpa.crc;
-  c.markers = mpa.markers_rx;
+  c.crc = mpa_.crc;
+  c.markers = mpa_.markers_rx;
   c.max_ulpdu = wire::kMaxUlpduLength;
   return c;
 }
-
-}  // namespace
 
 Result<std::unique_ptr<QueuePair>, QpStatus> QueuePair::Create(transport::Connection& conn,
                                                                mem::StagTable& stags, uint32_t pd,
@@ -89,7 +89,6 @@ QueuePair::QueuePair(std::unique_ptr<SctpFraming> framing, transport::Connection
       tx_stash_size_(wire::MarkedFpduLength(0, config.max_fpdu_payload + kFpduOverhead) +
                      wire::kMarkerSize),
       tx_marker_body_(mpa.markers_tx ? config.max_fpdu_payload + kFpduOverhead : 0),
-      rx_(RxConfigFor(mpa)),
       rx_stage_(std::make_unique_for_overwrite<uint8_t[]>(config.rx_staging_initial)),
       rx_stage_size_(config.rx_staging_initial),
       pd_(pd),
@@ -131,7 +130,7 @@ void QueuePair::GrowSq() {
   // Live entries keep their sequence numbers; only their slots move. No
   // reference into sq_ is held across a Post* (callers look entries up by
   // sequence number after any call that can reach the sink).
-  std::vector<SqEntry> grown(std::min(sq_.size() * 2, sq_capacity_));
+  std::vector<SqEntry> grown(std::min(std::max(sq_.size() * 2, kSqInitialSlots), sq_capacity_));
   for (uint64_t i = sq_head_; i < sq_tail_; ++i) grown[i % grown.size()] = sq_[i % sq_.size()];
   sq_.swap(grown);
 }
@@ -237,7 +236,10 @@ QpStatus QueuePair::PostAtomic(const AtomicWr& wr) {
 QpStatus QueuePair::PostRecv(const RecvWr& wr) {
   if (!wr.sgl.Valid() || wr.sgl.Length() > UINT32_MAX) return QpStatus::kInvalid;
   if (state_ != QpState::kRts) return QpStatus::kBadState;
-  if (rq_tail_ - rq_head_ >= rq_.size()) return QpStatus::kQueueFull;
+  if (rq_tail_ - rq_head_ >= rq_.size()) {
+    if (!rq_.empty()) return QpStatus::kQueueFull;
+    rq_.resize(config_.rq_size);  // given back by ReleaseIdle
+  }
   const bool was_blocked = RxBlocked();
   RqEntry& r = rq_[rq_tail_ % rq_.size()];
   r.context = wr.context;
@@ -254,7 +256,7 @@ QpStatus QueuePair::PostRecv(const RecvWr& wr) {
 void QueuePair::HoldRequests(bool hold) {
   hold_requests_ = hold;
   if (hold || !rx_held_) return;
-  // Resume where the hold stopped: the header waits in rx_hdr_ and later
+  // Resume where the hold stopped: the header waits in rxf_->hdr and later
   // bytes may be staged; no new socket readiness comes for them.
   rx_held_ = false;
   if (state_ == QpState::kRts) ProcessRx();

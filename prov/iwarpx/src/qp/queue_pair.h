@@ -12,7 +12,9 @@
 // CompletionSink; all three must outlive it. No thread-safety: the caller
 // (progress engine) serialises every call. Nothing blocks.
 //
-// Memory: the receive ring is allocated in Create(), the SCTP message table
+// Memory: the receive ring is allocated in Create() (and again by PostRecv
+// after ReleaseIdle gave it back), the receive state of an FPDU by the first
+// receive (and again after ReleaseIdle), the SCTP message table
 // with the SCTP framing only; the parts a QP of a quiet peer does not need
 // start small or come on first use, each at most once per doubling: the send
 // ring (kSqInitialSlots, doubling up to sq_size), the transmit batch (one
@@ -20,7 +22,9 @@
 // queue (at the first inbound Read or Atomic Request), the Terminate image
 // (when one is due) and the receive staging buffer
 // (QpConfig::rx_staging_initial, doubling up to kRxStagingSize while reads
-// fill it). Nothing else allocates on the data path.
+// fill it). Nothing else allocates on the data path. ReleaseIdle() gives
+// the parts of an idle QP back; each comes again as above (the send ring and
+// transmit slot through their grow branches, the staging through RxRead's).
 //
 // Borrowed memory: a Read Response is sent straight from the responder's
 // registered region, resolved through the StagTable for each FPDU. If the
@@ -310,6 +314,18 @@ class QueuePair {
   // Outstanding outbound Reads (at most ORD) and inbound ones (at most IRD).
   [[nodiscard]] size_t outstanding_reads() const { return orq_count_; }
   [[nodiscard]] size_t inbound_reads() const { return irq_count_; }
+  // Gives back what a QP with nothing in progress keeps between messages
+  // (file comment, "Memory"; qp_idle.cc): the send ring, the transmit
+  // slot, the receive staging, the receive ring and the ORD/IRD queues,
+  // each only while it holds nothing (no WR outstanding, no receive posted,
+  // nothing staged or being transmitted, no Read or Atomic either way), and
+  // the receive state of an FPDU between FPDUs (not with markers).
+  // Every part is made again, at its initial size, by the first call that
+  // needs it, exactly as after Create(). Only in kRts and not on SCTP (its
+  // message table spans messages). Returns the bytes given back (0: none).
+  // For an owner that finds the QP idle for a while (progress::IdleSweep),
+  // not for the data path: a part given back costs an allocation again.
+  size_t ReleaseIdle();
 
  private:
   enum class SqOp : uint8_t { kSend, kWrite, kRead, kAtomic };
@@ -512,6 +528,11 @@ class QueuePair {
   bool AdvanceRx(ByteSpan bytes);
   void ResetRxFpdu();
   bool HandleIo(const transport::IoResult& r);
+  // The FPDU receiver's configuration (from the negotiated outcome).
+  [[nodiscard]] wire::FpduRxConfig RxConfig() const;
+  // Staging made again after ReleaseIdle gave it back (not on the data path:
+  // RxRead makes it through its grow branch).
+  void EnsureStaging();
 
   // Members are grouped by size (pointers and 64-bit counters, then 32-bit,
   // then bytes) so the object has no padding holes: an RDM endpoint keeps
@@ -534,6 +555,7 @@ class QueuePair {
   // has many sends outstanding (most peers of an RDM endpoint) does not pay
   // for a deep queue's 200-byte entries.
   static constexpr size_t kSqInitialSlots = 2;
+  // Doubles the send ring (or makes it, kSqInitialSlots, after ReleaseIdle).
   void GrowSq();
   std::vector<SqEntry> sq_;
   size_t sq_capacity_ = 0;
@@ -607,11 +629,18 @@ class QueuePair {
   };
   std::unique_ptr<TermImage> term_;
 
-  // Receive state of the FPDU in progress.
-  wire::FpduReceiver rx_;
-  std::array<uint8_t, 128> rx_hdr_{};
+  // Receive state of the FPDU in progress: the receiver, the header copy
+  // and the decoded segment (400 bytes), made by the first ProcessRx and
+  // given back by ReleaseIdle between FPDUs (not with markers: their
+  // position spans FPDUs), so a quiet RD peer does not keep it.
+  struct RxFpdu {
+    explicit RxFpdu(const wire::FpduRxConfig& c) : rx(c) {}
+    wire::FpduReceiver rx;
+    std::array<uint8_t, 128> hdr{};
+    wire::Segment seg;
+  };
+  std::unique_ptr<RxFpdu> rxf_;
   size_t rx_hdr_target_ = 0;
-  wire::Segment rx_seg_;
   size_t rx_payload_len_ = 0;
   size_t rx_payload_done_ = 0;
   uint8_t* rx_tagged_ = nullptr;

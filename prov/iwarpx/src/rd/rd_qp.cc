@@ -72,6 +72,11 @@ void RdQp::OnTimer() {
   Pump();
 }
 
+size_t RdQp::ReleaseIdle() {
+  if (pumping_ || pump_left_ || !idle() || !settled()) return 0;
+  return qp_->ReleaseIdle() + stream_->ReleaseIdle();
+}
+
 uint64_t RdQp::Deadline() const {
   if (pump_left_) return 0;
   return stream_->Deadline();

@@ -126,6 +126,18 @@ class RdQp final : private RdStreamOwner {
     return stream_->failed() ||
            (stream_->send_window().outstanding() == 0 && !stream_->wants_socket_write());
   }
+  // Gives back the buffers of a QP with nothing in progress (qp::QueuePair::
+  // ReleaseIdle, RdStream::ReleaseIdle): only while idle() and settled() and
+  // not inside a pump. Every part comes again with the next message.
+  // Returns the bytes given back (0: not idle, or nothing left to give).
+  size_t ReleaseIdle();
+  // The idle sweep's marks (progress/idle_sweep.h): `queued` while in its
+  // queue, `recent` when the QP went idle since the sweep last looked.
+  struct SweepMark {
+    bool queued = false;
+    bool recent = false;
+  };
+  SweepMark& sweep_mark() { return sweep_mark_; }
 
  private:
   RdQp() = default;
@@ -143,6 +155,7 @@ class RdQp final : private RdStreamOwner {
   bool pumping_ = false;
   RdQpWatcher* watcher_ = nullptr;
   bool watched_ = false;
+  SweepMark sweep_mark_;
 };
 
 }  // namespace iwarpx::rd

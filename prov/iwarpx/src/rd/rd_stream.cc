@@ -175,7 +175,8 @@ bool RdStream::CanGrowTx(size_t len) const {
 bool RdStream::GrowTx(size_t len) {
   if (!CanGrowTx(len)) return false;
   const size_t need = buf_used_ == 0 ? len : buf_tail_ + len;
-  size_t cap = buf_cap_;
+  // No buffer: ReleaseIdle gave it back; it starts again as a new stream's.
+  size_t cap = buf_cap_ != 0 ? buf_cap_ : std::min(kInitialBuffer, buf_size_);
   while (cap < need) cap *= 2;
   cap = std::min(cap, buf_size_);
   auto grown = std::make_unique_for_overwrite<uint8_t[]>(cap);

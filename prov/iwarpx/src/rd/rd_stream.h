@@ -73,6 +73,8 @@
 //   and all double up to the window; hold slots grow to the largest
 //   datagram they held. A peer that sends a message now and then keeps a few
 //   hundred bytes, a busy one grows to the full size.
+//   ReleaseIdle() gives all of them back while they hold nothing; the copy
+//   buffer then starts again at kInitialBuffer (GrowTx), the rings at 1.
 // * fd() is -1: readiness comes from the owner (OnStreamEvent).
 #pragma once
 
@@ -183,6 +185,13 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   void FlushAck();
   // Fails the stream with `err` (errno-style, e.g. ECONNRESET); the owner is told.
   void Fail(int err);
+  // Gives back the copy buffer and the rings while they hold nothing
+  // (nothing unacknowledged or waiting for the socket, no datagram held or
+  // backlogged); each is made again, at its initial size, by the next
+  // datagram that needs it (rd_stream_idle.cc). The window state (sequence
+  // numbers, RTT estimate, sessions) stays. Returns the bytes given back.
+  // For an owner that found the stream idle for a while, not per message.
+  size_t ReleaseIdle();
 
   [[nodiscard]] bool failed() const { return err_ != 0; }
   [[nodiscard]] int error() const { return err_; }

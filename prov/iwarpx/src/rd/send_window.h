@@ -103,6 +103,9 @@ class SendWindow {
   [[nodiscard]] uint32_t snd_nxt() const { return snd_nxt_; }
   [[nodiscard]] uint32_t right_edge() const { return right_edge_; }
   [[nodiscard]] uint32_t outstanding() const { return snd_nxt_ - snd_una_; }
+  // Frees the record ring while nothing is outstanding (the next send makes
+  // it again, as its first did); the bytes given back, 0 if none.
+  size_t ReleaseIdle() { return outstanding() == 0 ? ring_.Release() : 0; }
   [[nodiscard]] uint64_t rto() const { return rto_.rto(); }
   [[nodiscard]] uint64_t retransmissions() const { return retransmissions_; }
   [[nodiscard]] uint64_t timeouts() const { return timeouts_; }
