@@ -144,19 +144,13 @@ bool QueuePair::RxHeaderBytes(ByteSpan staged) {
   const size_t got = off + n;
   const size_t ulpdu = rxf_->rx.ulpdu_length();
   if (got == 2 && rx_hdr_target_ == 2) {
-    // The control bytes say how much header to read before the payload:
-    // the DDP header for opcodes with payload, the whole ULPDU otherwise.
-    const bool tagged = (rxf_->hdr[0] & wire::kDdpFlagTagged) != 0;
-    const wire::OpcodeInfo* info = wire::FindOpcodeInfo(rxf_->hdr[1] & wire::kRdmapOpcodeMask);
-    size_t target = wire::DdpHeaderSize(tagged);
-    if (info != nullptr && !info->payload_allowed) {
-      if (ulpdu > rxf_->hdr.size()) {
-        RxFail(wire::TerminateCauseFor(wire::WireError::kRdmapBadLength));
-        return false;
-      }
-      target = ulpdu;
+    // The control bytes say how much header to read before the payload.
+    const size_t target = RxHeaderTarget(rxf_->hdr[0], rxf_->hdr[1], ulpdu);
+    if (target == 0) {
+      RxFail(wire::TerminateCauseFor(wire::WireError::kRdmapBadLength));
+      return false;
     }
-    rx_hdr_target_ = std::min(target, ulpdu);
+    rx_hdr_target_ = target;
   }
   if (got < rx_hdr_target_) return true;
   rx_hdr_done_ = true;
@@ -170,6 +164,17 @@ bool QueuePair::RxHeaderBytes(ByteSpan staged) {
   rx_payload_len_ = ulpdu - rx_hdr_target_;
   rx_payload_done_ = 0;
   return true;
+}
+
+size_t QueuePair::RxHeaderTarget(uint8_t ddp_ctrl, uint8_t rdmap_ctrl, size_t ulpdu_len) {
+  const bool tagged = (ddp_ctrl & wire::kDdpFlagTagged) != 0;
+  const wire::OpcodeInfo* info = wire::FindOpcodeInfo(rdmap_ctrl & wire::kRdmapOpcodeMask);
+  size_t target = wire::DdpHeaderSize(tagged);
+  if (info != nullptr && !info->payload_allowed) {
+    if (ulpdu_len > sizeof(RxFpdu::hdr)) return 0;
+    target = ulpdu_len;
+  }
+  return std::min(target, ulpdu_len);
 }
 
 // The destination of payload bytes [offset, offset + len) of the current
@@ -756,7 +761,9 @@ void QueuePair::RxFpduComplete() {
 void QueuePair::RxFail(wire::TermCause cause) {
   const size_t have =
       rx_hdr_done_ ? rx_hdr_target_ : std::min(rxf_->rx.ulpdu_offset(), rx_hdr_target_);
-  const size_t seg_len = rxf_->rx.length_known() ? rxf_->rx.ulpdu_length() : 0;
+  const size_t seg_len = rxf_->whole_len != 0      ? rxf_->whole_len
+                         : rxf_->rx.length_known() ? rxf_->rx.ulpdu_length()
+                                                   : 0;
   Fire(Event::kLocalError, cause, ByteSpan(rxf_->hdr.data(), have), seg_len);
 }
 

@@ -215,7 +215,8 @@ struct RxStats {
   uint64_t recv_calls = 0;     // RecvV calls, every outcome counted
   uint64_t fpdus = 0;          // FPDUs completed with a verified CRC
   uint64_t direct_bytes = 0;   // payload bytes received straight into their destination
-  uint64_t staged_copies = 0;  // payload bytes copied from staging to their destination
+  uint64_t staged_copies = 0;  // payload bytes copied to their destination from staging or
+                               // from a whole FPDU the connection offered (TakeWholeFpdu)
   uint64_t bad_crc = 0;        // FPDUs whose MPA CRC did not match (the QP Terminates)
 };
 
@@ -270,6 +271,19 @@ class QueuePair {
 
   void OnWritable();
   void OnReadable();
+  // Whole FPDUs from a message-preserving connection (qp_rx_whole.cc): an RD
+  // stream offers the ULPDU of its next FPDU, in one piece, before any byte of
+  // that FPDU went through RecvV. True: the QP took it, with the same checks,
+  // placement, completions and Terminates as the byte-stream path; the caller
+  // drops that FPDU from the connection (it must not be read again). False,
+  // with nothing taken: the QP is not between FPDUs with staging empty, runs
+  // CRC, markers or SCTP framing, is not RTS, holds requests, is inside its
+  // receive loop, cannot place it now (a Send with no receive posted) or the
+  // header does not parse; the caller then uses OnReadable(), which reads the
+  // same FPDU byte by byte and reports any error as before. Completions may
+  // be reported from inside the call; the connection must not be read from
+  // them (a PostRecv() made there does not read: it returns).
+  bool TakeWholeFpdu(ByteSpan ulpdu);
   [[nodiscard]] bool wants_write() const;
   [[nodiscard]] bool wants_read() const;
   // Call OnReadable() again without waiting for readiness (file comment).
@@ -487,6 +501,10 @@ class QueuePair {
   bool RxBlocked() const;
   bool RxFromStaging();
   bool RxHeaderBytes(ByteSpan staged);
+  // How many ULPDU bytes are header, from the DDP and RDMAP control bytes:
+  // the DDP header for opcodes that may carry payload, the whole ULPDU for
+  // those that may not (0: such a ULPDU is longer than the header copy).
+  static size_t RxHeaderTarget(uint8_t ddp_ctrl, uint8_t rdmap_ctrl, size_t ulpdu_len);
   bool RxPayloadFromStaging(ByteSpan staged);
   bool RxRead();
   size_t PayloadIov(size_t offset, size_t len, std::span<iovec> out) const;
@@ -638,6 +656,9 @@ class QueuePair {
     wire::FpduReceiver rx;
     std::array<uint8_t, 128> hdr{};
     wire::Segment seg;
+    // ULPDU length of a whole FPDU being taken (TakeWholeFpdu), 0 otherwise:
+    // the segment length a Terminate reports (the receiver never saw it).
+    size_t whole_len = 0;
   };
   std::unique_ptr<RxFpdu> rxf_;
   size_t rx_hdr_target_ = 0;

@@ -54,14 +54,22 @@ void RdQp::Pump() {
   constexpr int kRounds = 64;
   pump_left_ = false;
   for (int i = 0;; ++i) {
-    const bool read = (stream_->readable() && qp_->wants_read()) || qp_->wants_progress();
+    // Whole datagrams go to the QP without the byte-stream path when it
+    // takes them (queue_pair.h TakeWholeFpdu); the rest is read as before.
+    const ByteSpan whole = stream_->WholeHead();
+    const bool take = !whole.empty() && qp_->wants_read();
+    const bool read = take || (stream_->readable() && qp_->wants_read()) || qp_->wants_progress();
     const bool write = qp_->wants_write() && stream_->writable();
     if (!read && !write) break;
     if (i == kRounds) {
       pump_left_ = true;
       break;
     }
-    if (read) qp_->OnReadable();
+    if (take && qp_->TakeWholeFpdu(whole)) {
+      stream_->PopWhole();
+    } else if (read) {
+      qp_->OnReadable();
+    }
     if (write) qp_->OnWritable();
   }
   pumping_ = false;

@@ -228,6 +228,104 @@ TEST_F(RdQpTest, SendAndReceiveBothWaysWithSegmentation) {
   EXPECT_EQ(b_->sink.Count(Completion::Kind::kError), 0u);
 }
 
+// Every in-order datagram goes to the QP whole (queue_pair.h TakeWholeFpdu):
+// Sends, Writes, Read Requests and Responses never pass through the byte
+// stream (no RecvV on either side), and arrive exactly as through it.
+TEST_F(RdQpTest, InOrderDatagramsAreTakenWholeWithoutTheByteStream) {
+  constexpr size_t kCount = 12;
+  std::vector<std::vector<uint8_t>> rx(kCount, std::vector<uint8_t>(1024, 0));
+  for (size_t k = 0; k < kCount; ++k) {
+    ASSERT_EQ(b_->Qp().qp().PostRecv({k, Sgl(rx[k].data(), rx[k].size())}), qp::QpStatus::kOk);
+  }
+  std::vector<std::vector<uint8_t>> tx(kCount);
+  for (size_t i = 0; i < kCount; ++i) {
+    tx[i].assign(i * 83 % 1000, static_cast<uint8_t>(0xA0 + i));  // 0 bytes first
+    qp::SendWr s;
+    s.context = i;
+    s.sgl = Sgl(tx[i].data(), tx[i].size());
+    ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  }
+  std::vector<uint8_t> target(4096, 0);
+  const uint32_t stag = b_->Register(target, mem::kRemoteWrite | mem::kRemoteRead);
+  std::vector<uint8_t> src(3000, 0x5C);
+  qp::WriteWr w;
+  w.context = 100;
+  w.sgl = Sgl(src.data(), src.size());
+  w.remote_stag = stag;
+  w.remote_to = 100;
+  ASSERT_EQ(a_->Qp().qp().PostWrite(w), qp::QpStatus::kOk);
+  std::vector<uint8_t> back(3000, 0);
+  const uint32_t sink_stag = a_->Register(back, mem::kLocalWrite);
+  qp::ReadWr r;
+  r.context = 101;
+  r.local_stag = sink_stag;
+  r.local_to = 0;
+  r.length = static_cast<uint32_t>(back.size());
+  r.remote_stag = stag;
+  r.remote_to = 100;
+  ASSERT_EQ(a_->Qp().qp().PostRead(r), qp::QpStatus::kOk);
+  ASSERT_TRUE(Run([&] {
+    return b_->sink.Count(Completion::Kind::kRecv) == kCount &&
+           a_->sink.Count(Completion::Kind::kRdma) == 2;
+  }));
+  for (size_t i = 0; i < kCount; ++i) {
+    const Completion& c = b_->sink.completions[i];
+    ASSERT_EQ(c.context, i);
+    ASSERT_EQ(c.bytes, tx[i].size());
+    ASSERT_TRUE(std::equal(tx[i].begin(), tx[i].end(), rx[i].begin())) << i;
+  }
+  EXPECT_EQ(target[99], 0);
+  EXPECT_EQ(target[100], 0x5C);
+  EXPECT_EQ(target[3099], 0x5C);
+  EXPECT_EQ(target[3100], 0);
+  EXPECT_EQ(back, src);
+  EXPECT_EQ(b_->Qp().qp().rx_stats().recv_calls, 0u);
+  EXPECT_EQ(a_->Qp().qp().rx_stats().recv_calls, 0u);
+  // 12 Sends and 3 Write segments at b, 3 Read Response segments at a (1 KiB each).
+  EXPECT_EQ(b_->Qp().qp().rx_stats().fpdus, kCount + 3 + 1);
+  EXPECT_EQ(a_->Qp().qp().rx_stats().fpdus, 3u);
+  EXPECT_EQ(a_->sink.Count(Completion::Kind::kError), 0u);
+  EXPECT_EQ(b_->sink.Count(Completion::Kind::kError), 0u);
+}
+
+// A Send that finds no receive is left to the byte stream (which stops on it,
+// nothing lost); once receives come everything arrives once, in order, and the
+// datagrams after that are taken whole again.
+TEST_F(RdQpTest, ASendWithoutAReceiveFallsBackToTheStreamAndWholeDeliveryResumes) {
+  std::vector<std::vector<uint8_t>> tx(4);
+  auto send = [&](size_t i) {
+    tx[i].assign(100 + i, static_cast<uint8_t>(i + 1));
+    qp::SendWr s;
+    s.context = i;
+    s.sgl = Sgl(tx[i].data(), tx[i].size());
+    ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  };
+  for (size_t i = 0; i < 3; ++i) send(i);
+  b_->Qp();
+  Run([] { return false; }, 100 * kMs);
+  EXPECT_EQ(b_->sink.completions.size(), 0u);
+  // The first one went into the QP's staging, which stopped on it; the rest waits.
+  EXPECT_GT(b_->Qp().qp().rx_staged_bytes(), 0u);
+  EXPECT_GE(b_->Qp().stream().recv_window().backlog(), 1u);
+  std::vector<std::vector<uint8_t>> rx(4, std::vector<uint8_t>(256, 0));
+  for (size_t k = 0; k < 4; ++k) {
+    ASSERT_EQ(b_->Qp().qp().PostRecv({k, Sgl(rx[k].data(), rx[k].size())}), qp::QpStatus::kOk);
+  }
+  ASSERT_TRUE(Run([&] { return b_->sink.completions.size() == 3; }));
+  const uint64_t reads = b_->Qp().qp().rx_stats().recv_calls;
+  EXPECT_GT(reads, 0u);  // the blocked Send went through the stream
+  send(3);
+  ASSERT_TRUE(Run([&] { return b_->sink.completions.size() == 4; }));
+  EXPECT_EQ(b_->Qp().qp().rx_stats().recv_calls, reads);  // whole again
+  for (size_t i = 0; i < 4; ++i) {
+    const Completion& c = b_->sink.completions[i];
+    ASSERT_EQ(c.kind, Completion::Kind::kRecv);
+    ASSERT_EQ(c.context, i);
+    ASSERT_EQ(c.bytes, tx[i].size());
+    ASSERT_TRUE(std::equal(tx[i].begin(), tx[i].end(), rx[i].begin())) << i;
+  }
+}
+
 // The heart of the RD service: a long stream of mixed-size messages through
 // every kind of fault arrives exactly once, in order, bit-exact.
 void RunManyMessages(RdQpTest* t, Host& a, Host& b, size_t count,

@@ -606,6 +606,24 @@ bool RdStream::readable() const {
   return failed() || recv_.backlog() > 0;
 }
 
+void RdStream::PopHead() {
+  if (inflight_active_ && inflight_seq_ == consume_seq_) inflight_active_ = false;
+  ++consume_seq_;
+  recv_.Consume();
+}
+
+ByteSpan RdStream::WholeHead() const {
+  if (failed() || head_off_ != 0 || recv_.backlog() == 0) return {};
+  const UlpduView u = HeadUlpdu();
+  if (u.b.empty()) return u.a;
+  return u.a.empty() ? u.b : ByteSpan{};
+}
+
+void RdStream::PopWhole() {
+  owner_.OnStreamUsed();
+  PopHead();
+}
+
 transport::IoResult RdStream::RecvV(std::span<const iovec> iov) {
   owner_.OnStreamUsed();
   if (failed()) return transport::IoResult::Error(err_);
@@ -632,9 +650,7 @@ transport::IoResult RdStream::RecvV(std::span<const iovec> iov) {
     }
     if (head_off_ < image) break;
     head_off_ = 0;
-    if (inflight_active_ && inflight_seq_ == consume_seq_) inflight_active_ = false;
-    ++consume_seq_;
-    recv_.Consume();
+    PopHead();
   }
   if (at == 0) return transport::IoResult::WouldBlock();
   return transport::IoResult::Ok(at);

@@ -197,6 +197,14 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   [[nodiscard]] int error() const { return err_; }
   // RecvV would return bytes (or the failure).
   [[nodiscard]] bool readable() const;
+  // Whole-FPDU delivery (qp::QueuePair::TakeWholeFpdu): the next FPDU's
+  // ULPDU in one piece, when none of its FPDU image was read by RecvV yet
+  // and the datagram is contiguous (empty otherwise, and when failed). The
+  // span is valid until the stream is next driven (OnDatagram, OnTimer,
+  // RecvV, SendV...). PopWhole() then drops that FPDU, as RecvV does once it
+  // delivered all of its image.
+  [[nodiscard]] ByteSpan WholeHead() const;
+  void PopWhole();
   // SendV would take at least one FPDU of the largest size.
   [[nodiscard]] bool writable() const;
   [[nodiscard]] const InboundSessions& sessions() const { return in_sessions_; }
@@ -309,6 +317,8 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   void SettleInflight();
   // The head datagram's ULPDU (in flight or held), or empty if none is ready.
   [[nodiscard]] UlpduView HeadUlpdu() const;
+  // The head datagram was delivered whole: the next one becomes the head.
+  void PopHead();
   void Notify();
 
   DgramPort& port_;
