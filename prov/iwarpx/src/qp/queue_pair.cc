@@ -141,6 +141,7 @@ QpStatus QueuePair::PostSend(const SendWr& wr) {
   if (wr.stream != 0 && (!framing_ || wr.stream >= framing_->tx_streams() || wr.with_imm)) {
     return QpStatus::kInvalid;
   }
+  if (SendWhole(wr)) return QpStatus::kOk;
   SqEntry e;
   e.op = SqOp::kSend;
   e.context = wr.context;

@@ -493,6 +493,11 @@ class QueuePair {
   void UnbuildReadResponse(TxFpdu& f);
   void FinishTxFpdu();
   bool SqHasWork() const;
+  // --- qp_tx_whole.cc
+  // A Send of one segment straight to the connection (Connection::SendWhole)
+  // when nothing else is queued or owed: no send-queue entry, no FPDU
+  // framing. False with nothing sent otherwise (PostSq's path then).
+  bool SendWhole(const SendWr& wr);
 
   // --- qp_rx.cc
   void ProcessRx();

@@ -251,53 +251,42 @@ transport::IoResult RdStream::SendVLent(std::span<const iovec> iov,
       const LentSpan& ls = spans[next_span];
       if (ls.pos > ulpdu_at && ls.pos + ls.len == ulpdu_at + len) tail = &ls;
     }
-    const size_t head = tail != nullptr ? tail->pos - ulpdu_at : len;
-    size_t offset = 0;
-    // Lent bytes count against the same budget as copied ones: lending saves
-    // the copy, it does not put more data in flight than the receiver's
-    // socket was sized for.
-    const bool room = tail == nullptr || buf_used_ + lent_bytes_ + len <= buf_size_;
-    if (!send_.CanSend() || !room || !PlaceTx(head, &offset)) {
+    const Accepted a = AcceptUlpdu(iov, ulpdu_at, len, tail, now);
+    if (a == Accepted::kNoRoom) {
       tx_blocked_ = true;
       break;
     }
-    if (tail != nullptr && !lender_->Lend(tail->key)) {
+    if (a == Accepted::kLendRefused) {
       return pos > 0 ? transport::IoResult::Ok(pos) : transport::IoResult::Error(EFAULT);
     }
-    CopyFromIov(iov, ulpdu_at, buf_.get() + offset, head);
-    if (offset == 0 && buf_used_ != 0 && buf_tail_ > buf_head_) {
-      buf_used_ += buf_cap_ - buf_tail_;  // the unused end counts until released
-    }
-    if (buf_used_ == 0) buf_head_ = offset;
-    buf_tail_ = offset + head;
-    buf_used_ += head;
-    tx_.Grow(tx_head_, tx_tail_ - tx_head_, tx_tail_ - tx_head_ + 1);
-    TxRecord& r = tx_[tx_tail_];
-    r.offset = offset;
-    r.len = head;
-    r.acked = false;
-    r.unreadable = false;
-    r.owned.reset();
-    if (tail != nullptr) {
-      r.key = tail->key;
-      r.tail = tail->data;
-      r.tail_len = tail->len;
-      lent_bytes_ += tail->len;
-      ++stats_.lent;
-    } else {
-      r.key = 0;
-      r.tail = nullptr;
-      r.tail_len = 0;
-    }
-    r.seq = send_.OnSent(tx_tail_, now);
-    ++tx_tail_;
-    ++stats_.data_sent;
     pos += fpdu;
   }
   if (pos == 0 && total != 0 && !tx_blocked_) {
     // Not even one whole FPDU was offered: the QP broke the contract.
     return transport::IoResult::Error(EPROTO);
   }
+  TransmitFrom(first_new, now);
+  if (pos == 0) return transport::IoResult::WouldBlock();
+  return transport::IoResult::Ok(pos);
+}
+
+transport::IoResult RdStream::SendWhole(std::span<const iovec> ulpdu) {
+  owner_.OnStreamUsed();
+  if (failed()) return transport::IoResult::Error(err_);
+  if (write_shut_) return transport::IoResult::Error(EPIPE);
+  const size_t len = transport::TotalLength(ulpdu);
+  if (len > max_segment_ || len < wire::kDgramMinDdpSegment) {
+    return transport::IoResult::Error(EMSGSIZE);
+  }
+  const uint64_t now = clock_.NowNs();
+  const uint64_t first_new = tx_tail_;
+  tx_blocked_ = AcceptUlpdu(ulpdu, 0, len, nullptr, now) != Accepted::kTaken;
+  TransmitFrom(first_new, now);
+  if (tx_blocked_) return transport::IoResult::WouldBlock();
+  return transport::IoResult::Ok(len);
+}
+
+void RdStream::TransmitFrom(uint64_t first_new, uint64_t now) {
   // Transmit what this call accepted; R on the last one and when half the
   // credit window is in flight, so the acks come back without delay.
   for (uint64_t c = first_new; c < tx_tail_; ++c) {
@@ -308,8 +297,47 @@ transport::IoResult RdStream::SendVLent(std::span<const iovec> iov,
   if (tx_blocked_ && send_.outstanding() == 0 && probe_at_ == UINT64_MAX) {
     probe_at_ = now + send_.rto();  // no credit and nothing in flight: probe (CheckProbe)
   }
-  if (pos == 0) return transport::IoResult::WouldBlock();
-  return transport::IoResult::Ok(pos);
+}
+
+RdStream::Accepted RdStream::AcceptUlpdu(std::span<const iovec> iov, size_t ulpdu_at, size_t len,
+                                         const LentSpan* tail, uint64_t now) {
+  const size_t head = tail != nullptr ? tail->pos - ulpdu_at : len;
+  size_t offset = 0;
+  // Lent bytes count against the same budget as copied ones: lending saves
+  // the copy, it does not put more data in flight than the receiver's
+  // socket was sized for.
+  const bool room = tail == nullptr || buf_used_ + lent_bytes_ + len <= buf_size_;
+  if (!send_.CanSend() || !room || !PlaceTx(head, &offset)) return Accepted::kNoRoom;
+  if (tail != nullptr && !lender_->Lend(tail->key)) return Accepted::kLendRefused;
+  CopyFromIov(iov, ulpdu_at, buf_.get() + offset, head);
+  if (offset == 0 && buf_used_ != 0 && buf_tail_ > buf_head_) {
+    buf_used_ += buf_cap_ - buf_tail_;  // the unused end counts until released
+  }
+  if (buf_used_ == 0) buf_head_ = offset;
+  buf_tail_ = offset + head;
+  buf_used_ += head;
+  tx_.Grow(tx_head_, tx_tail_ - tx_head_, tx_tail_ - tx_head_ + 1);
+  TxRecord& r = tx_[tx_tail_];
+  r.offset = offset;
+  r.len = head;
+  r.acked = false;
+  r.unreadable = false;
+  r.owned.reset();
+  if (tail != nullptr) {
+    r.key = tail->key;
+    r.tail = tail->data;
+    r.tail_len = tail->len;
+    lent_bytes_ += tail->len;
+    ++stats_.lent;
+  } else {
+    r.key = 0;
+    r.tail = nullptr;
+    r.tail_len = 0;
+  }
+  r.seq = send_.OnSent(tx_tail_, now);
+  ++tx_tail_;
+  ++stats_.data_sent;
+  return Accepted::kTaken;
 }
 
 wire::DgramHeader RdStream::NewHeader(wire::DgramType type) const {

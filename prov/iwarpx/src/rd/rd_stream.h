@@ -228,6 +228,10 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   // Lent pieces are kept by reference when a lender was given (see above).
   transport::IoResult SendVLent(std::span<const iovec> iov,
                                 std::span<const transport::LentIov> lent) override;
+  // One ULPDU as one data datagram, without an FPDU image to take apart
+  // (qp::QueuePair's whole-Send path): the same copy, window and credit
+  // rules as SendV; kWouldBlock with nothing taken when they leave no room.
+  transport::IoResult SendWhole(std::span<const iovec> ulpdu) override;
   transport::IoResult RecvV(std::span<const iovec> iov) override;
   [[nodiscard]] bool preserves_message_boundaries() const override { return false; }
   [[nodiscard]] bool connected() const override { return true; }
@@ -282,6 +286,14 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   void OwnTail(TxRecord& r);
 
   // SendV helpers.
+  // Takes the ULPDU at stream position `ulpdu_at` of `iov` (`len` bytes;
+  // `tail`: its lent last piece, or nullptr) into the copy buffer and a new
+  // record with the next sequence number; not transmitted yet.
+  enum class Accepted : uint8_t { kTaken, kNoRoom, kLendRefused };
+  Accepted AcceptUlpdu(std::span<const iovec> iov, size_t ulpdu_at, size_t len,
+                       const LentSpan* tail, uint64_t now);
+  // Transmits (or queues for the socket) the records from `first_new` on.
+  void TransmitFrom(uint64_t first_new, uint64_t now);
   bool ReserveTx(size_t len, size_t* offset) const;
   // Whether GrowTx(len) would make room for `len` bytes, and doing it.
   [[nodiscard]] bool CanGrowTx(size_t len) const;

@@ -9,6 +9,9 @@
 // ShutdownWrite()/Close(). Reset() makes both ends fail every later call with
 // kError ECONNRESET (unread data is discarded, as a TCP RST does).
 // recv_calls() counts the RecvV calls made on an end (syscall-count tests).
+// SendWhole() is refused (kWouldBlock, as on TCP) unless set_whole_sends(true)
+// on that end: then it sends the ULPDU as a CRC-less FPDU image (length,
+// ULPDU, pad, zero CRC field), all or nothing, counted by whole_sends().
 // preserves_message_boundaries() is false (a byte stream, like TCP); fd() is
 // -1, so the fake is driven by calling it, not by a Poller.
 // Test-only, header-only, not thread-safe; the two ends share state through a
@@ -24,6 +27,7 @@
 #include <deque>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "transport/transport.h"
 
@@ -36,8 +40,10 @@ class FakeConnection final : public transport::Connection {
     bool write_shut[2] = {false, false};
     bool reset = false;
     size_t max_per_call = 0;
-    size_t send_capacity = 0;       // 0 = unlimited
-    size_t recv_calls[2] = {0, 0};  // RecvV calls made on end i
+    size_t send_capacity = 0;        // 0 = unlimited
+    size_t recv_calls[2] = {0, 0};   // RecvV calls made on end i
+    bool whole[2] = {false, false};  // SendWhole accepted on end i
+    size_t whole_sends[2] = {0, 0};
   };
 
   FakeConnection(std::shared_ptr<Shared> shared, int side)
@@ -107,6 +113,34 @@ class FakeConnection final : public transport::Connection {
   // Test controls (affect both ends).
   void set_max_per_call(size_t n) { shared_->max_per_call = n; }
   void set_send_capacity(size_t n) { shared_->send_capacity = n; }
+  void set_whole_sends(bool on) { shared_->whole[side_] = on; }
+  [[nodiscard]] size_t whole_sends() const { return shared_->whole_sends[side_]; }
+  transport::IoResult SendWhole(std::span<const iovec> ulpdu) override {
+    if (!shared_->whole[side_]) return transport::IoResult::WouldBlock();
+    const size_t len = transport::TotalLength(ulpdu);
+    const size_t pad = (4 - (2 + len) % 4) % 4;
+    std::vector<uint8_t> image;
+    image.reserve(2 + len + pad + 4);
+    image.push_back(static_cast<uint8_t>(len >> 8));
+    image.push_back(static_cast<uint8_t>(len & 0xFF));
+    for (const iovec& v : ulpdu) {
+      const auto* p = static_cast<const uint8_t*>(v.iov_base);
+      image.insert(image.end(), p, p + v.iov_len);
+    }
+    image.resize(image.size() + pad + 4, 0);
+    if (shared_->send_capacity != 0 &&
+        shared_->queue[1 - side_].size() + image.size() > shared_->send_capacity) {
+      return transport::IoResult::WouldBlock();
+    }
+    const size_t saved = shared_->max_per_call;
+    shared_->max_per_call = 0;  // all or nothing
+    const iovec v{image.data(), image.size()};
+    const transport::IoResult r = SendV(std::span<const iovec>(&v, 1));
+    shared_->max_per_call = saved;
+    if (!r.ok()) return r;
+    ++shared_->whole_sends[side_];
+    return transport::IoResult::Ok(len);
+  }
   void Close() { (void)ShutdownWrite(); }
   void Reset() {
     shared_->reset = true;

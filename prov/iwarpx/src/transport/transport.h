@@ -106,6 +106,13 @@ class Connection {
   virtual IoResult SendVLent(std::span<const iovec> iov, std::span<const LentIov> /*lent*/) {
     return SendV(iov);
   }
+  // Whole-ULPDU send, for a connection that carries every FPDU as a message
+  // of its own without MPA CRC or markers (the RD stream, rd/rd_stream.h):
+  // `ulpdu` is one ULPDU (DDP/RDMAP header first) that the caller would
+  // otherwise frame as one FPDU for SendV. kOk (bytes: the ULPDU's length):
+  // taken as that FPDU would have been; kWouldBlock: nothing taken (no room
+  // now, or no such send on this connection: the default); kError as SendV.
+  virtual IoResult SendWhole(std::span<const iovec> /*ulpdu*/) { return IoResult::WouldBlock(); }
   // Scatter receive: fills `iov` in order with the next bytes of the stream.
   // For direct placement the engine passes iov[0] = the rest of the current
   // payload in registered memory and iov[1] = a staging buffer for the next
