@@ -50,6 +50,7 @@ Result<std::unique_ptr<RdChannel>, transport::IoError> RdChannel::Open(
 
 RdChannel::~RdChannel() {
   hot_ = nullptr;
+  last_qp_ = nullptr;
   port_->SetPredictor(nullptr);
   engine_.Remove(*this);
   port_->Detach(config_.qpn);
@@ -74,8 +75,12 @@ rd::RdQp* RdChannel::Make(const RdPeerKey& key, const rd::InboundSessions& sessi
 }
 
 rd::RdQp* RdChannel::Find(const RdPeerKey& key) {
+  if (last_qp_ != nullptr && last_key_ == key) return last_qp_;
   auto it = peers_.find(key);
-  return it == peers_.end() ? nullptr : it->second.qp.get();
+  if (it == peers_.end()) return nullptr;
+  last_key_ = key;
+  last_qp_ = it->second.qp.get();
+  return last_qp_;
 }
 
 rd::RdQp* RdChannel::Peer(const RdPeerKey& key) {
@@ -102,6 +107,7 @@ void RdChannel::Retire(const RdPeerKey& key) {
   if (q.watched()) std::erase(active_, &q);
   sweep_.Forget(q);
   if (hot_ == &q) hot_ = nullptr;
+  if (last_qp_ == &q) last_qp_ = nullptr;
   q.SetWatcher(nullptr);
   retired_.push_back(std::move(it->second.qp));
   peers_.erase(it);

@@ -197,6 +197,10 @@ class RdChannel final : public Pollable,
   // The QP that last received a data datagram of rd::RdQp::kMinPlacedPayload
   // bytes or more: the one whose next datagrams are guessed (never a retired one).
   rd::RdQp* hot_ = nullptr;
+  // The peer Find() found last (nullptr: none): a busy peer's datagrams and
+  // sends skip the hash lookup. Forgotten before its entry leaves peers_.
+  RdPeerKey last_key_;
+  rd::RdQp* last_qp_ = nullptr;
   // The active set: QPs of peers_ with watched() set, each once.
   std::vector<rd::RdQp*> active_;
   IdleSweep sweep_;     // QPs that left the active set, until they give their buffers back

@@ -116,11 +116,17 @@ bool RdmCore::Settled() const {
 // --- Peers ---------------------------------------------------------------
 
 RdmCore::Peer& RdmCore::PeerFor(const transport::SockAddr& name) {
+  // Peers are never removed, so the last one found stays valid.
+  if (last_peer_ != nullptr && last_name_ == name) return *last_peer_;
   // Datagrams from a peer on this host bound to the wildcard address come
   // from the loopback address: one peer, one key.
   const transport::SockAddr addr = name.HostLocal();
   auto it = peers_.find(addr);
-  if (it != peers_.end()) return *it->second;
+  if (it != peers_.end()) {
+    last_name_ = name;
+    last_peer_ = it->second.get();
+    return *last_peer_;
+  }
   auto p = std::make_unique<Peer>();
   p->core = this;
   p->id = peer_by_id_.size();

@@ -918,6 +918,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   bool deferred_added_ = false;
   std::vector<std::pair<PeerId, Via>> flush_;  // queues of waiting Reads/FINs to retry
   std::unordered_map<transport::SockAddr, std::unique_ptr<Peer>, transport::SockAddrHash> peers_;
+  // PeerFor's last answer and the name it was asked (before HostLocal).
+  transport::SockAddr last_name_;
+  Peer* last_peer_ = nullptr;
   std::vector<Peer*> peer_by_id_;
   BouncePool bounces_;
   std::vector<PeerId> starved_;  // peers whose RD QP waits for a bounce
