@@ -1,4 +1,5 @@
-// SctpCep: the connection endpoint of iWARP over SCTP (RFC 5043 §6): the
+// SctpCep: the connection endpoint of iWARP over SCTP (RFC 5043; docs/wire.md
+// §2.0 for what was checked against the RFC text): the
 // DDP Stream Session Initiate / Accept / Reject exchange (PPID 17, one SCTP
 // message each; wire/sctp_session.h) over an SctpConnection, in place of the
 // MPA exchange that cm::Cep runs over TCP. The negotiation is the pure
@@ -33,6 +34,9 @@
 //   application decides (as Cep).
 // * Once kEstablished, the association belongs to the QP; the SctpCep reads
 //   nothing more. Unlike MPA there is no "initiator sends first" rule.
+//   Known gap (docs/wire.md §2.0): a responder's Send on a stream other than
+//   0 that overtakes its Accept (lost or delayed Accept packet) makes the
+//   initiator fail the setup here.
 //
 // Ownership and threads as Cep: borrows the connection and the clock.
 #pragma once

@@ -5,8 +5,11 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
+#include <optional>
 
 #include <usrsctp.h>
 
@@ -122,6 +125,14 @@ int Configure(struct socket* so, const SctpOptions& options) {
   init.sinit_max_attempts = options.max_init_attempts;
   init.sinit_max_init_timeo = options.max_init_timeout_ms;
   if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_INITMSG, init); e != 0) return e;
+  // SCTP_ASSOC_CHANGE notifications: SCTP_SHUTDOWN_COMP is how RecvMsg
+  // learns of the end of a gracefully shut-down association (see
+  // ReadNotification).
+  sctp_event assoc_change{};
+  assoc_change.se_assoc_id = SCTP_FUTURE_ASSOC;
+  assoc_change.se_type = SCTP_ASSOC_CHANGE;
+  assoc_change.se_on = 1;
+  if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_EVENT, assoc_change); e != 0) return e;
   sctp_setadaptation adaptation{};
   adaptation.ssb_adaptation_ind = wire::kSctpAdaptationCodeDdp;
   if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_ADAPTATION_LAYER, adaptation); e != 0) return e;
@@ -205,6 +216,45 @@ Result<sctp_status, IoError> AssocStatus(struct socket* so) {
     return Err{IoError{IoStatus::kError, errno}};
   }
   return st;
+}
+
+// A notification whose first `n` bytes are in `head` (`flags` from that
+// recvv): reads and drops the rest of it. Its SCTP_ASSOC_CHANGE state, or
+// nullopt for anything else.
+//
+// Why the end of an association is learnt from SCTP_SHUTDOWN_COMP and not
+// only from end of stream (usrsctp 0.9.5, sctp_pcb.c sctp_free_assoc): when
+// the SHUTDOWN exchange completes while a send or receive call holds a
+// reference on the association (another thread inside usrsctp_sendv, say),
+// usrsctp frees it later from its ASOCKILL timer, and that timer calls no
+// socket upcall: the socket turns readable (end of stream) and the doorbell
+// never rings. The notification is queued while the inbound SHUTDOWN-ACK or
+// SHUTDOWN-COMPLETE is processed, and that path does call the upcall.
+std::optional<uint16_t> ReadNotification(struct socket* so, const void* head, size_t n, int flags) {
+  std::array<uint8_t, sizeof(sctp_assoc_change)> first{};
+  size_t have = std::min(n, first.size());
+  std::memcpy(first.data(), head, have);
+  while ((flags & MSG_EOR) == 0) {  // a buffer smaller than the notification
+    std::array<uint8_t, 256> more{};
+    sctp_rcvinfo rcv{};
+    socklen_t infolen = sizeof(rcv);
+    unsigned int infotype = 0;
+    sockaddr_storage from{};
+    socklen_t fromlen = sizeof(from);
+    flags = 0;
+    const ssize_t r =
+        usrsctp_recvv(so, more.data(), more.size(), reinterpret_cast<sockaddr*>(&from), &fromlen,
+                      &rcv, &infolen, &infotype, &flags);
+    if (r <= 0) break;  // a notification is queued whole: not reached
+    const size_t take = std::min(static_cast<size_t>(r), first.size() - have);
+    std::memcpy(first.data() + have, more.data(), take);
+    have += take;
+  }
+  if (have < offsetof(sctp_assoc_change, sac_state) + sizeof(uint16_t)) return std::nullopt;
+  sctp_assoc_change sac{};
+  std::memcpy(&sac, first.data(), have);
+  if (sac.sac_type != SCTP_ASSOC_CHANGE) return std::nullopt;
+  return sac.sac_state;
 }
 
 // Pending socket error (SO_ERROR), 0 when none.
@@ -351,7 +401,16 @@ IoResult UsrsctpConnection::SendMsg(std::span<const iovec> iov, const MessageInf
 IoResult UsrsctpConnection::RecvMsg(std::span<const iovec> iov, MessageInfo& info) {
   const size_t total = TotalLength(iov);
   if (total == 0) return IoResult::Ok(0);
+  if (peer_closed_) return IoResult::Closed();
   if (!connected_) return IoResult::WouldBlock();
+  for (;;) {
+    // nullopt: a notification was read; look for the next message.
+    if (std::optional<IoResult> r = RecvOnce(iov, total, info)) return *r;
+  }
+}
+
+std::optional<IoResult> UsrsctpConnection::RecvOnce(std::span<const iovec> iov, size_t total,
+                                                    MessageInfo& info) {
   void* buf = nullptr;
   size_t len = 0;
   if (iov.size() == 1) {
@@ -383,8 +442,14 @@ IoResult UsrsctpConnection::RecvMsg(std::span<const iovec> iov, MessageInfo& inf
     return IoResult::Closed();
   }
   if ((flags & MSG_NOTIFICATION) != 0) {
-    // Not subscribed to any; should one arrive, it is not user data.
-    return IoResult::WouldBlock();
+    // Only SCTP_ASSOC_CHANGE is subscribed. SCTP_COMM_LOST and
+    // SCTP_CANT_STR_ASSOC come with SO_ERROR set: the next recvv returns it.
+    const std::optional<uint16_t> state = ReadNotification(so_, buf, static_cast<size_t>(n), flags);
+    if (state == SCTP_SHUTDOWN_COMP) {
+      peer_closed_ = true;
+      return IoResult::Closed();
+    }
+    return std::nullopt;
   }
   if (infotype == SCTP_RECVV_RCVINFO) {
     info.ppid = ntohl(rcv.rcv_ppid);

@@ -6,13 +6,19 @@
 //   usrsctp one-to-one socket (SOCK_STREAM, IPPROTO_SCTP), non-blocking, with
 //   SCTP_NODELAY, SCTP_RECVRCVINFO, max burst 0 (no burst limit), SCTP_INITMSG and the
 //   liveness limits (SCTP_RTOINFO, SCTP_ASSOCINFO, SCTP_PEER_ADDR_PARAMS) from SctpOptions,
-//   the DDP adaptation indication and the remote UDP encapsulation port.
+//   the SCTP_ASSOC_CHANGE notifications, the DDP adaptation indication and the remote UDP
+//   encapsulation port.
 // - The end of an association by the limits (a dead peer) shows as kError
 //   from the next call: RecvMsg returns usrsctp's SO_ERROR of a one-to-one
 //   socket that lost its association (ETIMEDOUT after data retransmissions,
-//   ECONNABORTED after heartbeats; no SCTP_COMM_LOST notification is
-//   subscribed), SendMsg ENOENT (no association); an ABORT from the peer is
+//   ECONNABORTED after heartbeats; RecvMsg skips the SCTP_COMM_LOST
+//   notification that comes first), SendMsg ENOENT (no association); an ABORT from the peer is
 //   ECONNRESET; kClosed after that.
+// - The end of a gracefully shut-down association is the SCTP_SHUTDOWN_COMP
+//   notification (SCTP_ASSOC_CHANGE is subscribed; RecvMsg reads and skips
+//   every other notification): usrsctp may free such an association late,
+//   from a timer that rings no doorbell (the .cc, ReadNotification). After
+//   kClosed, RecvMsg keeps returning kClosed.
 // - fd() is the eventfd doorbell (sctp.h "Readiness"); doorbell() is true.
 // - usrsctp has no gather/scatter: SendMsg with more than one iovec copies
 //   into a per-connection staging buffer (grown to the largest message sent,
@@ -25,6 +31,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "base/result.h"
@@ -72,6 +79,9 @@ class UsrsctpConnection final : public SctpConnection {
   // Send space rings the doorbell only while `want` (usrsctp_stack.h).
   void WantWrite(bool want);
   void LearnAssociation();
+  // One usrsctp_recvv; nullopt when it read a notification that RecvMsg
+  // skips (anything but the end of the association).
+  std::optional<IoResult> RecvOnce(std::span<const iovec> iov, size_t total, MessageInfo& info);
 
   struct socket* so_ = nullptr;
   UniqueFd doorbell_;

@@ -1,6 +1,6 @@
 // DDP Stream Session Control messages: the session setup and teardown that
-// replaces the MPA Request/Reply when DDP runs directly on SCTP (RFC 5043
-// §5.3; the enhanced Initiate/Accept with IRD/ORD are RFC 6581). Each message
+// replaces the MPA Request/Reply when DDP runs directly on SCTP (RFC 5043,
+// section unverified; the enhanced Initiate/Accept with IRD/ORD are RFC 6581). Each message
 // is exactly one SCTP user message with Payload Protocol Identifier 17; DDP
 // segments travel as SCTP messages with PPID 16. See docs/wire.md §2.
 //
@@ -28,11 +28,12 @@
 //              (docs/wire.md §2.1, §2.2). A message without them is
 //              byte-for-byte what it was before.
 //
-// NOTE: this layout was written from the project's notes (shared/WIRE.md §5)
-// and recollection of RFC 5043 §5.3 / RFC 6581; the RFC text itself was not
-// reachable from this machine when it was written. Before interoperating with
-// another implementation, check the field widths against the RFCs; every
-// width and code is a named constant below, so a correction stays local.
+// NOTE: PPIDs 16/17 are checked against the IANA registry (as Wireshark
+// carries it); the layout, the codes and the limits are the project's reading
+// of RFC 5043 / RFC 6581, unverified: their body text could not be read from
+// this machine (docs/wire.md §2 "What this section was checked against" and
+// the conformance table §2.0). Every width and code is a named constant
+// below, so a correction stays local.
 //
 // Contract:
 // * Pure codec: no I/O, no allocation, no logging, no exceptions. A decoded

@@ -1,9 +1,9 @@
-// Session setup negotiation for iWARP over SCTP (RFC 5043 §6 session
-// establishment, RFC 6581 IRD/ORD): from a local policy and the peer's
-// decoded PPID-17 message to the message to send and the parameters both ends
-// use. The IRD/ORD rules are exactly MPA's (wire/mpa_negotiate.h, the one
-// source of truth): this adapter maps session messages onto MPA frames with
-// CRC, markers and peer-to-peer off, runs that negotiation and maps back.
+// Session setup negotiation for iWARP over SCTP (RFC 5043 session
+// establishment, RFC 6581 IRD/ORD; sections unverified, docs/wire.md §2.0): from a local policy and
+// the peer's decoded PPID-17 message to the message to send and the parameters both ends use. The
+// IRD/ORD rules are exactly MPA's (wire/mpa_negotiate.h, the one source of truth): this adapter
+// maps session messages onto MPA frames with CRC, markers and peer-to-peer off, runs that
+// negotiation and maps back.
 //
 // Contract:
 // * Pure functions, like mpa_negotiate.h; returned messages view the private
