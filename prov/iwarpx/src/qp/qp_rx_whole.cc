@@ -51,6 +51,7 @@ bool QueuePair::TakeWholeFpdu(ByteSpan ulpdu) {
   if (d == Dispatch::kProceed) {
     rx_dispatched_ = true;
     const size_t len = rx_payload_len_;
+    rx_bulk_ = len >= kRxBulkThreshold;  // as RxStep: sizes a later byte-stream read
     bool placed = true;
     if (len > 0) {
       std::array<iovec, kMaxSge> v{};
