@@ -9,6 +9,7 @@ The capture stops only the tshark it started (by its Popen handle); every wait
 is bounded. Raises CaptureError with tshark's own words when it cannot start.
 """
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -84,6 +85,13 @@ class TsharkCapture:
                 self.proc.wait(5)
         if getattr(self, "reader", None) is not None:
             self.reader.join(5)
+
+
+def free_tcp_port():
+    """A TCP port on 127.0.0.1 nobody listens on now (for fi_pingpong's control port)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def decode_mpa(pcap, extra_opts=()):

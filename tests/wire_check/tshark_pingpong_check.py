@@ -14,24 +14,19 @@ import argparse
 import collections
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-from tshark_capture import OPCODE_NAMES, CaptureError, TsharkCapture, decode_mpa, expert_errors
+from tshark_capture import (OPCODE_NAMES, CaptureError, TsharkCapture, decode_mpa, expert_errors,
+                            free_tcp_port)
 
 
 def fail(msg):
     print(f"pingpong wire check FAILED: {msg}", file=sys.stderr)
     sys.exit(1)
 
-
-def free_tcp_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_pingpong(pingpong, port, sizes, iterations, env):

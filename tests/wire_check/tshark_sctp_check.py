@@ -26,13 +26,12 @@ import collections
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
-from tshark_capture import CaptureError, TsharkCapture
+from tshark_capture import CaptureError, TsharkCapture, free_tcp_port
 from tshark_pingpong_check import run_pingpong
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,11 +43,6 @@ def fail(msg):
     print(f"sctp wire check FAILED: {msg}", file=sys.stderr)
     sys.exit(1)
 
-
-def free_tcp_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def udp_ports(pcap):

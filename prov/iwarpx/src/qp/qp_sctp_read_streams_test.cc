@@ -36,18 +36,6 @@ std::vector<uint64_t> RdmaContexts(const RecordingSink& sink) {
   return out;
 }
 
-ReadWr MakeRead(uint64_t context, uint32_t lstag, uint64_t lto, size_t len, uint32_t rstag,
-                uint64_t rto) {
-  ReadWr rd;
-  rd.context = context;
-  rd.local_stag = lstag;
-  rd.local_to = lto;
-  rd.length = static_cast<uint32_t>(len);
-  rd.remote_stag = rstag;
-  rd.remote_to = rto;
-  return rd;
-}
-
 bool Same(const Bytes& a, size_t a_off, const Bytes& b, size_t b_off, size_t len) {
   return std::equal(a.begin() + static_cast<ptrdiff_t>(a_off),
                     a.begin() + static_cast<ptrdiff_t>(a_off + len),

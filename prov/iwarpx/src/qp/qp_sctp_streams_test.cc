@@ -76,14 +76,7 @@ TEST(QpSctpStreamsTest, SendSegmentsGoOnTheirStreamEverythingElseOnStreamZero) {
   ASSERT_EQ(p.a.qp->PostSend(SendOn(3, s0, 0)), QpStatus::kOk);
   Bytes back(2000, 0);
   const uint32_t lstag = p.a.Register(back, mem::kLocalWrite, 0x8000);
-  ReadWr rd;
-  rd.context = 4;
-  rd.local_stag = lstag;
-  rd.local_to = 0x8000;
-  rd.length = 2000;
-  rd.remote_stag = stag;
-  rd.remote_to = 0x4000;
-  ASSERT_EQ(p.a.qp->PostRead(rd), QpStatus::kOk);
+  ASSERT_EQ(p.a.qp->PostRead(MakeRead(4, lstag, 0x8000, 2000, stag, 0x4000)), QpStatus::kOk);
   p.Pump();
   EXPECT_EQ(target, wdata);
   EXPECT_EQ(back, wdata);

@@ -38,18 +38,6 @@ std::vector<uint64_t> RdmaContexts(const RecordingSink& sink) {
   return out;
 }
 
-ReadWr MakeRead(uint64_t context, uint32_t lstag, uint64_t lto, size_t len, uint32_t rstag,
-                uint64_t rto) {
-  ReadWr rd;
-  rd.context = context;
-  rd.local_stag = lstag;
-  rd.local_to = lto;
-  rd.length = static_cast<uint32_t>(len);
-  rd.remote_stag = rstag;
-  rd.remote_to = rto;
-  return rd;
-}
-
 Bytes ReadResponse(uint32_t stag, uint64_t to, bool last, size_t len, uint8_t fill) {
   Bytes b(wire::kDdpTaggedHeaderSize + len, fill);
   EXPECT_TRUE(wire::EncodeReadResponseHeader(stag, to, last, b).ok());

@@ -89,14 +89,7 @@ TEST(QpTxWholeTest, NothingIsSentWholeWhileAReadIsOutstanding) {
   const uint32_t stag = p.b.Register(source, mem::kRemoteRead);
   Bytes sink(64, 0);
   const uint32_t local = p.a.Register(sink, mem::kLocalWrite);
-  ReadWr r;
-  r.context = 50;
-  r.local_stag = local;
-  r.local_to = 0x1000;
-  r.length = 64;
-  r.remote_stag = stag;
-  r.remote_to = 0x1000;
-  ASSERT_EQ(p.a.qp->PostRead(r), QpStatus::kOk);
+  ASSERT_EQ(p.a.qp->PostRead(MakeRead(50, local, 0x1000, 64, stag, 0x1000)), QpStatus::kOk);
   Bytes msg(20, 0x33);
   ASSERT_EQ(p.Send(51, msg), QpStatus::kOk);
   EXPECT_EQ(p.a.conn->whole_sends(), 0u);

@@ -193,6 +193,16 @@ class RdQpTest : public ::testing::Test {
     s.count = 1;
     return s;
   }
+  // A signaled RDMA Write of all of `src` to (stag, to) at the peer.
+  static qp::WriteWr Write(uint64_t context, std::vector<uint8_t>& src, uint32_t stag,
+                           uint64_t to) {
+    qp::WriteWr w;
+    w.context = context;
+    w.sgl = Sgl(src.data(), src.size());
+    w.remote_stag = stag;
+    w.remote_to = to;
+    return w;
+  }
 
   SimDatagramNet net_;
   FakeClock clock_;
@@ -248,12 +258,7 @@ TEST_F(RdQpTest, InOrderDatagramsAreTakenWholeWithoutTheByteStream) {
   std::vector<uint8_t> target(4096, 0);
   const uint32_t stag = b_->Register(target, mem::kRemoteWrite | mem::kRemoteRead);
   std::vector<uint8_t> src(3000, 0x5C);
-  qp::WriteWr w;
-  w.context = 100;
-  w.sgl = Sgl(src.data(), src.size());
-  w.remote_stag = stag;
-  w.remote_to = 100;
-  ASSERT_EQ(a_->Qp().qp().PostWrite(w), qp::QpStatus::kOk);
+  ASSERT_EQ(a_->Qp().qp().PostWrite(Write(100, src, stag, 100)), qp::QpStatus::kOk);
   std::vector<uint8_t> back(3000, 0);
   const uint32_t sink_stag = a_->Register(back, mem::kLocalWrite);
   qp::ReadWr r;
@@ -447,12 +452,7 @@ TEST_F(RdQpTest, RdmaWriteReadAndAtomicsThroughFaults) {
   const uint32_t t_stag =
       b_->Register(target, mem::kRemoteWrite | mem::kRemoteRead | mem::kRemoteAtomic);
   const uint32_t back_stag = a_->Register(back, mem::kLocalWrite);
-  qp::WriteWr w;
-  w.context = 1;
-  w.sgl = Sgl(src.data(), src.size());
-  w.remote_stag = t_stag;
-  w.remote_to = kGuard;
-  ASSERT_EQ(a_->Qp().qp().PostWrite(w), qp::QpStatus::kOk);
+  ASSERT_EQ(a_->Qp().qp().PostWrite(Write(1, src, t_stag, kGuard)), qp::QpStatus::kOk);
   qp::ReadWr r;
   r.context = 2;
   r.local_stag = back_stag;
@@ -501,12 +501,7 @@ TEST_F(RdQpTest, ProtectionErrorEndsInTerminateAndErrorCompletions) {
   std::vector<uint8_t> target(4096, 0x11);
   const uint32_t ro_stag = b_->Register(target, mem::kRemoteRead);  // no remote write
   std::vector<uint8_t> src(100, 0x22);
-  qp::WriteWr w;
-  w.context = 7;
-  w.sgl = Sgl(src.data(), src.size());
-  w.remote_stag = ro_stag;
-  w.remote_to = 0;
-  ASSERT_EQ(a_->Qp().qp().PostWrite(w), qp::QpStatus::kOk);
+  ASSERT_EQ(a_->Qp().qp().PostWrite(Write(7, src, ro_stag, 0)), qp::QpStatus::kOk);
   std::vector<uint8_t> rx(64);
   ASSERT_EQ(a_->Qp().qp().PostRecv({8, Sgl(rx.data(), rx.size())}), qp::QpStatus::kOk);
   ASSERT_TRUE(Run([&] { return a_->sink.terminated == 1 && b_->sink.terminated == 1; }));

@@ -278,6 +278,19 @@ struct RawPeer {
   }
 };
 
+// A signaled RDMA Read of `len` bytes: remote (rstag, rto) into local (lstag, lto).
+inline ReadWr MakeRead(uint64_t context, uint32_t lstag, uint64_t lto, size_t len, uint32_t rstag,
+                       uint64_t rto) {
+  ReadWr rd;
+  rd.context = context;
+  rd.local_stag = lstag;
+  rd.local_to = lto;
+  rd.length = static_cast<uint32_t>(len);
+  rd.remote_stag = rstag;
+  rd.remote_to = rto;
+  return rd;
+}
+
 // ULPDUs a RawPeer feeds by hand: the RFC 6581 RTR (zero-length RDMA Write,
 // STag 1) and one untagged Send segment with `payload` bytes of `fill`.
 inline Bytes Rtr() {
