@@ -151,7 +151,7 @@ qp::CompletionSink& RdmCore::PeerSink(const progress::RdPeerKey& key) {
 void RdmCore::PeerCreated(const progress::RdPeerKey& key, rd::RdQp& qp) {
   Peer& p = PeerFor(key.addr);
   p.bounces_posted = 0;
-  ++p.stats.rd_sessions;
+  p.stats.AddRdSession();
   qp.qp().SetRecvSource(&p);  // bounces on demand (rdm_core_bounce.cc)
 }
 
@@ -160,7 +160,7 @@ void RdmCore::PeerFailed(const progress::RdPeerKey& key, const rd::RdQp& qp) {
   Peer& p = PeerFor(key.addr);
   p.bounces_posted = 0;
   CountRdSession(p, qp);
-  ++p.stats.rd_failed;
+  ++p.stats.events().rd_failed;
   // A QP that failed by a Terminate has a healthy stream: a protocol error.
   const int err = qp.stream().error() != 0 ? qp.stream().error() : EPROTO;
   sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRdFailed, err);
