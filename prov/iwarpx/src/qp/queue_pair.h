@@ -153,6 +153,7 @@
 #include "mem/stag_table.h"
 #include "qp/completion_sink.h"
 #include "qp/placed_ranges.h"
+#include "qp/qp_params.h"
 #include "qp/recv_source.h"
 #include "qp/sctp_framing.h"
 #include "qp/work_request.h"
@@ -177,22 +178,6 @@ enum class [[nodiscard]] QpStatus : uint8_t{
 enum class QpState : uint8_t { kRts, kClosing, kTerminate, kError };
 
 const char* ToString(QpState s);
-
-struct QpConfig {
-  uint32_t sq_size = 64;
-  uint32_t rq_size = 64;
-  // Largest ULPDU (DDP segment: header + payload) we send in one FPDU, the
-  // MULPDU (wire::MaxUlpduLength). At least kMinFpduPayload.
-  size_t max_fpdu_payload = 1448;
-  wire::MpaRole role = wire::MpaRole::kInitiator;
-  // Receive budget of one OnReadable() call (see the file comment); >= 1.
-  size_t rx_budget_fpdus = 64;
-  size_t rx_budget_bytes = size_t{256} * 1024;
-  // Receive staging bytes to start with (a power of two, at most
-  // kRxStagingSize): the buffer doubles while RecvV fills it. The default
-  // is the full size; a QP of a mostly quiet peer (rd::RdQp) starts small.
-  size_t rx_staging_initial = size_t{16} * 1024;
-};
 
 inline constexpr size_t kMinFpduPayload = 128;
 // MULPDU used instead of a larger configured one when markers go to the peer.
@@ -546,8 +531,11 @@ class QueuePair {
   mem::StagTable& stags_;
   CompletionSink& sink_;
   RecvSource* recv_source_ = nullptr;
-  wire::MpaOutcome mpa_;
-  QpConfig config_;
+  // The outcome and effective config, shared with the QPs that have equal
+  // ones (qp/qp_params.h); mpa_ and config_ name its two parts.
+  std::shared_ptr<const QpParams> params_;
+  const wire::MpaOutcome& mpa_;
+  const QpConfig& config_;
 
   // Send queue: entries [sq_head_, sq_tail_), next to transmit sq_tx_; entry
   // i lives at sq_[i % sq_.size()]. The storage starts at kSqInitialSlots and
