@@ -132,6 +132,7 @@ class SendWindow {
 
   // The parts of SendConfig used after construction (capacity is the
   // ring's, the RTO configuration the estimator's): not a copy per peer.
+  // Members by size, no padding holes (one SendWindow per RD peer).
   uint64_t dead_after_ns_;
   uint64_t min_reorder_ns_;
   uint64_t probe_ack_delay_ns_;
@@ -140,27 +141,27 @@ class SendWindow {
   // config.capacity (a peer with one message in flight keeps two).
   static constexpr size_t kInitialRecords = 2;
   SeqRing<Record> ring_;
-  uint32_t snd_una_;
-  uint32_t snd_nxt_;
-  uint32_t right_edge_;
-  uint32_t last_ack_;
   RtoEstimator rto_;
-  static constexpr uint32_t kMaxReorderSteps = 16;
-  uint32_t reorder_steps_ = 1;  // reordering allowance in srtt/4 steps
-  static constexpr uint32_t kRecoveriesToReset = 16;
-  uint32_t recoveries_ = 0;  // loss repairs since the last spurious resend
   uint64_t min_rtt_ = UINT64_MAX;
   uint64_t xmit_counter_ = 0;
   uint64_t acked_xmit_ = 0;           // latest transmission known to have arrived
-  uint32_t lost_pending_ = 0;         // records with lost_pending set
   uint64_t loss_check_ = UINT64_MAX;  // when DetectLosses has a candidate due
   uint64_t timer_ = UINT64_MAX;       // retransmission timer (absolute ns)
   uint64_t probe_at_ = UINT64_MAX;    // tail loss probe (absolute ns)
-  bool probe_sent_ = false;           // this flight had its probe
   uint64_t tail_probes_ = 0;
   uint64_t last_progress_ = 0;
   uint64_t retransmissions_ = 0;
   uint64_t timeouts_ = 0;
+  uint32_t snd_una_;
+  uint32_t snd_nxt_;
+  uint32_t right_edge_;
+  uint32_t last_ack_;
+  static constexpr uint32_t kMaxReorderSteps = 16;
+  uint32_t reorder_steps_ = 1;  // reordering allowance in srtt/4 steps
+  static constexpr uint32_t kRecoveriesToReset = 16;
+  uint32_t recoveries_ = 0;    // loss repairs since the last spurious resend
+  uint32_t lost_pending_ = 0;  // records with lost_pending set
+  bool probe_sent_ = false;    // this flight had its probe
 };
 
 }  // namespace iwarpx::rd
