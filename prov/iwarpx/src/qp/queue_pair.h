@@ -149,6 +149,7 @@
 #include <vector>
 
 #include "base/bytes.h"
+#include "base/compact_vec.h"
 #include "base/result.h"
 #include "mem/stag_table.h"
 #include "qp/completion_sink.h"
@@ -266,7 +267,7 @@ class QueuePair {
   [[nodiscard]] const TxStats& tx_stats() const { return tx_stats_; }
   // The negotiated MPA outcome (CRC, markers) this QP runs with.
   [[nodiscard]] const wire::MpaOutcome& mpa() const { return mpa_; }
-  [[nodiscard]] const TermStats& term_stats() const { return term_stats_; }
+  [[nodiscard]] TermStats term_stats() const { return {term_stats_.sent, term_stats_.received}; }
   // Streams a Send may use (SendWr::stream < this): the SCTP association's,
   // at most kMaxSctpStreams; 1 over TCP.
   [[nodiscard]] uint16_t tx_streams() const {
@@ -520,7 +521,8 @@ class QueuePair {
   void EnsureStaging();
 
   // Members are grouped by size (pointers and 64-bit counters, then 32-bit,
-  // then bytes) so the object has no padding holes: an RDM endpoint keeps
+  // then bytes) so the object has no padding holes; the rings are
+  // CompactVecs (16 bytes, not a std::vector's 24): an RDM endpoint keeps
   // one QueuePair per datagram peer. Parts only some QPs use are allocated
   // on first use: the SCTP message table (with the framing), the ORQ (first
   // Read or Atomic), the IRQ (first inbound one), the Terminate image.
@@ -545,7 +547,7 @@ class QueuePair {
   static constexpr size_t kSqInitialSlots = 2;
   // Doubles the send ring (or makes it, kSqInitialSlots, after ReleaseIdle).
   void GrowSq();
-  std::vector<SqEntry> sq_;
+  CompactVec<SqEntry> sq_;
   size_t sq_capacity_ = 0;
   uint64_t sq_head_ = 0;
   uint64_t sq_tx_ = 0;
@@ -553,7 +555,7 @@ class QueuePair {
   // Receive queue. On SCTP receives are claimed in arrival order from
   // rq_next_ on and complete out of order (RqEntry::done); rq_head_ is the
   // oldest not yet completed. Over TCP rq_next_ stays unused.
-  std::vector<RqEntry> rq_;
+  CompactVec<RqEntry> rq_;
   uint64_t rq_head_ = 0;
   uint64_t rq_next_ = 0;
   uint64_t rq_tail_ = 0;
@@ -563,12 +565,12 @@ class QueuePair {
   RxMsg* rx_msg_ = nullptr;
   // Outstanding outbound Reads (SQ slots), in request order; ORD slots made
   // at the first Read or Atomic (PushOrq).
-  std::vector<uint64_t> orq_;  // SQ sequence numbers
+  CompactVec<uint64_t> orq_;  // SQ sequence numbers
   // SCTP: the state of each ORQ slot (qp_orq_sctp.cc). kDone: its response
   // is in, complete it when it reaches the head; kRetired: an XOR loop's
   // missed attempt, dropped silently when it reaches the head.
   enum class OrqSlot : uint8_t { kPending, kDone, kRetired };
-  std::vector<OrqSlot> orq_state_;
+  CompactVec<OrqSlot> orq_state_;
   size_t rx_orq_slot_ = 0;  // SCTP: the ORQ slot the current response answers
   // SCTP, unordered Read Responses: bytes placed per ORQ slot (made at the
   // first Read or Atomic of a QP that negotiated them; null otherwise).
@@ -580,7 +582,7 @@ class QueuePair {
   size_t orq_count_ = 0;
   size_t ord_ = 0;
   // Inbound Read Requests, in arrival order.
-  std::vector<IrqEntry> irq_;
+  CompactVec<IrqEntry> irq_;
   size_t irq_head_ = 0;
   size_t irq_count_ = 0;
 
@@ -592,7 +594,7 @@ class QueuePair {
   // that sends one message now and then (an RDM peer) keeps one slot.
   static constexpr size_t kTxBatch = 16;
   static constexpr size_t kTxBatchBytes = size_t{512} * 1024;
-  std::vector<TxFpdu> tx_ring_ = std::vector<TxFpdu>(1);
+  CompactVec<TxFpdu> tx_ring_ = CompactVec<TxFpdu>(1);
   size_t tx_head_ = 0;
   size_t tx_count_ = 0;
   TxFpdu* tx_ = tx_ring_.data();
@@ -607,7 +609,7 @@ class QueuePair {
   std::unique_ptr<uint8_t[]> tx_stash_;
   // Markers towards the peer (mpa_.markers_tx): FPDUs are copied into
   // tx_marker_body_, then marked into tx_stash_ (RFC 5044 §4; the peer asked).
-  std::vector<uint8_t> tx_marker_body_;
+  CompactVec<uint8_t> tx_marker_body_;
   wire::MarkerInserter marker_tx_;
   // The Terminate to send (DDP/RDMAP header image), made when an error is
   // detected (StateRts); sent by BuildTerminate.
@@ -652,7 +654,6 @@ class QueuePair {
   size_t rx_pass_bytes_ = 0;  // this pass: bytes received
   RxStats rx_stats_;
   TxStats tx_stats_;
-  TermStats term_stats_;
 
   // 32-bit fields.
   uint32_t pd_;
@@ -665,6 +666,11 @@ class QueuePair {
   uint32_t rx_msn_atomic_resp_ = 1;
 
   // Byte-sized state and flags.
+  // Terminates sent / received: each at most 1 (TermStats), so a byte each.
+  struct {
+    uint8_t sent = 0;
+    uint8_t received = 0;
+  } term_stats_;
   QpState state_ = QpState::kRts;
   bool established_ = false;
   bool awaiting_rtr_ = false;
