@@ -119,16 +119,14 @@ RdmCore::Peer& RdmCore::PeerFor(const transport::SockAddr& name) {
   // Datagrams from a peer on this host bound to the wildcard address come
   // from the loopback address: one peer, one key.
   const transport::SockAddr addr = name.HostLocal();
-  auto it = peers_.find(addr);
-  if (it != peers_.end()) return *it->second;
-  auto p = std::make_unique<Peer>();
-  p->core = this;
-  p->id = peer_by_id_.size();
-  p->addr = addr;
-  peer_by_id_.push_back(p.get());
-  Peer& ref = *p;
-  peers_.emplace(addr, std::move(p));
-  return ref;
+  auto [it, made] = peers_.try_emplace(addr);
+  if (!made) return *it->second;
+  it->second = std::make_unique<Peer>(it->first);  // Peer::addr refers to the key
+  Peer& p = *it->second;
+  p.core = this;
+  p.id = peer_by_id_.size();
+  peer_by_id_.push_back(&p);
+  return p;
 }
 
 RdmCore::Peer* RdmCore::PeerById(PeerId id) {

@@ -440,7 +440,10 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   struct Peer final : qp::CompletionSink, qp::RecvSource {
     RdmCore* core = nullptr;
     PeerId id = 0;
-    transport::SockAddr addr;
+    // The key of the peer's entry in peers_ (stable: node-based map), not a
+    // copy of it (32 bytes).
+    const transport::SockAddr& addr;
+    explicit Peer(const transport::SockAddr& key) : addr(key) {}
     uint32_t bounces_posted = 0;  // on the RD QP
     uint32_t rd_unexpected = 0;   // unexpected messages from the RD QP
     // The flags sit together (no padding between members: one Peer per
