@@ -316,7 +316,7 @@ class QueuePair {
  private:
   enum class SqOp : uint8_t { kSend, kWrite, kRead, kAtomic };
   // Fields ordered by size (no padding holes): the send ring holds one per
-  // slot, two on a quiet peer's QP.
+  // slot, one on a quiet peer's QP.
   struct SqEntry {
     uint64_t context = 0;
     Sgl sgl;
@@ -544,7 +544,9 @@ class QueuePair {
   // doubles when full, up to sq_capacity_ (config.sq_size): a QP that never
   // has many sends outstanding (most peers of an RDM endpoint) does not pay
   // for a deep queue's 200-byte entries.
-  static constexpr size_t kSqInitialSlots = 2;
+  // One slot to start: a quiet peer has one send outstanding at a time (an
+  // RDM message's Send completes when the RD stream copied it).
+  static constexpr size_t kSqInitialSlots = 1;
   // Doubles the send ring (or makes it, kSqInitialSlots, after ReleaseIdle).
   void GrowSq();
   CompactVec<SqEntry> sq_;

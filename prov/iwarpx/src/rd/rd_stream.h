@@ -352,7 +352,8 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   // Copy buffer and records: records [tx_head_, tx_tail_) are unreleased, in
   // send order; their bytes occupy buf_ from buf_head_ up to buf_tail_
   // (wrapping at buf_cap_; a record that would straddle the end starts at 0).
-  static constexpr size_t kInitialBuffer = 256;
+  // Two small messages' ULPDUs (an RDM EAGER of 8 bytes is ~60 bytes).
+  static constexpr size_t kInitialBuffer = 128;
   std::unique_ptr<uint8_t[]> buf_;
   size_t buf_size_;  // budget: unreleased ULPDU bytes (copied and lent) at most
   size_t buf_cap_;   // bytes of buf_, up to buf_size_
@@ -363,7 +364,7 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   // The record ring starts at kInitialSlots, the pending and hold rings at
   // none; they grow to the window's depth only when that much is in flight
   // (base/seq_ring.h).
-  static constexpr size_t kInitialSlots = 2;
+  static constexpr size_t kInitialSlots = 1;  // one datagram in flight
   SeqRing<TxRecord> tx_;
   uint64_t tx_head_ = 0;
   uint64_t tx_tail_ = 0;

@@ -21,7 +21,7 @@
 //
 // Contract:
 // * Pure state machine on an injected time (`now`, nanoseconds, monotonic).
-//   Allocates only to grow its record ring (4 records at first, doubling up
+//   Allocates only to grow its record ring (1 record at first, doubling up
 //   to capacity: the most datagrams that may be outstanding, a power of two,
 //   at most 2^15). Each ack costs one pass
 //   over the outstanding records.
@@ -138,8 +138,8 @@ class SendWindow {
   uint64_t probe_ack_delay_ns_;
   SendWindowSink& sink_;
   // Records [snd_una_, snd_nxt_); grows from kInitialRecords up to
-  // config.capacity (a peer with one message in flight keeps two).
-  static constexpr size_t kInitialRecords = 2;
+  // config.capacity (a peer with one datagram in flight keeps one).
+  static constexpr size_t kInitialRecords = 1;
   SeqRing<Record> ring_;
   RtoEstimator rto_;
   uint64_t min_rtt_ = UINT64_MAX;
