@@ -19,6 +19,8 @@
 //   and returns the bytes it held; only with no live number (the owner
 //   knows). The next Grow makes it again.
 // * Not thread-safe; no allocation except in the constructor and Grow.
+// * 16 bytes (a pointer and two 32-bit sizes; capacity at most 2^31): an RD
+//   peer keeps four rings.
 #pragma once
 
 #include <algorithm>
@@ -26,8 +28,8 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <utility>
-#include <vector>
 
 namespace iwarpx {
 
@@ -35,42 +37,49 @@ template <class T>
 class SeqRing {
  public:
   SeqRing(size_t capacity, size_t initial)
-      : slots_(std::min(initial, capacity)), capacity_(capacity) {
-    assert(std::has_single_bit(capacity) && (initial == 0 || std::has_single_bit(initial)));
+      : size_(static_cast<uint32_t>(std::min(initial, capacity))),
+        capacity_(static_cast<uint32_t>(capacity)) {
+    assert(std::has_single_bit(capacity) && capacity <= (size_t{1} << 31) &&
+           (initial == 0 || std::has_single_bit(initial)));
+    if (size_ != 0) slots_ = std::make_unique<T[]>(size_);
   }
 
   T& operator[](uint64_t n) {
-    assert(!slots_.empty());
-    return slots_[n & (slots_.size() - 1)];
+    assert(size_ != 0);
+    return slots_[n & (size_ - 1)];
   }
   const T& operator[](uint64_t n) const {
-    assert(!slots_.empty());
-    return slots_[n & (slots_.size() - 1)];
+    assert(size_ != 0);
+    return slots_[n & (size_ - 1)];
   }
-  [[nodiscard]] size_t size() const { return slots_.size(); }
+  [[nodiscard]] size_t size() const { return size_; }
   [[nodiscard]] size_t capacity() const { return capacity_; }
 
   void Grow(uint64_t first, size_t live, size_t need) {
-    assert(need <= capacity_ && live <= slots_.size());
-    if (need <= slots_.size()) return;
-    std::vector<T> grown(std::min(std::bit_ceil(need), capacity_));
-    const uint64_t old_mask = slots_.size() - 1;
-    const uint64_t new_mask = grown.size() - 1;
+    assert(need <= capacity_ && live <= size_);
+    if (need <= size_) return;
+    const auto grown_size = static_cast<uint32_t>(std::min<size_t>(std::bit_ceil(need), capacity_));
+    auto grown = std::make_unique<T[]>(grown_size);
+    const uint64_t old_mask = size_ - 1;
+    const uint64_t new_mask = grown_size - 1;
     for (size_t k = 0; k < live; ++k) {
       grown[(first + k) & new_mask] = std::move(slots_[(first + k) & old_mask]);
     }
-    slots_.swap(grown);
+    slots_ = std::move(grown);
+    size_ = grown_size;
   }
 
   size_t Release() {
-    const size_t bytes = slots_.capacity() * sizeof(T);
-    std::vector<T>().swap(slots_);
+    const size_t bytes = size_t{size_} * sizeof(T);
+    slots_.reset();
+    size_ = 0;
     return bytes;
   }
 
  private:
-  std::vector<T> slots_;
-  size_t capacity_;
+  std::unique_ptr<T[]> slots_;
+  uint32_t size_;
+  uint32_t capacity_;
 };
 
 }  // namespace iwarpx

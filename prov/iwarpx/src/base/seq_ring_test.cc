@@ -67,5 +67,18 @@ TEST(SeqRingTest, AnEmptyRingAllocatesOnItsFirstGrowth) {
   EXPECT_EQ(r[first], 7u);
 }
 
+TEST(SeqRingTest, IsAPointerAndTwoSizes) {
+  EXPECT_EQ(sizeof(SeqRing<uint64_t>), 16u);
+  SeqRing<uint64_t> r(1u << 15, 0);
+  EXPECT_EQ(r.size(), 0u);
+  EXPECT_EQ(r.capacity(), 1u << 15);
+  r.Grow(0, 0, 3);
+  EXPECT_EQ(r.size(), 4u);
+  r[3] = 7;
+  EXPECT_EQ(r[7], 7u);  // 7 & 3
+  EXPECT_EQ(r.Release(), 4 * sizeof(uint64_t));
+  EXPECT_EQ(r.size(), 0u);
+}
+
 }  // namespace
 }  // namespace iwarpx

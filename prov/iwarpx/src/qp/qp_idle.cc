@@ -12,10 +12,10 @@
 namespace iwarpx::qp {
 
 namespace {
-template <typename T>
-size_t Drop(std::vector<T>* v) {
-  const size_t bytes = v->capacity() * sizeof(T);
-  std::vector<T>().swap(*v);
+template <typename V>
+size_t Drop(V* v) {
+  const size_t bytes = v->capacity() * sizeof(typename V::value_type);
+  V().swap(*v);
   return bytes;
 }
 }  // namespace

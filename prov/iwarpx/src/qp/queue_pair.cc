@@ -77,8 +77,9 @@ QueuePair::QueuePair(std::unique_ptr<SctpFraming> framing, transport::Connection
       conn_(framing_ ? static_cast<transport::Connection&>(*framing_) : conn),
       stags_(stags),
       sink_(sink),
-      mpa_(mpa),
-      config_(EffectiveConfig(config, mpa)),
+      params_(ShareQpParams(mpa, EffectiveConfig(config, mpa))),
+      mpa_(params_->mpa),
+      config_(params_->config),
       sq_(std::min<size_t>(config.sq_size, kSqInitialSlots)),
       sq_capacity_(config.sq_size),
       rq_(config.rq_size),
@@ -130,7 +131,7 @@ void QueuePair::GrowSq() {
   // Live entries keep their sequence numbers; only their slots move. No
   // reference into sq_ is held across a Post* (callers look entries up by
   // sequence number after any call that can reach the sink).
-  std::vector<SqEntry> grown(std::min(std::max(sq_.size() * 2, kSqInitialSlots), sq_capacity_));
+  decltype(sq_) grown(std::min(std::max(sq_.size() * 2, kSqInitialSlots), sq_capacity_));
   for (uint64_t i = sq_head_; i < sq_tail_; ++i) grown[i % grown.size()] = sq_[i % sq_.size()];
   sq_.swap(grown);
 }

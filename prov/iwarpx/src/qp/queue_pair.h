@@ -149,10 +149,12 @@
 #include <vector>
 
 #include "base/bytes.h"
+#include "base/compact_vec.h"
 #include "base/result.h"
 #include "mem/stag_table.h"
 #include "qp/completion_sink.h"
 #include "qp/placed_ranges.h"
+#include "qp/qp_params.h"
 #include "qp/recv_source.h"
 #include "qp/sctp_framing.h"
 #include "qp/work_request.h"
@@ -177,22 +179,6 @@ enum class [[nodiscard]] QpStatus : uint8_t{
 enum class QpState : uint8_t { kRts, kClosing, kTerminate, kError };
 
 const char* ToString(QpState s);
-
-struct QpConfig {
-  uint32_t sq_size = 64;
-  uint32_t rq_size = 64;
-  // Largest ULPDU (DDP segment: header + payload) we send in one FPDU, the
-  // MULPDU (wire::MaxUlpduLength). At least kMinFpduPayload.
-  size_t max_fpdu_payload = 1448;
-  wire::MpaRole role = wire::MpaRole::kInitiator;
-  // Receive budget of one OnReadable() call (see the file comment); >= 1.
-  size_t rx_budget_fpdus = 64;
-  size_t rx_budget_bytes = size_t{256} * 1024;
-  // Receive staging bytes to start with (a power of two, at most
-  // kRxStagingSize): the buffer doubles while RecvV fills it. The default
-  // is the full size; a QP of a mostly quiet peer (rd::RdQp) starts small.
-  size_t rx_staging_initial = size_t{16} * 1024;
-};
 
 inline constexpr size_t kMinFpduPayload = 128;
 // MULPDU used instead of a larger configured one when markers go to the peer.
@@ -295,7 +281,7 @@ class QueuePair {
   [[nodiscard]] const TxStats& tx_stats() const { return tx_stats_; }
   // The negotiated MPA outcome (CRC, markers) this QP runs with.
   [[nodiscard]] const wire::MpaOutcome& mpa() const { return mpa_; }
-  [[nodiscard]] const TermStats& term_stats() const { return term_stats_; }
+  [[nodiscard]] TermStats term_stats() const { return {term_stats_.sent, term_stats_.received}; }
   // Streams a Send may use (SendWr::stream < this): the SCTP association's,
   // at most kMaxSctpStreams; 1 over TCP.
   [[nodiscard]] uint16_t tx_streams() const {
@@ -344,7 +330,7 @@ class QueuePair {
  private:
   enum class SqOp : uint8_t { kSend, kWrite, kRead, kAtomic };
   // Fields ordered by size (no padding holes): the send ring holds one per
-  // slot, two on a quiet peer's QP.
+  // slot, one on a quiet peer's QP.
   struct SqEntry {
     uint64_t context = 0;
     Sgl sgl;
@@ -558,7 +544,8 @@ class QueuePair {
   void EnsureStaging();
 
   // Members are grouped by size (pointers and 64-bit counters, then 32-bit,
-  // then bytes) so the object has no padding holes: an RDM endpoint keeps
+  // then bytes) so the object has no padding holes; the rings are
+  // CompactVecs (16 bytes, not a std::vector's 24): an RDM endpoint keeps
   // one QueuePair per datagram peer. Parts only some QPs use are allocated
   // on first use: the SCTP message table (with the framing), the ORQ (first
   // Read or Atomic), the IRQ (first inbound one), the Terminate image.
@@ -569,18 +556,23 @@ class QueuePair {
   mem::StagTable& stags_;
   CompletionSink& sink_;
   RecvSource* recv_source_ = nullptr;
-  wire::MpaOutcome mpa_;
-  QpConfig config_;
+  // The outcome and effective config, shared with the QPs that have equal
+  // ones (qp/qp_params.h); mpa_ and config_ name its two parts.
+  std::shared_ptr<const QpParams> params_;
+  const wire::MpaOutcome& mpa_;
+  const QpConfig& config_;
 
   // Send queue: entries [sq_head_, sq_tail_), next to transmit sq_tx_; entry
   // i lives at sq_[i % sq_.size()]. The storage starts at kSqInitialSlots and
   // doubles when full, up to sq_capacity_ (config.sq_size): a QP that never
   // has many sends outstanding (most peers of an RDM endpoint) does not pay
   // for a deep queue's 200-byte entries.
-  static constexpr size_t kSqInitialSlots = 2;
+  // One slot to start: a quiet peer has one send outstanding at a time (an
+  // RDM message's Send completes when the RD stream copied it).
+  static constexpr size_t kSqInitialSlots = 1;
   // Doubles the send ring (or makes it, kSqInitialSlots, after ReleaseIdle).
   void GrowSq();
-  std::vector<SqEntry> sq_;
+  CompactVec<SqEntry> sq_;
   size_t sq_capacity_ = 0;
   uint64_t sq_head_ = 0;
   uint64_t sq_tx_ = 0;
@@ -588,7 +580,7 @@ class QueuePair {
   // Receive queue. On SCTP receives are claimed in arrival order from
   // rq_next_ on and complete out of order (RqEntry::done); rq_head_ is the
   // oldest not yet completed. Over TCP rq_next_ stays unused.
-  std::vector<RqEntry> rq_;
+  CompactVec<RqEntry> rq_;
   uint64_t rq_head_ = 0;
   uint64_t rq_next_ = 0;
   uint64_t rq_tail_ = 0;
@@ -598,12 +590,12 @@ class QueuePair {
   RxMsg* rx_msg_ = nullptr;
   // Outstanding outbound Reads (SQ slots), in request order; ORD slots made
   // at the first Read or Atomic (PushOrq).
-  std::vector<uint64_t> orq_;  // SQ sequence numbers
+  CompactVec<uint64_t> orq_;  // SQ sequence numbers
   // SCTP: the state of each ORQ slot (qp_orq_sctp.cc). kDone: its response
   // is in, complete it when it reaches the head; kRetired: an XOR loop's
   // missed attempt, dropped silently when it reaches the head.
   enum class OrqSlot : uint8_t { kPending, kDone, kRetired };
-  std::vector<OrqSlot> orq_state_;
+  CompactVec<OrqSlot> orq_state_;
   size_t rx_orq_slot_ = 0;  // SCTP: the ORQ slot the current response answers
   // SCTP, unordered Read Responses: bytes placed per ORQ slot (made at the
   // first Read or Atomic of a QP that negotiated them; null otherwise).
@@ -615,7 +607,7 @@ class QueuePair {
   size_t orq_count_ = 0;
   size_t ord_ = 0;
   // Inbound Read Requests, in arrival order.
-  std::vector<IrqEntry> irq_;
+  CompactVec<IrqEntry> irq_;
   size_t irq_head_ = 0;
   size_t irq_count_ = 0;
 
@@ -627,7 +619,7 @@ class QueuePair {
   // that sends one message now and then (an RDM peer) keeps one slot.
   static constexpr size_t kTxBatch = 16;
   static constexpr size_t kTxBatchBytes = size_t{512} * 1024;
-  std::vector<TxFpdu> tx_ring_ = std::vector<TxFpdu>(1);
+  CompactVec<TxFpdu> tx_ring_ = CompactVec<TxFpdu>(1);
   size_t tx_head_ = 0;
   size_t tx_count_ = 0;
   TxFpdu* tx_ = tx_ring_.data();
@@ -642,7 +634,7 @@ class QueuePair {
   std::unique_ptr<uint8_t[]> tx_stash_;
   // Markers towards the peer (mpa_.markers_tx): FPDUs are copied into
   // tx_marker_body_, then marked into tx_stash_ (RFC 5044 §4; the peer asked).
-  std::vector<uint8_t> tx_marker_body_;
+  CompactVec<uint8_t> tx_marker_body_;
   wire::MarkerInserter marker_tx_;
   // The Terminate to send (DDP/RDMAP header image), made when an error is
   // detected (StateRts); sent by BuildTerminate.
@@ -690,7 +682,6 @@ class QueuePair {
   size_t rx_pass_bytes_ = 0;  // this pass: bytes received
   RxStats rx_stats_;
   TxStats tx_stats_;
-  TermStats term_stats_;
 
   // 32-bit fields.
   uint32_t pd_;
@@ -703,6 +694,11 @@ class QueuePair {
   uint32_t rx_msn_atomic_resp_ = 1;
 
   // Byte-sized state and flags.
+  // Terminates sent / received: each at most 1 (TermStats), so a byte each.
+  struct {
+    uint8_t sent = 0;
+    uint8_t received = 0;
+  } term_stats_;
   QpState state_ = QpState::kRts;
   bool established_ = false;
   bool awaiting_rtr_ = false;

@@ -28,9 +28,8 @@ Result<std::unique_ptr<RdQp>, qp::QpStatus> RdQp::Create(
   std::unique_ptr<RdQp> r(new (std::nothrow) RdQp());
   if (!r) return Err{qp::QpStatus::kInvalid};
   RdStreamOwner& owner = *r;
-  r->stream_ =
-      std::make_unique<RdStream>(port, peer, local_qpn, peer_qpn, config.stream, random, clock,
-                                 owner, sessions, config.stream.lend_reads ? &stags : nullptr);
+  r->stream_.emplace(port, peer, local_qpn, peer_qpn, config.stream, random, clock, owner, sessions,
+                     config.stream.lend_reads ? &stags : nullptr);
   qp::QpConfig qc;
   qc.sq_size = config.sq_size;
   qc.rq_size = config.rq_size;

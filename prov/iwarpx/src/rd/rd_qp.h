@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "base/clock.h"
@@ -149,11 +150,14 @@ class RdQp final : private RdStreamOwner {
   }
   void Pump();
 
-  std::unique_ptr<RdStream> stream_;
+  // The stream lives in the RdQp's own allocation (one malloc chunk per
+  // peer, not two; made in Create, before the QP that drives it, and
+  // destroyed after it).
+  std::optional<RdStream> stream_;
   std::unique_ptr<qp::QueuePair> qp_;
+  RdQpWatcher* watcher_ = nullptr;
   bool pump_left_ = false;  // the last Pump stopped on its bound with work left
   bool pumping_ = false;
-  RdQpWatcher* watcher_ = nullptr;
   bool watched_ = false;
   SweepMark sweep_mark_;
 };

@@ -120,12 +120,12 @@ void RdStream::OwnTail(TxRecord& r) {
   if (ok) {
     r.owned = std::move(copy);
     r.tail = r.owned.get();
-    ++stats_.reclaimed;
+    ++rare_stats().reclaimed;
     return;
   }
   r.unreadable = true;
   r.tail = nullptr;
-  ++stats_.unreadable;
+  ++rare_stats().unreadable;
 }
 
 transport::SockAddr RdStream::local_address() const {
@@ -328,7 +328,7 @@ RdStream::Accepted RdStream::AcceptUlpdu(std::span<const iovec> iov, size_t ulpd
     r.tail = tail->data;
     r.tail_len = tail->len;
     lent_bytes_ += tail->len;
-    ++stats_.lent;
+    ++rare_stats().lent;
   } else {
     r.key = 0;
     r.tail = nullptr;
@@ -379,7 +379,7 @@ bool RdStream::Transmit(uint64_t cookie, bool ack_request) {
   const transport::IoStatus s =
       port_.Send(peer_, h, std::span<const ByteSpan>(parts.data(), r.tail_len != 0 ? 2 : 1));
   if (s == transport::IoStatus::kWouldBlock) {
-    ++stats_.send_blocked;
+    ++rare_stats().send_blocked;
     return false;
   }
   // kError counts as a loss: the window resends it.
@@ -414,7 +414,7 @@ void RdStream::Acked(uint32_t /*seq*/, uint64_t cookie) {
 }
 
 void RdStream::Resend(uint32_t /*seq*/, uint64_t cookie) {
-  ++stats_.retransmitted;
+  ++rare_stats().retransmitted;
   // Past its first transmission a lent payload is the application's memory
   // at a time it may already believe the Read done: resend a copy.
   OwnTail(tx_[cookie]);
@@ -427,8 +427,8 @@ void RdStream::Resend(uint32_t /*seq*/, uint64_t cookie) {
 void RdStream::ResendProbe(uint32_t /*seq*/, uint64_t cookie) {
   // A tail loss probe asks for an ack: what it reveals is the point. If the
   // socket is backed up, the queued datagrams will carry the news anyway.
-  ++stats_.retransmitted;
-  ++stats_.tail_probes;
+  ++rare_stats().retransmitted;
+  ++rare_stats().tail_probes;
   OwnTail(tx_[cookie]);
   if (pending_count_ == 0 && Transmit(cookie, true)) return;
   for (size_t i = 0; i < pending_count_; ++i) {
@@ -477,7 +477,7 @@ void RdStream::SendProbe() {
   FillAck(h);
   if (SendControl(h)) {
     if (h.has_ack) recv_.OnAckSent();
-    ++stats_.probes_sent;
+    ++rare_stats().probes_sent;
   }
 }
 
@@ -496,7 +496,7 @@ wire::DgramHeader ResetHeader(uint32_t local_qpn, uint32_t peer_qpn, uint32_t se
 
 void RdStream::SendReset(uint32_t session) {
   if (SendControl(ResetHeader(local_qpn_, peer_qpn_, out_session_.id(), session))) {
-    ++stats_.resets_sent;
+    ++rare_stats().resets_sent;
   }
 }
 
@@ -541,7 +541,7 @@ RdStream::Input RdStream::OnDatagram(const wire::DecodedDgram& d) {
     return Input::kOk;
   }
   switch (in_sessions_.Classify(h.session, h.syn)) {
-    case SessionVerdict::kRetired: ++stats_.stale; return Input::kOk;
+    case SessionVerdict::kRetired: ++rare_stats().stale; return Input::kOk;
     case SessionVerdict::kReset: SendReset(h.session); return Input::kOk;
     case SessionVerdict::kAdopted:
       if (had_inbound_) return Input::kPeerRestarted;
@@ -582,7 +582,7 @@ void RdStream::HoldCopy(uint32_t seq, UlpduView ulpdu) {
   if (!ulpdu.b.empty())
     std::memcpy(slot.bytes.data() + ulpdu.a.size(), ulpdu.b.data(), ulpdu.b.size());
   slot.len = ulpdu.size();
-  ++stats_.held;
+  ++rare_stats().held;
 }
 
 void RdStream::AcceptData(const wire::DecodedDgram& d, uint64_t now) {
@@ -602,7 +602,7 @@ void RdStream::AcceptData(const wire::DecodedDgram& d, uint64_t now) {
       while (recv_.HeadHeld()) recv_.Receive(now);  // early ones now in order
       break;
     case Arrival::kEarly: HoldCopy(seq, ulpdu); break;
-    case Arrival::kDuplicate: ++stats_.duplicates; break;
+    case Arrival::kDuplicate: ++rare_stats().duplicates; break;
     case Arrival::kOutsideWindow: break;
   }
 }
@@ -692,7 +692,7 @@ void RdStream::OnTimer() {
   const uint64_t now = clock_.NowNs();
   send_.OnTimer(now);
   if (send_.Dead(now)) {
-    if (stats_.unreadable != 0 && in_sessions_.current() != 0) {
+    if (rare_ != nullptr && rare_->unreadable != 0 && in_sessions_.current() != 0) {
       // Data we could no longer read: the peer may be alive and waiting for
       // it (a Read that will never complete). A RESET of its session makes
       // its work fail with errors instead of waiting forever; three copies,

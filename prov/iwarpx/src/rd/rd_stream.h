@@ -208,7 +208,9 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   // SendV would take at least one FPDU of the largest size.
   [[nodiscard]] bool writable() const;
   [[nodiscard]] const InboundSessions& sessions() const { return in_sessions_; }
-  [[nodiscard]] const RdStreamStats& stats() const { return stats_; }
+  // The counters (by value: those bumped per datagram live in the stream,
+  // the others in a block made at their first count; rd_stream_stats.cc).
+  [[nodiscard]] RdStreamStats stats() const;
   [[nodiscard]] const SendWindow& send_window() const { return send_; }
   [[nodiscard]] const RecvWindow& recv_window() const { return recv_; }
   // Bytes of the copy buffer allocated now (it grows with the flight).
@@ -351,12 +353,29 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   int err_ = 0;
   bool write_shut_ = false;
   bool had_inbound_ = false;  // a peer session was adopted once
-  RdStreamStats stats_;
+  bool tx_blocked_ = false;   // the last SendV stopped for lack of credit or room
+  bool inflight_active_ = false;
+  // Counters bumped per datagram; the rest of RdStreamStats (resends,
+  // probes, resets, refusals, duplicates, holds, lending, stale sessions) is
+  // counted in rare_, made by rare_stats() at the first of them: a quiet
+  // peer's stream keeps 32 bytes of counters, not 112.
+  struct HotStats {
+    uint64_t data_sent = 0;
+    uint64_t acks_sent = 0;
+    uint64_t data_received = 0;
+  };
+  HotStats stats_;
+  std::unique_ptr<RdStreamStats> rare_;  // its data_sent/acks_sent/data_received unused
+  RdStreamStats& rare_stats() {
+    if (rare_ == nullptr) rare_ = std::make_unique<RdStreamStats>();
+    return *rare_;
+  }
 
   // Copy buffer and records: records [tx_head_, tx_tail_) are unreleased, in
   // send order; their bytes occupy buf_ from buf_head_ up to buf_tail_
   // (wrapping at buf_cap_; a record that would straddle the end starts at 0).
-  static constexpr size_t kInitialBuffer = 256;
+  // Two small messages' ULPDUs (an RDM EAGER of 8 bytes is ~60 bytes).
+  static constexpr size_t kInitialBuffer = 128;
   std::unique_ptr<uint8_t[]> buf_;
   size_t buf_size_;  // budget: unreleased ULPDU bytes (copied and lent) at most
   size_t buf_cap_;   // bytes of buf_, up to buf_size_
@@ -367,7 +386,7 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   // The record ring starts at kInitialSlots, the pending and hold rings at
   // none; they grow to the window's depth only when that much is in flight
   // (base/seq_ring.h).
-  static constexpr size_t kInitialSlots = 2;
+  static constexpr size_t kInitialSlots = 1;  // one datagram in flight
   SeqRing<TxRecord> tx_;
   uint64_t tx_head_ = 0;
   uint64_t tx_tail_ = 0;
@@ -375,17 +394,15 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   SeqRing<uint64_t> pending_;
   uint64_t pending_first_ = 0;
   size_t pending_count_ = 0;
-  bool tx_blocked_ = false;  // the last SendV stopped for lack of credit or room
   uint64_t probe_at_ = UINT64_MAX;
   uint64_t last_heard_ = 0;  // last datagram from the peer (dead check while probing)
 
   // Receive: the backlog is [consume_seq_, rcv_nxt); the datagram
   // inflight_seq_ may still be in the caller's buffer (inflight_), every
   // other one is in its hold slot (seq & (window - 1)), as are early ones.
-  uint32_t consume_seq_ = wire::kDgramInitialSeq;
   UlpduView inflight_;
+  uint32_t consume_seq_ = wire::kDgramInitialSeq;
   uint32_t inflight_seq_ = 0;
-  bool inflight_active_ = false;
   SeqRing<HoldSlot> hold_;
   size_t head_off_ = 0;  // bytes of the oldest backlogged FPDU image already delivered
 };

@@ -6,7 +6,8 @@
 //
 // Contract:
 // * Pure state machine on an injected time; no allocation after
-//   construction. `window` (a power of two, at most 2^15) is both the number
+//   construction (the held bitmap, one bit per slot, is made there). Not
+//   copyable. `window` (a power of two, at most 2^15) is both the number
 //   of datagrams the owner can hold and the credits advertised, so the right
 //   edge rcv_nxt + window only moves forward.
 // * OnData never advances rcv_nxt by itself. For kInOrder the owner either
@@ -30,7 +31,7 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 #include "rd/send_window.h"
 
@@ -72,8 +73,8 @@ class RecvWindow {
   // Some datagram is held (early ones after a hole): what arrives next is
   // likely more early ones, not rcv_nxt.
   [[nodiscard]] bool AnyHeld() const {
-    for (const uint64_t w : held_) {
-      if (w != 0) return true;
+    for (uint32_t k = 0; k < held_words(); ++k) {
+      if (held_[k] != 0) return true;
     }
     return false;
   }
@@ -105,18 +106,25 @@ class RecvWindow {
     held_[i / 64] = held ? (held_[i / 64] | bit) : (held_[i / 64] & ~bit);
   }
 
-  RecvConfig config_;
-  std::vector<uint64_t> held_;
-  uint32_t mask_;
-  uint32_t rcv_nxt_;
-  bool ack_now_ = false;
+  [[nodiscard]] uint32_t window() const { return mask_ + 1; }
+  [[nodiscard]] uint32_t held_words() const { return (mask_ + 64) / 64; }
+
+  // Members by size, no padding (one RecvWindow per RD peer). The config is
+  // kept as the three fields used after construction (window = mask_ + 1).
+  uint64_t ack_delay_ns_;
+  uint64_t ack_request_delay_ns_;
   uint64_t ack_soon_ = UINT64_MAX;  // an ack request's deadline
-  uint32_t unacked_advances_ = 0;
-  uint64_t first_unacked_ = 0;  // time of the first advance not yet acked
-  uint32_t backlog_ = 0;        // received in order, not consumed
-  uint32_t advertised_edge_;    // rcv_nxt + credits in the last ack sent
+  uint64_t first_unacked_ = 0;      // time of the first advance not yet acked
   uint64_t duplicates_ = 0;
   uint64_t outside_window_ = 0;
+  std::unique_ptr<uint64_t[]> held_;  // held_words() words
+  uint32_t ack_every_;
+  uint32_t mask_;
+  uint32_t rcv_nxt_;
+  uint32_t unacked_advances_ = 0;
+  uint32_t backlog_ = 0;      // received in order, not consumed
+  uint32_t advertised_edge_;  // rcv_nxt + credits in the last ack sent
+  bool ack_now_ = false;
 };
 
 }  // namespace iwarpx::rd

@@ -4,12 +4,13 @@
 
 namespace iwarpx::rd {
 
-RtoEstimator::RtoEstimator(const RtoConfig& config) : config_(config) {
-  Set(config_.initial_ns);
+RtoEstimator::RtoEstimator(const RtoConfig& config)
+    : min_ns_(config.min_ns), max_ns_(config.max_ns) {
+  Set(config.initial_ns);
 }
 
 void RtoEstimator::Set(uint64_t base) {
-  rto_ = std::clamp(base, config_.min_ns, config_.max_ns);
+  rto_ = std::clamp(base, min_ns_, max_ns_);
   base_ = rto_;
 }
 
@@ -28,7 +29,7 @@ void RtoEstimator::OnSample(uint64_t rtt_ns) {
 }
 
 void RtoEstimator::OnTimeout() {
-  rto_ = rto_ > config_.max_ns / 2 ? config_.max_ns : rto_ * 2;
+  rto_ = rto_ > max_ns_ / 2 ? max_ns_ : rto_ * 2;
 }
 
 }  // namespace iwarpx::rd

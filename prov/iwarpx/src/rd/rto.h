@@ -36,12 +36,15 @@ class RtoEstimator {
  private:
   void Set(uint64_t base);
 
-  RtoConfig config_;
-  bool has_sample_ = false;
+  // The clamp of RtoConfig (initial_ns is used by the constructor only);
+  // one estimator per RD peer, so no copy of the rest.
+  uint64_t min_ns_;
+  uint64_t max_ns_;
   uint64_t srtt_ = 0;
   uint64_t rttvar_ = 0;
   uint64_t rto_ = 0;
   uint64_t base_ = 0;  // rto_ without backoff
+  bool has_sample_ = false;
 };
 
 }  // namespace iwarpx::rd

@@ -15,11 +15,11 @@ SendWindow::SendWindow(const SendConfig& config, SendWindowSink& sink, uint32_t 
       probe_ack_delay_ns_(config.probe_ack_delay_ns),
       sink_(sink),
       ring_(config.capacity, kInitialRecords),
+      rto_(config.rto),
       snd_una_(initial_seq),
       snd_nxt_(initial_seq),
       right_edge_(initial_seq + initial_credits),
-      last_ack_(initial_seq),
-      rto_(config.rto) {
+      last_ack_(initial_seq) {
   assert(config.capacity != 0 && (config.capacity & (config.capacity - 1)) == 0 &&
          config.capacity <= 0x8000);
 }

@@ -21,7 +21,7 @@
 //
 // Contract:
 // * Pure state machine on an injected time (`now`, nanoseconds, monotonic).
-//   Allocates only to grow its record ring (4 records at first, doubling up
+//   Allocates only to grow its record ring (1 record at first, doubling up
 //   to capacity: the most datagrams that may be outstanding, a power of two,
 //   at most 2^15). Each ack costs one pass
 //   over the outstanding records.
@@ -132,35 +132,36 @@ class SendWindow {
 
   // The parts of SendConfig used after construction (capacity is the
   // ring's, the RTO configuration the estimator's): not a copy per peer.
+  // Members by size, no padding holes (one SendWindow per RD peer).
   uint64_t dead_after_ns_;
   uint64_t min_reorder_ns_;
   uint64_t probe_ack_delay_ns_;
   SendWindowSink& sink_;
   // Records [snd_una_, snd_nxt_); grows from kInitialRecords up to
-  // config.capacity (a peer with one message in flight keeps two).
-  static constexpr size_t kInitialRecords = 2;
+  // config.capacity (a peer with one datagram in flight keeps one).
+  static constexpr size_t kInitialRecords = 1;
   SeqRing<Record> ring_;
-  uint32_t snd_una_;
-  uint32_t snd_nxt_;
-  uint32_t right_edge_;
-  uint32_t last_ack_;
   RtoEstimator rto_;
-  static constexpr uint32_t kMaxReorderSteps = 16;
-  uint32_t reorder_steps_ = 1;  // reordering allowance in srtt/4 steps
-  static constexpr uint32_t kRecoveriesToReset = 16;
-  uint32_t recoveries_ = 0;  // loss repairs since the last spurious resend
   uint64_t min_rtt_ = UINT64_MAX;
   uint64_t xmit_counter_ = 0;
   uint64_t acked_xmit_ = 0;           // latest transmission known to have arrived
-  uint32_t lost_pending_ = 0;         // records with lost_pending set
   uint64_t loss_check_ = UINT64_MAX;  // when DetectLosses has a candidate due
   uint64_t timer_ = UINT64_MAX;       // retransmission timer (absolute ns)
   uint64_t probe_at_ = UINT64_MAX;    // tail loss probe (absolute ns)
-  bool probe_sent_ = false;           // this flight had its probe
   uint64_t tail_probes_ = 0;
   uint64_t last_progress_ = 0;
   uint64_t retransmissions_ = 0;
   uint64_t timeouts_ = 0;
+  uint32_t snd_una_;
+  uint32_t snd_nxt_;
+  uint32_t right_edge_;
+  uint32_t last_ack_;
+  static constexpr uint32_t kMaxReorderSteps = 16;
+  uint32_t reorder_steps_ = 1;  // reordering allowance in srtt/4 steps
+  static constexpr uint32_t kRecoveriesToReset = 16;
+  uint32_t recoveries_ = 0;    // loss repairs since the last spurious resend
+  uint32_t lost_pending_ = 0;  // records with lost_pending set
+  bool probe_sent_ = false;    // this flight had its probe
 };
 
 }  // namespace iwarpx::rd

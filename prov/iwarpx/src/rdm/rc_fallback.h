@@ -55,6 +55,9 @@ struct FbState {
   std::array<uint8_t, wire::kRdmHeaderSize> report{};
   std::array<uint8_t, wire::kRdmHeaderSize> broken_msg{};
   std::array<uint8_t, wire::kRdmHeaderSize> resent_msg{};
+  // Source of our SWITCH (RdmCore::SendSwitch): here rather than in every
+  // RdmCore::Peer, as only a peer with a connection sends one.
+  std::array<uint8_t, wire::kRdmHeaderSize> switch_header{};
 };
 
 }  // namespace iwarpx::rdm

@@ -121,20 +121,17 @@ RdmCore::Peer& RdmCore::PeerFor(const transport::SockAddr& name) {
   // Datagrams from a peer on this host bound to the wildcard address come
   // from the loopback address: one peer, one key.
   const transport::SockAddr addr = name.HostLocal();
-  auto it = peers_.find(addr);
-  if (it != peers_.end()) {
-    last_name_ = name;
-    last_peer_ = it->second.get();
-    return *last_peer_;
+  auto [it, made] = peers_.try_emplace(addr);
+  if (made) {
+    it->second = std::make_unique<Peer>(it->first);  // Peer::addr refers to the key
+    Peer& p = *it->second;
+    p.core = this;
+    p.id = peer_by_id_.size();
+    peer_by_id_.push_back(&p);
   }
-  auto p = std::make_unique<Peer>();
-  p->core = this;
-  p->id = peer_by_id_.size();
-  p->addr = addr;
-  peer_by_id_.push_back(p.get());
-  Peer& ref = *p;
-  peers_.emplace(addr, std::move(p));
-  return ref;
+  last_name_ = name;
+  last_peer_ = it->second.get();
+  return *last_peer_;
 }
 
 RdmCore::Peer* RdmCore::PeerById(PeerId id) {
@@ -157,7 +154,7 @@ qp::CompletionSink& RdmCore::PeerSink(const progress::RdPeerKey& key) {
 void RdmCore::PeerCreated(const progress::RdPeerKey& key, rd::RdQp& qp) {
   Peer& p = PeerFor(key.addr);
   p.bounces_posted = 0;
-  ++p.stats.rd_sessions;
+  p.stats.AddRdSession();
   qp.qp().SetRecvSource(&p);  // bounces on demand (rdm_core_bounce.cc)
 }
 
@@ -166,7 +163,7 @@ void RdmCore::PeerFailed(const progress::RdPeerKey& key, const rd::RdQp& qp) {
   Peer& p = PeerFor(key.addr);
   p.bounces_posted = 0;
   CountRdSession(p, qp);
-  ++p.stats.rd_failed;
+  ++p.stats.events().rd_failed;
   // A QP that failed by a Terminate has a healthy stream: a protocol error.
   const int err = qp.stream().error() != 0 ? qp.stream().error() : EPROTO;
   sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRdFailed, err);

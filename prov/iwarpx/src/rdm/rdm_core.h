@@ -138,6 +138,7 @@
 #include "qp/completion_sink.h"
 #include "qp/recv_source.h"
 #include "rdm/bounce_pool.h"
+#include "rdm/peer_counters.h"
 #include "rdm/peer_stats.h"
 #include "rdm/rc_fallback.h"
 #include "rdm/rc_fastpath.h"
@@ -439,33 +440,38 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   struct Peer final : qp::CompletionSink, qp::RecvSource {
     RdmCore* core = nullptr;
     PeerId id = 0;
-    transport::SockAddr addr;
+    // The key of the peer's entry in peers_ (stable: node-based map), not a
+    // copy of it (32 bytes).
+    const transport::SockAddr& addr;
+    explicit Peer(const transport::SockAddr& key) : addr(key) {}
     uint32_t bounces_posted = 0;  // on the RD QP
     uint32_t rd_unexpected = 0;   // unexpected messages from the RD QP
-    bool starved = false;         // in starved_: its RD QP was refused a bounce
+    // The flags sit together (no padding between members: one Peer per
+    // peer the endpoint ever named).
+    bool starved = false;       // in starved_: its RD QP was refused a bounce
+    bool tx_on_rc = false;      // our SWITCH went out: every later send goes on `link`
+    bool rx_switched = false;   // the peer's SWITCH arrived: link arrivals are matched
+    bool rd_replaying = false;  // replay guard of `rd_held`, as `replaying` for `held`
+    // OnSwitch is matching `held`: a bounce it gives back to the link may
+    // deliver the next message at once, which must queue behind the rest.
+    bool replaying = false;
     // Connected channel (rdm_core_rc.cc).
     std::unique_ptr<RcLink> link;
-    bool tx_on_rc = false;     // our SWITCH went out: every later send goes on `link`
-    bool rx_switched = false;  // the peer's SWITCH arrived: link arrivals are matched
     // The queues below are almost always empty: LazyDeque allocates nothing
     // until used (a std::deque costs ~600 bytes even when empty).
     LazyDeque<std::pair<uint32_t, size_t>> held;  // (bounce, bytes) from the link before it
     // RD messages that overtook the peer's SWITCH back (held until it
-    // arrives on the link), and the replay guard as for `held`.
+    // arrives on the link).
     LazyDeque<std::pair<uint32_t, size_t>> rd_held;
-    bool rd_replaying = false;
-    // OnSwitch is matching `held`: a bounce it gives back to the link may
-    // deliver the next message at once, which must queue behind the rest.
-    bool replaying = false;
     uint64_t msgs_sent = 0;
     uint64_t bytes_sent = 0;
     uint64_t next_try_msgs = 0;  // promotion: counts at which to (re)try a connect
     uint64_t next_try_bytes = 0;
-    PeerStats stats;  // a failed session's RD counters added by PeerFailed
+    PeerCounters stats;  // a failed session's RD counters added by PeerFailed
     // The lossless fall-back (rdm_core_fallback.cc): made with the first
-    // connection or BROKEN (168 bytes a datagram-only peer never needs).
+    // connection or BROKEN (200 bytes a datagram-only peer never needs; it
+    // also holds the SWITCH header, sent only to a connected peer).
     std::unique_ptr<FbState> fb;
-    std::array<uint8_t, wire::kRdmHeaderSize> switch_header{};
     std::array<LazyDeque<uint32_t>, 2> fin_wait;    // per Via: FINs waiting for room
     std::array<LazyDeque<uint32_t>, 2> read_wait;   // per Via: rendezvous with Reads to post
     std::array<LazyDeque<uint32_t>, 2> write_wait;  // per Via: sends with Writes/FIN to post

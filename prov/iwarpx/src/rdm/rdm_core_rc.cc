@@ -99,11 +99,11 @@ void RdmCore::CountAndPromote(Peer& p, uint64_t bytes) {
   auto ch = progress::MsgChannel::Connect(engine_, stags_, cc, config_.rc.qp, p.addr, from,
                                           ByteSpan(hello.data(), hello_len), *link);
   ++counters_.rc_opened;
-  ++p.stats.rc_opened;
+  ++p.stats.events().rc_opened;
   sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRcConnecting, 0);
   if (!ch.ok()) {
     ++counters_.rc_failed;
-    ++p.stats.rc_closed;
+    ++p.stats.events().rc_closed;
     sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRcClosed, ch.error());
     DropFpLink(*link);
     return;
@@ -144,7 +144,7 @@ void RdmCore::OnRequest(progress::MsgChannel& channel) {
   p.link = std::move(link);
   ++links_;
   ++counters_.rc_accepted;
-  ++p.stats.rc_accepted;
+  ++p.stats.events().rc_accepted;
   sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRcAccepted, 0);
   RcLink& l = *p.link;
   std::array<uint8_t, kRcHelloMaxSize> reply{};
@@ -199,7 +199,7 @@ void RdmCore::RcDown(RcLink& link) {
 
 void RdmCore::DropLink(Peer& p, int err) {
   if (p.link == nullptr) return;
-  ++p.stats.rc_closed;
+  ++p.stats.events().rc_closed;
   sink_.OnPeerEvent(p.id, p.addr, PeerEvent::kRcClosed, err);
   if (p.link->ch != nullptr) p.link->ch->CollectStats(&links_gone_);  // counts only grow
   DropFpLink(*p.link);  // its memory stays until the QP is gone (graveyard)
@@ -249,9 +249,10 @@ RdmStatus RdmCore::SendSwitch(Peer& p) {
   if (q == nullptr) return RdmStatus::kNoPeer;
   wire::RdmHeader h;
   h.op = wire::RdmOp::kSwitch;
-  if (!wire::EncodeRdmHeader(h, p.switch_header).ok()) return RdmStatus::kInvalid;
+  std::array<uint8_t, wire::kRdmHeaderSize>& header = Fb(p).switch_header;
+  if (!wire::EncodeRdmHeader(h, header).ok()) return RdmStatus::kInvalid;
   qp::SendWr wr;
-  wr.sgl.Add(p.switch_header.data(), wire::kRdmHeaderSize);
+  wr.sgl.Add(header.data(), wire::kRdmHeaderSize);
   wr.context = Ctx(Kind::kSwitch, p.id);
   switch (q->qp().PostSend(wr)) {
     case qp::QpStatus::kOk: break;

@@ -29,15 +29,16 @@ const char* PeerEventName(PeerEvent e) {
 
 void RdmCore::CountRdSession(Peer& p, const rd::RdQp& q) {
   const rd::RdStreamStats& c = q.stream().stats();
-  p.stats.rd_retransmitted += c.retransmitted;
-  p.stats.rd_probes_sent += c.probes_sent;
+  PeerCounters::Events& e = p.stats.events();
+  e.rd_retransmitted += c.retransmitted;
+  e.rd_probes_sent += c.probes_sent;
 }
 
 bool RdmCore::Snapshot(PeerId id, PeerSnapshot* out) {
   Peer* p = PeerById(id);
   if (p == nullptr) return false;
   out->addr = p->addr;
-  out->stats = p->stats;
+  out->stats = p->stats.Snapshot();
   if (p->link == nullptr) {
     out->state = PeerState::kDatagram;
   } else {
