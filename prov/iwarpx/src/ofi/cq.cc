@@ -148,7 +148,8 @@ bool Cq::Post(const struct fi_cq_tagged_entry& c, fi_addr_t src) {
   std::lock_guard<std::mutex> lock(waiter_.mu);
   Slot* s = ring_.Push();
   if (s == nullptr) return false;
-  s->entry = {};
+  queued_.store(ring_.size(), std::memory_order_release);
+  // Only these fields of a success slot are ever read (ReadLocked).
   s->entry.op_context = c.op_context;
   s->entry.flags = c.flags;
   s->entry.len = c.len;
@@ -165,6 +166,7 @@ bool Cq::PostError(const struct fi_cq_err_entry& e) {
   std::lock_guard<std::mutex> lock(waiter_.mu);
   Slot* s = ring_.Push();
   if (s == nullptr) return false;
+  queued_.store(ring_.size(), std::memory_order_release);
   s->entry = e;
   s->entry.err_data = nullptr;
   s->entry.err_data_size = 0;
@@ -204,6 +206,7 @@ ssize_t Cq::ReadLocked(void* buf, size_t count, fi_addr_t* src_addr) {
     ring_.Pop();
     ++n;
   }
+  queued_.store(ring_.size(), std::memory_order_release);
   return static_cast<ssize_t>(n);
 }
 
@@ -213,6 +216,7 @@ ssize_t Cq::Read(void* buf, size_t count, fi_addr_t* src_addr) {
     return -FI_EINVAL;
   }
   domain_->fabric()->Progress();
+  if (queued_.load(std::memory_order_acquire) == 0) return -FI_EAGAIN;
   std::lock_guard<std::mutex> lock(waiter_.mu);
   return ReadLocked(buf, count, src_addr);
 }
@@ -238,6 +242,7 @@ ssize_t Cq::ReadErr(struct fi_cq_err_entry* buf, uint64_t flags) {
   buf->err_data = user_err_size != 0 ? user_err_data : nullptr;
   buf->err_data_size = 0;
   ring_.Pop();
+  queued_.store(ring_.size(), std::memory_order_release);
   return 1;
 }
 

@@ -57,10 +57,13 @@ void UdQp::Finish(const UdSendWr& wr, transport::IoStatus status) {
 }
 
 bool UdQp::Transmit(const UdSendWr& wr) {
-  std::array<uint8_t, wire::kDdpMaxHeaderSize> ddp{};
-  std::array<ByteSpan, 1 + qp::kMaxSge> parts{};
-  const size_t count = BuildUlpdu(wr, msn_ + 1, ddp, parts);
-  const transport::IoStatus s = port_.Send(wr.dest, HeaderFor(wr), std::span(parts.data(), count));
+  std::array<ByteSpan, qp::kMaxSge> payload;
+  const uint8_t count = std::min<uint8_t>(wr.sgl.count, qp::kMaxSge);
+  for (uint8_t i = 0; i < count; ++i) {
+    payload[i] = ByteSpan(static_cast<const uint8_t*>(wr.sgl.sge[i].addr), wr.sgl.sge[i].len);
+  }
+  const wire::UdSendFields fields{wr.dest_qpn, config_.qpn, msn_ + 1, wr.solicited};
+  const transport::IoStatus s = port_.SendUd(wr.dest, fields, std::span(payload.data(), count));
   if (s == transport::IoStatus::kWouldBlock) return false;
   Finish(wr, s);
   return true;
@@ -97,6 +100,13 @@ QpStatus UdQp::PostSend(const UdSendWr& wr) {
   sq_[sq_tail_++ % sq_.size()] = wr;
   if (!wr.more) SendQueued();
   return QpStatus::kOk;
+}
+
+bool UdQp::TrySend(const UdSendWr& wr) {
+  if (sq_head_ != sq_tail_ || wr.more || !wr.sgl.Valid() || wr.sgl.Length() > kUdMaxMessage) {
+    return false;
+  }
+  return Transmit(wr);
 }
 
 void UdQp::OnWritable() {
@@ -145,12 +155,20 @@ void UdQp::OnDatagram(const wire::DecodedDgram& dgram, const transport::SockAddr
     ++counters_.not_send;
     return;
   }
+  Receive(seg->payload, dgram.header.src_qpn, from);
+}
+
+bool UdQp::OnUdSend(const wire::UdSendView& send, const transport::SockAddr& from) {
+  Receive(send.payload, send.fields.src_qpn, from);
+  return true;
+}
+
+void UdQp::Receive(ByteSpan payload, uint32_t src_qpn, const transport::SockAddr& from) {
   if (rq_head_ == rq_tail_) {
     ++counters_.no_receive;
     return;
   }
   const qp::RecvWr& r = rq_[rq_head_++ % rq_.size()];
-  ByteSpan payload = seg->payload;
   size_t placed = 0;
   for (uint8_t i = 0; i < r.sgl.count && placed < payload.size(); ++i) {
     const size_t n = std::min(r.sgl.sge[i].len, payload.size() - placed);
@@ -159,7 +177,7 @@ void UdQp::OnDatagram(const wire::DecodedDgram& dgram, const transport::SockAddr
   }
   UdRecvInfo info;
   info.src = from;
-  info.src_qpn = dgram.header.src_qpn;
+  info.src_qpn = src_qpn;
   info.truncated_bytes = payload.size() - placed;
   ++counters_.received;
   sink_.OnRecvComplete(r.context, placed, info);

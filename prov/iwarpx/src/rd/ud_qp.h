@@ -97,6 +97,13 @@ class UdQp final : public DgramReceiver {
   UdQp& operator=(const UdQp&) = delete;
 
   qp::QpStatus PostSend(const UdSendWr& wr);
+  // PostSend's immediate case only: with nothing queued and `more` clear,
+  // sends `wr` at once and returns true when the socket took it or failed it
+  // for good (reported exactly as PostSend reports it). Returns false, having
+  // done nothing, when it would queue (backlog, `more`, socket full) or `wr`
+  // is invalid: the caller then calls PostSend with an SGL that stays valid
+  // until completion (fi_inject copies its payload only then).
+  bool TrySend(const UdSendWr& wr);
   qp::QpStatus PostRecv(const qp::RecvWr& wr);
   void OnWritable();
   void Flush();
@@ -104,6 +111,9 @@ class UdQp final : public DgramReceiver {
   bool CancelRecv(uint64_t context);
 
   void OnDatagram(const wire::DecodedDgram& dgram, const transport::SockAddr& from) override;
+  // The one-step path (DgramPort decoded a UD Send with DecodeUdSend): the
+  // same receive as OnDatagram's for that datagram, without ParseSegment.
+  bool OnUdSend(const wire::UdSendView& send, const transport::SockAddr& from) override;
 
   [[nodiscard]] bool wants_write() const { return sq_head_ != sq_tail_; }
   [[nodiscard]] uint32_t qpn() const { return config_.qpn; }
@@ -122,6 +132,9 @@ class UdQp final : public DgramReceiver {
                     std::array<uint8_t, wire::kDdpMaxHeaderSize>& buf,
                     std::array<ByteSpan, 1 + qp::kMaxSge>& parts) const;
   [[nodiscard]] wire::DgramHeader HeaderFor(const UdSendWr& wr) const;
+  // Places a received Send's payload into the oldest posted receive and
+  // completes it (or counts no_receive).
+  void Receive(ByteSpan payload, uint32_t src_qpn, const transport::SockAddr& from);
   // Accounts for one WR the socket took (kOk) or refused for good (kError).
   void Finish(const UdSendWr& wr, transport::IoStatus status);
 
