@@ -192,17 +192,26 @@ ssize_t Cq::ReadLocked(void* buf, size_t count, fi_addr_t* src_addr) {
   size_t n = 0;
   const size_t size = EntrySize();
   while (n < count && !ring_.empty() && !ring_.front().error) {
-    const struct fi_cq_err_entry& e = ring_.front().entry;
-    struct fi_cq_tagged_entry d = {};
-    d.op_context = e.op_context;
-    d.flags = e.flags;
-    d.len = e.len;
-    d.buf = e.buf;
-    d.data = e.data;
-    d.tag = e.tag;
-    // The four formats are prefixes of fi_cq_tagged_entry.
-    std::memcpy(out + n * size, &d, size);
-    if (src_addr != nullptr) src_addr[n] = ring_.front().src;
+    const Slot& slot = ring_.front();
+    const struct fi_cq_err_entry& e = slot.entry;
+    // The four formats are prefixes of fi_cq_tagged_entry: each case copies
+    // its own size (a constant, so no library memcpy per entry).
+    const struct fi_cq_tagged_entry d = {
+        .op_context = e.op_context,
+        .flags = e.flags,
+        .len = e.len,
+        .buf = e.buf,
+        .data = e.data,
+        .tag = e.tag,
+    };
+    uint8_t* dst = out + n * size;
+    switch (format_) {
+      case FI_CQ_FORMAT_MSG: std::memcpy(dst, &d, sizeof(struct fi_cq_msg_entry)); break;
+      case FI_CQ_FORMAT_DATA: std::memcpy(dst, &d, sizeof(struct fi_cq_data_entry)); break;
+      case FI_CQ_FORMAT_TAGGED: std::memcpy(dst, &d, sizeof(struct fi_cq_tagged_entry)); break;
+      default: std::memcpy(dst, &d, sizeof(struct fi_cq_entry)); break;
+    }
+    if (src_addr != nullptr) src_addr[n] = slot.src;
     ring_.Pop();
     ++n;
   }

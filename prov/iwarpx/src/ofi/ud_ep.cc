@@ -117,24 +117,35 @@ ssize_t UdEndpoint::PostSend(const struct iovec* iov, size_t count, fi_addr_t de
              static_cast<unsigned long>(dest));
     return -FI_EINVAL;
   }
-  uint32_t index = 0;
-  EpReporter::Slot* s = reporter_.AllocTx(&index);
-  if (s == nullptr) return -FI_EAGAIN;
-  reporter_.FillTxSlot(*s, context, FI_SEND | FI_MSG, reporter_.send_cntr(), flags);
   rd::UdSendWr wr;
-  wr.context = index;
   wr.sgl = sgl;
   wr.dest = to->addr;
   wr.dest_qpn = kBaseQpn + to->rx_index;
   wr.more = (flags & FI_MORE) != 0;  // batched into one sendmmsg with what follows
-  const bool was_queueing = qp_->wants_write();
-  // fi_inject's payload is copied only when the datagram has to wait: one
-  // the socket takes at once is built from the caller's buffer.
-  if ((flags & FI_INJECT) != 0 && qp_->TrySend(wr)) return 0;
+  // A send the socket takes (or refuses) at once is built from the caller's
+  // buffer and reported here: no slot, no fi_inject copy.
+  const transport::IoStatus now = qp_->SendNow(wr);
+  if (now == transport::IoStatus::kOk) {
+    reporter_.ReportTxNow(context, FI_SEND | FI_MSG, reporter_.send_cntr(), flags, nullptr);
+    return 0;
+  }
+  if (now == transport::IoStatus::kError) {
+    struct fi_cq_err_entry e = {};
+    e.err = FI_EIO;  // as OnError reports a failed send
+    reporter_.ReportTxNow(context, FI_SEND | FI_MSG, reporter_.send_cntr(), flags, &e);
+    return 0;
+  }
+  // It waits in the QP: a slot, and fi_inject's payload copied into it.
+  uint32_t index = 0;
+  EpReporter::Slot* s = reporter_.AllocTx(&index);
+  if (s == nullptr) return -FI_EAGAIN;
+  reporter_.FillTxSlot(*s, context, FI_SEND | FI_MSG, reporter_.send_cntr(), flags);
+  wr.context = index;
   if ((flags & FI_INJECT) != 0) {
     EpReporter::CopyInject(*s, iov, count, &sgl);
     wr.sgl = sgl;
   }
+  const bool was_queueing = qp_->wants_write();
   if (qp_->PostSend(wr) != qp::QpStatus::kOk) {
     reporter_.FreeTx(index);
     return -FI_EAGAIN;
