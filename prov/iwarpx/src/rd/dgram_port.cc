@@ -82,36 +82,32 @@ transport::IoStatus DgramPort::Send(const transport::SockAddr& to, const wire::D
 transport::IoStatus DgramPort::SendUd(const transport::SockAddr& to,
                                       const wire::UdSendFields& fields,
                                       std::span<const ByteSpan> payload) {
-  size_t payload_size = 0;
-  for (const ByteSpan part : payload) payload_size += part.size();
-  if (payload_size > kUdFlatPayloadMax) {
-    wire::SendParams params;
-    params.solicited_event = fields.solicited;
-    params.msn = fields.msn;
-    std::array<uint8_t, wire::kDdpUntaggedHeaderSize> ddp{};
-    std::array<ByteSpan, 1 + 8> parts{};
-    const auto n = wire::EncodeSendHeader(params, ddp);
-    if (!n.ok() || payload.size() > parts.size() - 1) {
-      ++counters_.send_errors;
-      return transport::IoStatus::kError;
-    }
-    parts[0] = ByteSpan(ddp.data(), *n);
-    std::copy(payload.begin(), payload.end(), parts.begin() + 1);
-    wire::DgramHeader header;
-    header.type = wire::DgramType::kUdData;
-    header.dst_qpn = fields.dst_qpn;
-    header.src_qpn = fields.src_qpn;
-    return Send(to, header, std::span(parts.data(), 1 + payload.size()));
-  }
   const auto n = wire::EncodeUdSend(fields, payload, config_.crc, MutableByteSpan(flat_));
-  if (!n.ok()) {  // not reached: the payload fits flat_
+  if (n.ok()) {
+    const iovec one{flat_.data(), *n};
+    const transport::IoResult r = socket_.SendTo(to, std::span<const iovec>(&one, 1));
+    if (r.status == transport::IoStatus::kError) ++counters_.send_errors;
+    return r.status;
+  }
+  // Larger than flat_ (more than 238 payload bytes): header, DDP
+  // header and the caller's parts in one gather send.
+  wire::SendParams params;
+  params.solicited_event = fields.solicited;
+  params.msn = fields.msn;
+  std::array<uint8_t, wire::kDdpUntaggedHeaderSize> ddp{};
+  std::array<ByteSpan, 1 + 8> parts{};
+  const auto h = wire::EncodeSendHeader(params, ddp);
+  if (n.error() != wire::WireError::kNoSpace || !h.ok() || payload.size() > parts.size() - 1) {
     ++counters_.send_errors;
     return transport::IoStatus::kError;
   }
-  const iovec one{flat_.data(), *n};
-  const transport::IoResult r = socket_.SendTo(to, std::span<const iovec>(&one, 1));
-  if (r.status == transport::IoStatus::kError) ++counters_.send_errors;
-  return r.status;
+  parts[0] = ByteSpan(ddp.data(), *h);
+  std::copy(payload.begin(), payload.end(), parts.begin() + 1);
+  wire::DgramHeader header;
+  header.type = wire::DgramType::kUdData;
+  header.dst_qpn = fields.dst_qpn;
+  header.src_qpn = fields.src_qpn;
+  return Send(to, header, std::span(parts.data(), 1 + payload.size()));
 }
 
 transport::BatchResult DgramPort::SendBatch(std::span<const OutDgram> out) {

@@ -132,9 +132,9 @@ class DgramPort {
                            std::span<const ByteSpan> ulpdu);
 
   // Sends one UD Send (wire/dgram_ud.h) carrying the payload parts, which
-  // are only read: with at most kUdFlatPayloadMax bytes it is built in one
-  // buffer with one CRC pass by EncodeUdSend (the bytes Send() would send,
-  // without the generic encoders' work); a larger one goes through Send().
+  // are only read: with at most 238 payload bytes it is built in one buffer
+  // with one CRC pass by EncodeUdSend (the bytes Send() would send, without
+  // the generic encoders' work); a larger one goes through Send().
   transport::IoStatus SendUd(const transport::SockAddr& to, const wire::UdSendFields& fields,
                              std::span<const ByteSpan> payload);
 
@@ -217,7 +217,6 @@ class DgramPort {
   bool last_read_empty_ = false;  // the last read got nothing: probe with one
   // Send()'s buffer for a small datagram built whole.
   static constexpr size_t kFlatUlpduMax = 256;
-  static constexpr size_t kUdFlatPayloadMax = kFlatUlpduMax - wire::kDdpUntaggedHeaderSize;
   alignas(8) std::array<uint8_t, wire::DgramSize(kFlatUlpduMax)> flat_{};
   PortCounters counters_;
 };

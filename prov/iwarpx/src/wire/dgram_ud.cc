@@ -33,6 +33,11 @@ constexpr size_t kOffInvalidate = kOffDdp + 2;  // Invalidate STag, then QN: 8 z
 constexpr size_t kOffMsn = kOffDdp + 10;
 constexpr size_t kOffMo = kOffDdp + 14;
 
+void Store64Be(uint8_t* p, uint64_t v) {
+  const uint64_t be = __builtin_bswap64(v);
+  std::memcpy(p, &be, sizeof be);
+}
+
 uint64_t Load64(const uint8_t* p) {
   uint64_t v = 0;
   std::memcpy(&v, p, sizeof v);
@@ -58,23 +63,28 @@ Result<size_t, WireError> EncodeUdSend(const UdSendFields& fields,
   const size_t size = DgramSize(ulpdu);
   if (out.size() < size) return Err{WireError::kNoSpace};
 
+  // The 58 header bytes as seven 64-bit words and one 16-bit word, zero
+  // fields included (one store each instead of a memset and field stores).
   uint8_t* p = out.data();
-  std::memset(p, 0, kUdSendHeaderSize);
-  StoreBe32(p, kUdLead);
-  StoreBe16(p + kOffFlags, crc_on ? kDgramFlagCrc : 0);
-  StoreBe16(p + kOffUlpduLength, static_cast<uint16_t>(ulpdu));
-  StoreBe32(p + kOffDstQpn, fields.dst_qpn);
-  StoreBe32(p + kOffSrcQpn, fields.src_qpn);
-  p[kOffDdp] = kUdDdpControl;
-  p[kOffRdmap] = fields.solicited ? kSendSeControl : kSendControl;
-  StoreBe32(p + kOffMsn, fields.msn);
+  const uint64_t flags = crc_on ? kDgramFlagCrc : 0;
+  Store64Be(p, (uint64_t{kUdLead} << 32) | (flags << 16) | ulpdu);
+  Store64Be(p + 8, fields.dst_qpn);                   // credits, ctrl_op, reserved: 0
+  Store64Be(p + 16, uint64_t{fields.src_qpn} << 32);  // then session 0
+  Store64Be(p + 24, 0);                               // echo_session, seq
+  Store64Be(p + 32, 0);                               // ack, sack
+  const uint8_t rdmap = fields.solicited ? kSendSeControl : kSendControl;
+  // DDP ctrl, RDMAP ctrl, Invalidate STag 0, QN 0, MSN, MO 0.
+  Store64Be(p + kOffDdp, (uint64_t{kUdDdpControl} << 56) | (uint64_t{rdmap} << 48));
+  Store64Be(p + kOffDdp + 8, uint64_t{fields.msn} << 16);
+  StoreBe16(p + kOffDdp + 16, 0);
+  static_assert(kOffMsn == kOffDdp + 10 && kOffMo == kOffDdp + 14);
   size_t pos = kUdSendHeaderSize;
   for (const ByteSpan part : payload_parts) {
     if (!part.empty()) std::memcpy(p + pos, part.data(), part.size());
     pos += part.size();
   }
   const size_t body = size - kDgramCrcSize;  // header, ULPDU, pad
-  std::memset(p + pos, 0, size - pos);
+  StoreBe32(p + pos, 0);                     // the 0..3 pad bytes (and CRC bytes written next)
   StoreCrcWire(p + body, crc_on ? Crc32c(ByteSpan(p, body)) : 0);
   return size;
 }
