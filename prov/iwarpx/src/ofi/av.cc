@@ -164,6 +164,7 @@ fi_addr_t Av::InsertOne(const transport::SockAddr& a) {
   entries_.emplace_back(a);
   index_.emplace(k, fa);
   last_find_.reset();
+  generation_.fetch_add(1, std::memory_order_release);
   return fa;
 }
 
@@ -243,6 +244,7 @@ int Av::Remove(fi_addr_t* fi_addr, size_t count, uint64_t flags) {
     entries_[fi_addr[i]].reset();
   }
   last_find_.reset();
+  generation_.fetch_add(1, std::memory_order_release);
   return 0;
 }
 

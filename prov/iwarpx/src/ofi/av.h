@@ -67,6 +67,9 @@ class Av {
   // finds an entry inserted as the wildcard address with its port (a peer on
   // this host bound to "any address" names itself that way).
   fi_addr_t Find(const transport::SockAddr& addr);
+  // Changes whenever an insert or remove may change what Resolve() or Find()
+  // answer: an endpoint may keep their last answers while it stays the same.
+  [[nodiscard]] uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
 
   // The fi_ops_av entries.
   int Insert(const void* addr, size_t count, fi_addr_t* fi_addr, uint64_t flags, void* context);
@@ -113,6 +116,7 @@ class Av {
     fi_addr_t result = FI_ADDR_NOTAVAIL;
   };
   std::optional<LastFind> last_find_;
+  std::atomic<uint64_t> generation_{0};  // bumped under mu_ with every index_ change
   std::atomic<int> refs_{0};
 };
 

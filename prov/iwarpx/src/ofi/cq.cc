@@ -148,7 +148,8 @@ bool Cq::Post(const struct fi_cq_tagged_entry& c, fi_addr_t src) {
   std::lock_guard<std::mutex> lock(waiter_.mu);
   Slot* s = ring_.Push();
   if (s == nullptr) return false;
-  s->entry = {};
+  queued_.store(ring_.size(), std::memory_order_release);
+  // Only these fields of a success slot are ever read (ReadLocked).
   s->entry.op_context = c.op_context;
   s->entry.flags = c.flags;
   s->entry.len = c.len;
@@ -165,6 +166,7 @@ bool Cq::PostError(const struct fi_cq_err_entry& e) {
   std::lock_guard<std::mutex> lock(waiter_.mu);
   Slot* s = ring_.Push();
   if (s == nullptr) return false;
+  queued_.store(ring_.size(), std::memory_order_release);
   s->entry = e;
   s->entry.err_data = nullptr;
   s->entry.err_data_size = 0;
@@ -190,20 +192,30 @@ ssize_t Cq::ReadLocked(void* buf, size_t count, fi_addr_t* src_addr) {
   size_t n = 0;
   const size_t size = EntrySize();
   while (n < count && !ring_.empty() && !ring_.front().error) {
-    const struct fi_cq_err_entry& e = ring_.front().entry;
-    struct fi_cq_tagged_entry d = {};
-    d.op_context = e.op_context;
-    d.flags = e.flags;
-    d.len = e.len;
-    d.buf = e.buf;
-    d.data = e.data;
-    d.tag = e.tag;
-    // The four formats are prefixes of fi_cq_tagged_entry.
-    std::memcpy(out + n * size, &d, size);
-    if (src_addr != nullptr) src_addr[n] = ring_.front().src;
+    const Slot& slot = ring_.front();
+    const struct fi_cq_err_entry& e = slot.entry;
+    // The four formats are prefixes of fi_cq_tagged_entry: each case copies
+    // its own size (a constant, so no library memcpy per entry).
+    const struct fi_cq_tagged_entry d = {
+        .op_context = e.op_context,
+        .flags = e.flags,
+        .len = e.len,
+        .buf = e.buf,
+        .data = e.data,
+        .tag = e.tag,
+    };
+    uint8_t* dst = out + n * size;
+    switch (format_) {
+      case FI_CQ_FORMAT_MSG: std::memcpy(dst, &d, sizeof(struct fi_cq_msg_entry)); break;
+      case FI_CQ_FORMAT_DATA: std::memcpy(dst, &d, sizeof(struct fi_cq_data_entry)); break;
+      case FI_CQ_FORMAT_TAGGED: std::memcpy(dst, &d, sizeof(struct fi_cq_tagged_entry)); break;
+      default: std::memcpy(dst, &d, sizeof(struct fi_cq_entry)); break;
+    }
+    if (src_addr != nullptr) src_addr[n] = slot.src;
     ring_.Pop();
     ++n;
   }
+  queued_.store(ring_.size(), std::memory_order_release);
   return static_cast<ssize_t>(n);
 }
 
@@ -213,6 +225,7 @@ ssize_t Cq::Read(void* buf, size_t count, fi_addr_t* src_addr) {
     return -FI_EINVAL;
   }
   domain_->fabric()->Progress();
+  if (queued_.load(std::memory_order_acquire) == 0) return -FI_EAGAIN;
   std::lock_guard<std::mutex> lock(waiter_.mu);
   return ReadLocked(buf, count, src_addr);
 }
@@ -238,6 +251,7 @@ ssize_t Cq::ReadErr(struct fi_cq_err_entry* buf, uint64_t flags) {
   buf->err_data = user_err_size != 0 ? user_err_data : nullptr;
   buf->err_data_size = 0;
   ring_.Pop();
+  queued_.store(ring_.size(), std::memory_order_release);
   return 1;
 }
 

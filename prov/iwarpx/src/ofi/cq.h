@@ -86,6 +86,11 @@ class Cq {
   enum fi_cq_wait_cond wait_cond_;
   Waiter waiter_;
   Ring<Slot> ring_;  // waiter_.mu
+  // ring_.size(), stored under waiter_.mu after every push and pop, so that
+  // fi_cq_read of an empty CQ (a busy poll) returns without the lock. A
+  // reader that sees a stale 0 returns -FI_EAGAIN, as if it had polled just
+  // before the entry came.
+  std::atomic<size_t> queued_{0};
   std::atomic<int> refs_{0};
 };
 

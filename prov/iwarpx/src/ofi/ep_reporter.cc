@@ -121,16 +121,41 @@ void EpReporter::FreeRx(uint32_t index) {
   rx_free_.push_back(index);
 }
 
-void EpReporter::FillTxSlot(Slot& s, void* context, uint64_t cq_flags, Cntr* cntr,
-                            uint64_t flags) const {
+bool EpReporter::ReportsSuccess(const void* context, uint64_t flags) const {
   const bool inject = (flags & FI_INJECT) != 0;
-  s.context = context;
-  s.flags = cq_flags;
   // fi_inject* never writes a completion; with FI_SELECTIVE_COMPLETION only
   // operations with FI_COMPLETION do.
-  s.report = !(inject && context == nullptr && (flags & FI_COMPLETION) == 0) &&
-             (!tx_selective_ || (flags & FI_COMPLETION) != 0);
+  return !(inject && context == nullptr && (flags & FI_COMPLETION) == 0) &&
+         (!tx_selective_ || (flags & FI_COMPLETION) != 0);
+}
+
+void EpReporter::FillTxSlot(Slot& s, void* context, uint64_t cq_flags, Cntr* cntr,
+                            uint64_t flags) const {
+  s.context = context;
+  s.flags = cq_flags;
+  s.report = ReportsSuccess(context, flags);
   s.cntr = cntr;
+}
+
+void EpReporter::ReportTxNow(void* context, uint64_t cq_flags, Cntr* cntr, uint64_t flags,
+                             const struct fi_cq_err_entry* err) {
+  if (err != nullptr) {
+    if (tx_cq_ != nullptr) {
+      struct fi_cq_err_entry e = *err;
+      e.op_context = context;
+      if (e.flags == 0) e.flags = cq_flags;
+      if (!tx_cq_->PostError(e)) IWX_WARN(cq, "the CQ is full; an error completion was lost\n");
+    }
+    if (cntr != nullptr) cntr->IncErr();
+    return;
+  }
+  if (tx_cq_ != nullptr && ReportsSuccess(context, flags)) {
+    struct fi_cq_data_entry c = {};
+    c.op_context = context;
+    c.flags = cq_flags;
+    if (!tx_cq_->Post(c)) IWX_WARN(cq, "the CQ is full; a completion was lost\n");
+  }
+  if (cntr != nullptr) cntr->Inc();
 }
 
 void EpReporter::CopyInject(Slot& s, const struct iovec* iov, size_t count, qp::Sgl* sgl) {

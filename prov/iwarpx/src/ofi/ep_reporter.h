@@ -84,6 +84,10 @@ class EpReporter {
   // the slot (a silent slot only frees).
   void CompleteTx(uint32_t index);
   void FailTx(uint32_t index, struct fi_cq_err_entry err);
+  // A transmit that finished inside its post call, without a slot: what
+  // FillTxSlot + CompleteTx (`err` null) or FailTx would report.
+  void ReportTxNow(void* context, uint64_t cq_flags, Cntr* cntr, uint64_t flags,
+                   const struct fi_cq_err_entry* err);
   // A receive finished: `c` gets the slot's context (and buf unless set);
   // frees the slot.
   // `keep`: the slot stays posted (a multi-receive buffer not used up yet).
@@ -102,6 +106,9 @@ class EpReporter {
 
  private:
   void PostError(Cq* cq, const Slot& s, struct fi_cq_err_entry err);
+  // Whether a successful transmit posted with `context` and `flags` writes
+  // a CQ entry (FillTxSlot's rule).
+  [[nodiscard]] bool ReportsSuccess(const void* context, uint64_t flags) const;
 
   Domain* domain_;
   Cq* tx_cq_ = nullptr;

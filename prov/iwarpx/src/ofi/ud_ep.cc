@@ -111,28 +111,48 @@ ssize_t UdEndpoint::PostSend(const struct iovec* iov, size_t count, fi_addr_t de
     IWX_WARN(ep_data, "fi_send: %s is not enabled\n", kind_);
     return -FI_EOPBADSTATE;
   }
-  const std::optional<Av::Target> to = av_->Resolve(dest);
+  const std::optional<Av::Target> to = av_memo_.Resolve(av_, dest);
   if (!to) {
     IWX_WARN(ep_data, "fi_send: fi_addr %#lx is not in the bound address vector\n",
              static_cast<unsigned long>(dest));
     return -FI_EINVAL;
   }
-  uint32_t index = 0;
-  EpReporter::Slot* s = reporter_.AllocTx(&index);
-  if (s == nullptr) return -FI_EAGAIN;
-  reporter_.FillTxSlot(*s, context, FI_SEND | FI_MSG, reporter_.send_cntr(), flags);
-  if ((flags & FI_INJECT) != 0) EpReporter::CopyInject(*s, iov, count, &sgl);
   rd::UdSendWr wr;
-  wr.context = index;
   wr.sgl = sgl;
   wr.dest = to->addr;
   wr.dest_qpn = kBaseQpn + to->rx_index;
   wr.more = (flags & FI_MORE) != 0;  // batched into one sendmmsg with what follows
+  // A send the socket takes (or refuses) at once is built from the caller's
+  // buffer and reported here: no slot, no fi_inject copy.
+  const transport::IoStatus now = qp_->SendNow(wr);
+  if (now == transport::IoStatus::kOk) {
+    reporter_.ReportTxNow(context, FI_SEND | FI_MSG, reporter_.send_cntr(), flags, nullptr);
+    return 0;
+  }
+  if (now == transport::IoStatus::kError) {
+    struct fi_cq_err_entry e = {};
+    e.err = FI_EIO;  // as OnError reports a failed send
+    reporter_.ReportTxNow(context, FI_SEND | FI_MSG, reporter_.send_cntr(), flags, &e);
+    return 0;
+  }
+  // It waits in the QP: a slot, and fi_inject's payload copied into it.
+  uint32_t index = 0;
+  EpReporter::Slot* s = reporter_.AllocTx(&index);
+  if (s == nullptr) return -FI_EAGAIN;
+  reporter_.FillTxSlot(*s, context, FI_SEND | FI_MSG, reporter_.send_cntr(), flags);
+  wr.context = index;
+  if ((flags & FI_INJECT) != 0) {
+    EpReporter::CopyInject(*s, iov, count, &sgl);
+    wr.sgl = sgl;
+  }
+  const bool was_queueing = qp_->wants_write();
   if (qp_->PostSend(wr) != qp::QpStatus::kOk) {
     reporter_.FreeTx(index);
     return -FI_EAGAIN;
   }
-  channel_->AfterPost();
+  // The channel's interest changes only when this QP's backlog appeared or
+  // went (a send taken by the socket at once, the common case, changes nothing).
+  if (was_queueing || qp_->wants_write()) channel_->AfterPost();
   return 0;
 }
 
@@ -151,11 +171,11 @@ void UdEndpoint::OnRecvComplete(uint64_t context, size_t bytes, const rd::UdRecv
     reporter_.FailRx(index, e);
     return;
   }
-  struct fi_cq_data_entry c = {};
+  struct fi_cq_tagged_entry c = {};
   c.flags = FI_RECV | FI_MSG;
   c.len = bytes;
   c.buf = reporter_.rx(index).buf;
-  reporter_.CompleteRx(index, c, av_ != nullptr ? av_->Find(info.src) : FI_ADDR_NOTAVAIL);
+  reporter_.CompleteRx(index, c, av_memo_.Find(av_, info.src));
 }
 
 void UdEndpoint::OnError(uint64_t context, qp::WcOp op, rd::UdError error, int err) {

@@ -25,6 +25,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_endpoint.h>
 
+#include "ofi/av_memo.h"
 #include "ofi/cl_ep.h"
 #include "progress/dgram_channel.h"
 #include "rd/ud_qp.h"
@@ -72,6 +73,7 @@ class UdEndpoint : public ClEndpoint, public rd::UdSink {
 
  private:
   const Dirs dirs_;
+  AvMemo av_memo_;  // engine lock
 };
 
 }  // namespace iwarpx::ofi

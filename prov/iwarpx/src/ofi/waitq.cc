@@ -41,7 +41,7 @@ int Waiter::Open(enum fi_wait_obj kind, int progress_fd) {
 }
 
 void Waiter::Signal() {
-  cv_.notify_all();
+  if (waiting_ != 0) cv_.notify_all();
   if (fd_ >= 0) {
     const uint64_t one = 1;
     // A full counter (2^64-2 pending signals) still leaves the fd readable.

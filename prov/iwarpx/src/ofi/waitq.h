@@ -78,11 +78,13 @@ class Waiter {
   bool WaitUntil(std::unique_lock<std::mutex>& lock, int timeout_ms, Ready ready) {
     const uint64_t epoch = interrupts_;
     auto done = [&] { return ready() || interrupts_ != epoch; };
+    ++waiting_;
     if (timeout_ms < 0) {
       cv_.wait(lock, done);
     } else {
       cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), done);
     }
+    --waiting_;
     return ready();
   }
 
@@ -90,6 +92,9 @@ class Waiter {
 
  private:
   std::condition_variable cv_;
+  // Threads inside WaitUntil (mu held to change or read): Signal skips the
+  // broadcast without them (a completion per message on a busy-polled CQ).
+  int waiting_ = 0;
   enum fi_wait_obj kind_ = FI_WAIT_NONE;
   int fd_ = -1;
   int wait_fd_ = -1;  // epoll set {fd_, progress_fd}; what FI_GETWAIT returns
@@ -112,23 +117,27 @@ class Ring {
   [[nodiscard]] size_t capacity() const { return capacity_; }
 
   // The i-th oldest entry, i < size().
-  T& at(size_t i) { return slots_[(head_ + i) % capacity_]; }
+  T& at(size_t i) { return slots_[Wrap(head_ + i)]; }
   T& front() { return at(0); }
   // Returns the slot to fill. A full ring doubles first (nullptr only when
   // that allocation fails): completions and events are never dropped; the
   // capacity asked for at open is where the ring starts.
   T* Push() {
     if (full() && !Grow()) return nullptr;
-    T* slot = &slots_[(head_ + size_) % capacity_];
+    T* slot = &slots_[Wrap(head_ + size_)];
     ++size_;
     return slot;
   }
   void Pop() {
-    head_ = (head_ + 1) % capacity_;
+    head_ = Wrap(head_ + 1);
     --size_;
   }
 
  private:
+  // head_ + i for i <= capacity_ (head_ < capacity_): one compare instead of
+  // a division per access (a completion is pushed, read and popped each
+  // message).
+  [[nodiscard]] size_t Wrap(size_t i) const { return i >= capacity_ ? i - capacity_ : i; }
   bool Grow() {
     const size_t bigger = capacity_ < 8 ? 16 : capacity_ * 2;
     std::unique_ptr<T[]> s(new (std::nothrow) T[bigger]());

@@ -23,11 +23,22 @@ DgramPort::DgramPort(transport::DatagramSocket& socket, const PortConfig& config
 }
 
 bool DgramPort::Attach(uint32_t qpn, DgramReceiver* receiver) {
+  last_receiver_ = nullptr;
   return receivers_.emplace(qpn, receiver).second;
 }
 
 void DgramPort::Detach(uint32_t qpn) {
+  last_receiver_ = nullptr;
   receivers_.erase(qpn);
+}
+
+DgramReceiver* DgramPort::ReceiverFor(uint32_t qpn) {
+  if (last_receiver_ != nullptr && last_qpn_ == qpn) return last_receiver_;
+  const auto it = receivers_.find(qpn);
+  if (it == receivers_.end()) return nullptr;
+  last_qpn_ = qpn;
+  last_receiver_ = it->second;
+  return last_receiver_;
 }
 
 transport::IoStatus DgramPort::Send(const transport::SockAddr& to, const wire::DgramHeader& header,
@@ -66,6 +77,37 @@ transport::IoStatus DgramPort::Send(const transport::SockAddr& to, const wire::D
   const transport::IoResult r = socket_.SendTo(to, std::span<const iovec>(iov.data(), n));
   if (r.status == transport::IoStatus::kError) ++counters_.send_errors;
   return r.status;
+}
+
+transport::IoStatus DgramPort::SendUd(const transport::SockAddr& to,
+                                      const wire::UdSendFields& fields,
+                                      std::span<const ByteSpan> payload) {
+  const auto n = wire::EncodeUdSend(fields, payload, config_.crc, MutableByteSpan(flat_));
+  if (n.ok()) {
+    const iovec one{flat_.data(), *n};
+    const transport::IoResult r = socket_.SendTo(to, std::span<const iovec>(&one, 1));
+    if (r.status == transport::IoStatus::kError) ++counters_.send_errors;
+    return r.status;
+  }
+  // Larger than flat_ (more than 238 payload bytes): header, DDP
+  // header and the caller's parts in one gather send.
+  wire::SendParams params;
+  params.solicited_event = fields.solicited;
+  params.msn = fields.msn;
+  std::array<uint8_t, wire::kDdpUntaggedHeaderSize> ddp{};
+  std::array<ByteSpan, 1 + 8> parts{};
+  const auto h = wire::EncodeSendHeader(params, ddp);
+  if (n.error() != wire::WireError::kNoSpace || !h.ok() || payload.size() > parts.size() - 1) {
+    ++counters_.send_errors;
+    return transport::IoStatus::kError;
+  }
+  parts[0] = ByteSpan(ddp.data(), *h);
+  std::copy(payload.begin(), payload.end(), parts.begin() + 1);
+  wire::DgramHeader header;
+  header.type = wire::DgramType::kUdData;
+  header.dst_qpn = fields.dst_qpn;
+  header.src_qpn = fields.src_qpn;
+  return Send(to, header, std::span(parts.data(), 1 + payload.size()));
 }
 
 transport::BatchResult DgramPort::SendBatch(std::span<const OutDgram> out) {
@@ -227,6 +269,10 @@ void DgramPort::Dispatch(ByteSpan bytes, bool truncated, const transport::SockAd
     ++counters_.truncated;
     return;
   }
+  if (const auto ud = wire::DecodeUdSend(bytes, /*verify_crc=*/true);
+      ud && DeliverUdSend(*ud, from)) {
+    return;
+  }
   auto d = wire::DecodeDgram(bytes, /*verify_crc=*/true);
   if (d.ok()) {
     DeliverDecoded(*d, from);
@@ -243,18 +289,34 @@ void DgramPort::CountUndecodable(wire::WireError e) {
   }
 }
 
+bool DgramPort::DeliverUdSend(const wire::UdSendView& send, const transport::SockAddr& from) {
+  // The same checks, counted the same way, as DeliverDecoded.
+  if (config_.require_crc && !send.crc_present) {
+    ++counters_.no_crc;
+    return true;
+  }
+  DgramReceiver* r = ReceiverFor(send.fields.dst_qpn);
+  if (r == nullptr) {
+    ++counters_.unknown_qpn;
+    return true;
+  }
+  if (!r->OnUdSend(send, from)) return false;
+  ++counters_.delivered;
+  return true;
+}
+
 void DgramPort::DeliverDecoded(const wire::DecodedDgram& d, const transport::SockAddr& from) {
   if (config_.require_crc && !d.crc_present) {
     ++counters_.no_crc;
     return;
   }
-  auto it = receivers_.find(d.header.dst_qpn);
-  if (it == receivers_.end()) {
+  DgramReceiver* r = ReceiverFor(d.header.dst_qpn);
+  if (r == nullptr) {
     ++counters_.unknown_qpn;
     return;
   }
   ++counters_.delivered;
-  it->second->OnDatagram(d, from);
+  r->OnDatagram(d, from);
 }
 
 }  // namespace iwarpx::rd

@@ -54,6 +54,7 @@
 #include "base/result.h"
 #include "transport/transport.h"
 #include "wire/dgram.h"
+#include "wire/dgram_ud.h"
 #include "wire/error.h"
 
 namespace iwarpx::rd {
@@ -62,6 +63,13 @@ class DgramReceiver {
  public:
   virtual ~DgramReceiver() = default;
   virtual void OnDatagram(const wire::DecodedDgram& dgram, const transport::SockAddr& from) = 0;
+  // A UD Send decoded in one step (wire/dgram_ud.h), CRC policy already
+  // applied. A receiver that takes it returns true; the default returns
+  // false without doing anything, and the port then decodes the same
+  // datagram generically and calls OnDatagram (the RD receivers).
+  virtual bool OnUdSend(const wire::UdSendView& /*send*/, const transport::SockAddr& /*from*/) {
+    return false;
+  }
 };
 
 // One guess of PlacementPredictor (see the file comment).
@@ -123,6 +131,13 @@ class DgramPort {
   transport::IoStatus Send(const transport::SockAddr& to, const wire::DgramHeader& header,
                            std::span<const ByteSpan> ulpdu);
 
+  // Sends one UD Send (wire/dgram_ud.h) carrying the payload parts, which
+  // are only read: with at most 238 payload bytes it is built in one buffer
+  // with one CRC pass by EncodeUdSend (the bytes Send() would send, without
+  // the generic encoders' work); a larger one goes through Send().
+  transport::IoStatus SendUd(const transport::SockAddr& to, const wire::UdSendFields& fields,
+                             std::span<const ByteSpan> payload);
+
   // One datagram of a SendBatch: `to` and the ULPDU parts are only read, and
   // must stay valid during the call.
   struct OutDgram {
@@ -167,6 +182,11 @@ class DgramPort {
   static constexpr size_t kCostlyMiss = 4096;
 
   void Dispatch(ByteSpan bytes, bool truncated, const transport::SockAddr& from);
+  // The one-step path of a UD Send: false when its receiver wants the
+  // generic decode (nothing counted then).
+  bool DeliverUdSend(const wire::UdSendView& send, const transport::SockAddr& from);
+  // The receiver attached to `qpn`, or nullptr (remembers the last answer).
+  DgramReceiver* ReceiverFor(uint32_t qpn);
   void CountUndecodable(wire::WireError e);
   void DeliverDecoded(const wire::DecodedDgram& d, const transport::SockAddr& from);
   // Points the first guesses' messages at their head, dest and tail; returns how many.
@@ -180,6 +200,10 @@ class DgramPort {
   transport::DatagramSocket& socket_;
   PortConfig config_;
   std::unordered_map<uint32_t, DgramReceiver*> receivers_;
+  // ReceiverFor's last answer (a port mostly serves one QP); reset by
+  // Attach and Detach.
+  uint32_t last_qpn_ = 0;
+  DgramReceiver* last_receiver_ = nullptr;
   std::vector<uint8_t> buffers_;  // batch x kDgramMaxSize
   std::vector<iovec> iovs_;
   std::vector<transport::DgramMessage> msgs_;

@@ -97,6 +97,15 @@ class UdQp final : public DgramReceiver {
   UdQp& operator=(const UdQp&) = delete;
 
   qp::QpStatus PostSend(const UdSendWr& wr);
+  // PostSend's immediate case, reported by the caller instead of the sink:
+  // with nothing queued and `more` clear, sends `wr` at once. kOk: the
+  // socket took it; kError: the socket refused it for good. Both use an MSN
+  // and are counted like PostSend's, and neither reaches the sink (the
+  // caller reports it; `context` and `flags` are not used). kWouldBlock:
+  // nothing done (a backlog, `more`, a full socket or an invalid WR): the
+  // caller posts it with PostSend, with an SGL that stays valid until
+  // completion (fi_inject copies its payload only then).
+  transport::IoStatus SendNow(const UdSendWr& wr);
   qp::QpStatus PostRecv(const qp::RecvWr& wr);
   void OnWritable();
   void Flush();
@@ -104,6 +113,9 @@ class UdQp final : public DgramReceiver {
   bool CancelRecv(uint64_t context);
 
   void OnDatagram(const wire::DecodedDgram& dgram, const transport::SockAddr& from) override;
+  // The one-step path (DgramPort decoded a UD Send with DecodeUdSend): the
+  // same receive as OnDatagram's for that datagram, without ParseSegment.
+  bool OnUdSend(const wire::UdSendView& send, const transport::SockAddr& from) override;
 
   [[nodiscard]] bool wants_write() const { return sq_head_ != sq_tail_; }
   [[nodiscard]] uint32_t qpn() const { return config_.qpn; }
@@ -113,6 +125,8 @@ class UdQp final : public DgramReceiver {
  private:
   // Sends the WR; false when the socket would block (nothing sent).
   bool Transmit(const UdSendWr& wr);
+  // The datagram of `wr` to the socket (MSN msn_ + 1); nothing accounted.
+  transport::IoStatus SendOne(const UdSendWr& wr);
   // Sends the queued WRs in batches until the queue is empty or the socket
   // would block.
   void SendQueued();
@@ -122,16 +136,25 @@ class UdQp final : public DgramReceiver {
                     std::array<uint8_t, wire::kDdpMaxHeaderSize>& buf,
                     std::array<ByteSpan, 1 + qp::kMaxSge>& parts) const;
   [[nodiscard]] wire::DgramHeader HeaderFor(const UdSendWr& wr) const;
+  // Places a received Send's payload into the oldest posted receive and
+  // completes it (or counts no_receive).
+  void Receive(ByteSpan payload, uint32_t src_qpn, const transport::SockAddr& from);
   // Accounts for one WR the socket took (kOk) or refused for good (kError).
   void Finish(const UdSendWr& wr, transport::IoStatus status);
+
+  // Ring slots: a power of two, so a counter's slot is a mask, not a division.
+  [[nodiscard]] size_t SqSlot(uint64_t n) const { return n & (sq_.size() - 1); }
+  [[nodiscard]] size_t RqSlot(uint64_t n) const { return n & (rq_.size() - 1); }
 
   DgramPort& port_;
   UdConfig config_;
   UdSink& sink_;
-  std::vector<UdSendWr> sq_;  // WRs waiting for socket space
+  std::vector<UdSendWr> sq_;  // WRs waiting for socket space (bit_ceil(sq_depth) slots)
+  std::vector<qp::RecvWr> rq_;
+  const uint32_t sq_depth_;  // at most this many queued
+  const uint32_t rq_depth_;
   uint64_t sq_head_ = 0;
   uint64_t sq_tail_ = 0;
-  std::vector<qp::RecvWr> rq_;
   uint64_t rq_head_ = 0;
   uint64_t rq_tail_ = 0;
   uint32_t msn_ = 0;

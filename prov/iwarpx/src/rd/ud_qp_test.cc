@@ -11,6 +11,7 @@
 
 #include "testing/fake_datagram.h"
 #include "transport/udp.h"
+#include "wire/dgram_ud.h"
 #include "wire/rdmap.h"
 
 namespace iwarpx::rd {
@@ -358,6 +359,88 @@ TEST_F(UdFakeTest, QpnIsOwnedByOneReceiverAndSendOnlyQpsNeverAttach) {
   ASSERT_TRUE(dec.ok());
   EXPECT_EQ(dec->header.src_qpn, 7u);
   EXPECT_EQ(other.sends, (std::vector<uint64_t>{5}));
+}
+
+// Sends up to 238 payload bytes are built in one step (wire::EncodeUdSend),
+// larger ones by the generic encoders: both give the datagram the generic
+// encoders define, and the one-step SE flag and MSN come through.
+TEST_F(UdFakeTest, OneStepAndGenericSendsGiveTheSameDatagrams) {
+  uint32_t msn = 0;
+  for (const size_t n :
+       {size_t{0}, size_t{8}, size_t{237}, size_t{238}, size_t{239}, size_t{4000}}) {
+    const Bytes a = Pattern(n, 9);
+    for (const bool se : {false, true}) {
+      UdSendWr wr;
+      wr.dest = peer_;
+      wr.dest_qpn = 3;
+      wr.solicited = se;
+      // Split in two pieces to exercise the gather.
+      wr.sgl.Add(const_cast<uint8_t*>(a.data()), n / 2);
+      wr.sgl.Add(const_cast<uint8_t*>(a.data()) + n / 2, n - n / 2);
+      ASSERT_EQ(qp_.PostSend(wr), QpStatus::kOk);
+      ++msn;
+      const Bytes& sent = sock_.sent().back().bytes;
+      const auto fast = wire::DecodeUdSend(sent, true);
+      ASSERT_TRUE(fast.has_value()) << n;
+      EXPECT_EQ(fast->fields, (wire::UdSendFields{3, 7, msn, se}));
+      EXPECT_TRUE(fast->crc_checked);
+      EXPECT_TRUE(std::equal(a.begin(), a.end(), fast->payload.begin(), fast->payload.end()));
+      wire::SendParams p;
+      p.solicited_event = se;
+      p.msn = msn;
+      std::array<uint8_t, wire::kDdpMaxHeaderSize> ddp{};
+      const size_t hn = *wire::EncodeSendHeader(p, ddp);
+      wire::DgramHeader h;
+      h.dst_qpn = 3;
+      h.src_qpn = 7;
+      const std::array<ByteSpan, 2> parts = {ByteSpan(ddp.data(), hn), ByteSpan(a)};
+      Bytes expect(wire::DgramSize(hn + n));
+      ASSERT_TRUE(wire::EncodeDgram(h, parts, true, expect).ok());
+      EXPECT_EQ(sent, expect) << n << " se " << se;
+    }
+  }
+}
+
+// A receiver that does not take the one-step form (the default OnUdSend,
+// as RD receivers have) gets the same UD datagram through OnDatagram,
+// delivered and counted once.
+TEST(UdPortDispatchTest, ReceiversWithoutTheOneStepPathGetTheGenericDecode) {
+  struct Generic final : DgramReceiver {
+    std::vector<wire::DecodedDgram> got;
+    Bytes payload;
+    void OnDatagram(const wire::DecodedDgram& d, const SockAddr& /*from*/) override {
+      got.push_back(d);
+      auto seg = wire::ParseSegment(d.ulpdu);
+      if (seg.ok()) payload.assign(seg->payload.begin(), seg->payload.end());
+    }
+  };
+  testing::RecordingDatagramSocket sock;
+  DgramPort port(sock, PortConfig{});
+  Generic g;
+  ASSERT_TRUE(port.Attach(4, &g));
+  const Bytes m = Pattern(8, 6);
+  sock.Inject({SockAddr::Loopback4(1), UdDatagram(4, 2, m)});
+  EXPECT_EQ(port.OnReadable(8), 1u);
+  ASSERT_EQ(g.got.size(), 1u);
+  EXPECT_EQ(g.got[0].header.type, wire::DgramType::kUdData);
+  EXPECT_EQ(g.got[0].header.src_qpn, 2u);
+  EXPECT_EQ(g.payload, m);
+  EXPECT_EQ(port.counters().delivered, 1u);
+  EXPECT_EQ(port.counters().malformed + port.counters().unknown_qpn, 0u);
+  // After Detach the QPN is unknown again (the port's last-receiver memory
+  // is dropped with it).
+  port.Detach(4);
+  sock.Inject({SockAddr::Loopback4(1), UdDatagram(4, 2, m)});
+  EXPECT_EQ(port.OnReadable(8), 1u);
+  EXPECT_EQ(g.got.size(), 1u);
+  EXPECT_EQ(port.counters().unknown_qpn, 1u);
+  // Another receiver under the same number gets the next one.
+  Generic h;
+  ASSERT_TRUE(port.Attach(4, &h));
+  sock.Inject({SockAddr::Loopback4(1), UdDatagram(4, 2, m)});
+  EXPECT_EQ(port.OnReadable(8), 1u);
+  EXPECT_EQ(h.got.size(), 1u);
+  EXPECT_EQ(port.counters().delivered, 2u);
 }
 
 // Real UDP on loopback: QPs 1 and 2 share one socket, QP 3 has its own.

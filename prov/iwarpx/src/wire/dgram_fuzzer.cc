@@ -13,6 +13,10 @@
 //     chosen by the input agrees with DecodeDgram of the whole: whatever it
 //     accepts, DecodeDgram accepts with the same header, flags and ULPDU bytes
 //     (and its views stay inside their pieces).
+//   * The one-step UD Send codec (wire/dgram_ud.h) agrees with the generic
+//     decoders both ways: DecodeUdSend accepts exactly what DecodeDgram +
+//     ParseSegment accept as a UD Send / Send with SE, with the same fields
+//     and payload view, and EncodeUdSend re-encodes it to the same bytes.
 // Seeds: corpus/dgram/ (valid datagrams of every type plus edge cases).
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +24,7 @@
 #include <span>
 
 #include "wire/dgram.h"
+#include "wire/dgram_ud.h"
 
 namespace iwarpx::wire {
 namespace {
@@ -75,9 +80,29 @@ void CheckSplit(ByteSpan in) {
   }
 }
 
+void CheckUdSend(ByteSpan in) {
+  for (const bool verify : {true, false}) {
+    const auto fast = DecodeUdSend(in, verify);
+    const auto generic = DecodeUdSendGeneric(in, verify);
+    Check(fast.has_value() == generic.has_value());
+    if (!fast) continue;
+    Check(fast->fields == generic->fields && fast->crc_present == generic->crc_present &&
+          fast->crc_checked == generic->crc_checked);
+    Check(fast->payload.data() == generic->payload.data() &&
+          fast->payload.size() == generic->payload.size());
+    const auto n =
+        EncodeUdSend(fast->fields, std::span(&fast->payload, 1), fast->crc_present, g_out);
+    Check(n.ok() && n.value() == in.size());
+    const size_t body = in.size() - kDgramCrcSize;
+    Check(std::memcmp(g_out, in.data(), body) == 0);
+    if (fast->crc_checked) Check(std::memcmp(g_out + body, in.data() + body, kDgramCrcSize) == 0);
+  }
+}
+
 void FuzzOne(const uint8_t* data, size_t size) {
   const ByteSpan in(data, size);
   CheckSplit(in);
+  CheckUdSend(in);
   const auto verified = DecodeDgram(in, /*verify_crc=*/true);
   const auto unverified = DecodeDgram(in, /*verify_crc=*/false);
   if (verified.ok()) {
