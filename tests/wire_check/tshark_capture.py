@@ -94,6 +94,19 @@ def free_tcp_port():
         return s.getsockname()[1]
 
 
+def lost_segments(pcap):
+    """Frames tshark's TCP analysis marks as following bytes the capture does not have.
+
+    dumpcap drops packets when the machine is busy; tshark then reassembles FPDUs from
+    incomplete bytes and reports Bad CRC32 on them. A capture with lost segments shows
+    nothing about the provider, so callers capture again instead of judging it."""
+    res = subprocess.run(["tshark", "-r", pcap, "-Y",
+                          "tcp.analysis.lost_segment || tcp.analysis.ack_lost_segment",
+                          "-T", "fields", "-e", "frame.number"],
+                         capture_output=True, text=True, timeout=120)
+    return len(res.stdout.split())
+
+
 def decode_mpa(pcap, extra_opts=()):
     """tshark's view of a connected iWARP capture: (frame, kind, details) in order,
     kind in mpa_req, mpa_rep (details: src, res = tshark's "Reserved" flag bits,
