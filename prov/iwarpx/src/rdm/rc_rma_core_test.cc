@@ -405,7 +405,14 @@ TEST_F(RcRmaTest, NoRmaWhileAConnectionIsBeingLeft) {
   RdmConfig c = Config();
   c.rc.idle_ms = 30;
   Node& a = Add(c);
-  Node& b = Add(c);
+  // Only `a` leaves on its own, so the window is seen from the side that
+  // opened it: a SWITCH back sent, waiting for the peer's. Had both timers
+  // been due in one engine pass (a loaded machine), `b` could go first, and
+  // `a` answers and drops the link inside one dispatch (MaybeCloseIdle):
+  // a window no test poll between passes can see.
+  RdmConfig slow = c;
+  slow.rc.idle_ms = 60'000;
+  Node& b = Add(slow);
   testing_rc::Flow f = MakeFlow(a, b, 300);
   ASSERT_TRUE(Run({&f}));
   f.Check();
