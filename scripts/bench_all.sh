@@ -14,6 +14,8 @@
 #   sctp   fi_pingpong -e msg, FI_IWARPX_LLP=sctp vs tcp scripts/bench_pingpong.sh --ep msg;
 #          "not available: <reason>" when the provider offers no FI_IWARPX_LLP (an old build)
 #   scale  one RDM endpoint and N peers: memory per peer, hot-peer latency  scripts/bench_scale.sh
+#   floor  raw kernel sockets, no libfabric: UDP round trip, one TCP stream  scripts/bench_floor.sh;
+#          the report sets the issue targets against it (what any socket transport can reach)
 #
 #   --quick        small sizes, few iterations, one run each (minutes; numbers are a smoke
 #                  check, not figures); default: the sizes and repeats of PERFORMANCE.md
@@ -35,7 +37,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 
-all_sections=(dgram rdm msg btl osc sctp scale)
+all_sections=(dgram rdm msg btl osc sctp scale floor)
 build=build
 do_build=1
 quick=0
@@ -141,8 +143,10 @@ fi
 # Estimated seconds per section on this 2-CPU VM (quick: measured 2026-11-25 under load; full:
 # from the runs' sizes, repeats and PERFORMANCE.md's timings); the ETA scales them by how long
 # the finished sections really took against their estimates.
-declare -A est_full=([dgram]=90 [rdm]=600 [msg]=120 [btl]=180 [osc]=400 [sctp]=180 [scale]=900)
-declare -A est_quick=([dgram]=25 [rdm]=180 [msg]=40 [btl]=20 [osc]=15 [sctp]=30 [scale]=20)
+declare -A est_full=([dgram]=90 [rdm]=600 [msg]=120 [btl]=180 [osc]=400 [sctp]=180 [scale]=900
+                     [floor]=20)
+declare -A est_quick=([dgram]=25 [rdm]=180 [msg]=40 [btl]=20 [osc]=15 [sctp]=30 [scale]=20
+                      [floor]=5)
 estimate() { if ((quick)); then echo "${est_quick[$1]}"; else echo "${est_full[$1]}"; fi; }
 done_est=0
 done_real=0

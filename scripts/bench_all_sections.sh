@@ -25,6 +25,7 @@ section_title() {
     osc) echo "Open MPI one-sided windows: osc iwarpx vs osc pt2pt" ;;
     sctp) echo "iWARP over SCTP vs over TCP: fi_pingpong -e msg, FI_IWARPX_LLP=sctp vs tcp" ;;
     scale) echo "Scalability: one RDM endpoint and N peers (memory per peer, hot-peer latency)" ;;
+    floor) echo "The floor: raw kernel sockets on loopback, no libfabric (UDP round trip, one TCP stream)" ;;
   esac
 }
 
@@ -36,6 +37,7 @@ section_targets() {
     btl) printf '%s\n' iwarpx-fi mpi_bench mca_btl_iwarpx ;;
     osc) printf '%s\n' iwarpx-fi osc_bench mca_osc_iwarpx mca_btl_iwarpx ;;
     scale) printf '%s\n' iwarpx-fi rdm_scale ;;
+    floor) echo raw_floor ;;
   esac
 }
 
@@ -49,6 +51,7 @@ bench_all_need() {
 
 section_check() {
   local fi_dir=$build/prov/iwarpx/src/ofi bench=$build/fabtests_ext/bench
+  [[ $1 == floor ]] && { bench_all_need "$bench/raw_floor"; return; }
   bench_all_need "$fi_dir/libiwarpx-fi.so" || return 1
   case $1 in
     dgram|rdm|sctp)
@@ -155,5 +158,8 @@ section_cmd() {
       else
         printf '%s\n' --peers 64,256,1024 --repeat 3 --iters 5000 --skip tcp-rxm:1024
       fi ;;
+    floor)
+      printf '%s\n' scripts/bench_floor.sh "${b[@]}" --strict
+      if ((quick)); then printf '%s\n' --repeat 1 --min-time 0.05; fi ;;
   esac
 }

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # scripts/bench_lib.sh - sourced by the benchmark scripts (bench_msg.sh, bench_rdm_bw.sh,
 # bench_btl.sh, bench_osc.sh, bench_scale.sh): the per-run work directory, the processes a
-# script started, mpirun runs (bench_mpirun) and the medians / ratios / spreads of the tables.
+# script started, server + client pairs (bench_pair), mpirun runs (bench_mpirun) and the
+# medians / ratios / spreads of the tables.
 #
 #   bench_work_start NAME   makes $work (/tmp/NAME.XXXXXX, with logs/ and data/), empties
 #                           started_pids, and installs the EXIT/INT/TERM traps
@@ -89,6 +90,54 @@ bench_mpirun() {
     tail -n 8 "$log.err" | sed 's/^/   /' >&2
     return 1
   fi
+}
+
+# bench_pair NAME LOG: one server + client pair of a fabtests_ext benchmark program on
+# 127.0.0.1. The caller sets the arrays pair_server (the server's command: env, program and
+# options) and pair_client (the client's); bench_pair adds "-s 127.0.0.1 -B 0 --port-file
+# LOG.port" to the server, which runs in the background under `timeout 900` with its PID in
+# started_pids, and "-P PORT --csv 127.0.0.1" to the client (`timeout 600`). Output goes to
+# LOG.{server,client}.{out,err}. Returns 1 with the reason on stderr ("== NAME: ...") if the
+# server does not start listening within 10 s, either side fails, or the server outlives its
+# client by 10 s; on success prints "== NAME: ok" on stderr and the client's CSV is in
+# LOG.client.out.
+# shellcheck disable=SC2154  # pair_server and pair_client are the caller's
+bench_pair() {
+  local name=$1 log=$2 port_file=$2.port spid i rc=0 src=0
+  timeout 900 "${pair_server[@]}" -s 127.0.0.1 -B 0 --port-file "$port_file" \
+    >"$log.server.out" 2>"$log.server.err" &
+  spid=$!
+  started_pids+=("$spid")
+  for ((i = 0; i < 100; i++)); do
+    [[ -s $port_file ]] && break
+    kill -0 "$spid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [[ ! -s $port_file ]]; then
+    echo "== $name: server did not start listening:" >&2
+    tail -n 5 "$log.server.err" >&2
+    kill "$spid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+    return 1
+  fi
+  timeout 600 "${pair_client[@]}" -P "$(cat "$port_file")" --csv 127.0.0.1 \
+    >"$log.client.out" 2>"$log.client.err" || rc=$?
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$spid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$spid" 2>/dev/null; then
+    kill "$spid" 2>/dev/null
+    src=1
+  fi
+  wait "$spid" || src=$?
+  if ((rc != 0 || src != 0)); then
+    echo "== $name: FAILED (client rc=$rc, server rc=$src)" >&2
+    sed 's/^/   client: /' "$log.client.err" | tail -n 5 >&2
+    sed 's/^/   server: /' "$log.server.err" | tail -n 5 >&2
+    return 1
+  fi
+  echo "== $name: ok" >&2
 }
 
 # bench_iwarpx_mode MODE: the environment of an iwarpx send-rule mode, one VAR=value per line

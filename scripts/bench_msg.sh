@@ -96,44 +96,11 @@ run() {
     iwarpx) env_args+=(FI_PROVIDER_PATH="$iwarpx_dir") prov_args=(-p iwarpx) ;;
     tcp) prov_args=(-p tcp) ;;
   esac
-  local port_file=$work/$name.port log=$work/$name
-  "${env_args[@]}" timeout 900 "${server_cpu[@]}" "$bin_dir/$prog" "${prov_args[@]}" \
-    -s 127.0.0.1 -B 0 --port-file "$port_file" "$@" >"$log.server.out" 2>"$log.server.err" &
-  local spid=$!
-  started_pids+=("$spid")
-  local i
-  for ((i = 0; i < 100; i++)); do
-    [[ -s $port_file ]] && break
-    kill -0 "$spid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if [[ ! -s $port_file ]]; then
-    echo "== $name: server did not start listening:" >&2
-    tail -n 5 "$log.server.err" >&2
-    kill "$spid" 2>/dev/null
-    return 1
-  fi
-  local rc=0
-  "${env_args[@]}" timeout 600 "${client_cpu[@]}" "$bin_dir/$prog" "${prov_args[@]}" \
-    -P "$(cat "$port_file")" --csv "$@" 127.0.0.1 >"$log.client.out" 2>"$log.client.err" || rc=$?
-  for ((i = 0; i < 100; i++)); do
-    kill -0 "$spid" 2>/dev/null || break
-    sleep 0.1
-  done
-  local src=0
-  if kill -0 "$spid" 2>/dev/null; then
-    kill "$spid" 2>/dev/null
-    src=1
-  fi
-  wait "$spid" || src=$?
-  if ((rc != 0 || src != 0)); then
-    echo "== $name: FAILED (client rc=$rc, server rc=$src)" >&2
-    sed 's/^/   client: /' "$log.client.err" | tail -n 5 >&2
-    sed 's/^/   server: /' "$log.server.err" | tail -n 5 >&2
-    return 1
-  fi
+  local log=$work/$name
+  pair_server=("${env_args[@]}" "${server_cpu[@]}" "$bin_dir/$prog" "${prov_args[@]}" "$@")
+  pair_client=("${env_args[@]}" "${client_cpu[@]}" "$bin_dir/$prog" "${prov_args[@]}" "$@")
+  bench_pair "$name" "$log" || return 1
   mv "$log.client.out" "$work/$name.csv"
-  echo "== $name: ok" >&2
 }
 
 # attempt NAME IMPL PROGRAM ARGS...: run, or record why not.

@@ -96,45 +96,12 @@ run() {
     prov=iwarpx
   fi
   [[ $prov = iwarpx ]] && env_args+=(FI_PROVIDER_PATH="$iwarpx_dir")
-  local log=$work/logs/$runs.$name port_file
-  port_file=$log.port
-  "${env_args[@]}" timeout 900 "$prog" -p "$prov" -s 127.0.0.1 -B 0 --port-file "$port_file" \
-    --sizes "$sizes" "${prog_args[@]}" >"$log.server.out" 2>"$log.server.err" &
-  local spid=$!
-  started_pids+=("$spid")
-  local i
-  for ((i = 0; i < 100; i++)); do
-    [[ -s $port_file ]] && break
-    kill -0 "$spid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if [[ ! -s $port_file ]]; then
-    echo "== $prov: server did not start:" >&2
-    tail -n 5 "$log.server.err" >&2
-    kill "$spid" 2>/dev/null
-    wait "$spid" 2>/dev/null
-    return 1
-  fi
-  local rc=0 src=0
-  "${env_args[@]}" timeout 600 "$prog" -p "$prov" -P "$(cat "$port_file")" --csv \
-    --sizes "$sizes" "${prog_args[@]}" "${client_args[@]}" 127.0.0.1 >"$log.client.out" 2>"$log.client.err" || rc=$?
-  for ((i = 0; i < 100; i++)); do
-    kill -0 "$spid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$spid" 2>/dev/null; then
-    kill "$spid" 2>/dev/null
-    src=1
-  fi
-  wait "$spid" || src=$?
-  if ((rc != 0 || src != 0)); then
-    echo "== $prov: FAILED (client rc=$rc, server rc=$src)" >&2
-    sed 's/^/   client: /' "$log.client.err" | tail -n 5 >&2
-    sed 's/^/   server: /' "$log.server.err" | tail -n 5 >&2
-    return 1
-  fi
+  local log=$work/logs/$runs.$name
+  pair_server=("${env_args[@]}" "$prog" -p "$prov" --sizes "$sizes" "${prog_args[@]}")
+  pair_client=("${env_args[@]}" "$prog" -p "$prov" --sizes "$sizes" "${prog_args[@]}"
+               "${client_args[@]}")
+  bench_pair "$prov" "$log" || return 1
   awk -F, 'NR > 1 { print $4, $6 }' "$log.client.out" >>"$work/data/$name"
-  echo "== $prov: ok" >&2
 }
 
 anchor_list=()

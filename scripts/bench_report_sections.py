@@ -3,9 +3,13 @@
 
     extract(section, text) -> Extract(figures, targets, extra)
       figures  [Figure(stem, caption, panels)]: bench_report.py writes OUT/<stem>.png
-      targets  [Target(issue, what, ratio, op, limit)]: ratio None = not measured
+      targets  [Target(issue, what, ratio, op, limit, anchor, floor)]: ratio None = not
+               measured; anchor = the anchor's own value, floor = the key of the floor
+               section's measure that bounds the target (None: no floor applies)
       extra    markdown lines for the section (e.g. the scalability ratios)
     verdict(target) -> "met", "not met" or "not measured"
+    floor_values(text) -> {key: median} of scripts/bench_floor.sh's table
+    against_floor(target, floors) -> (ratio raw sockets reach, what it means) or None
 
 Ratios are subject / anchor of the medians in the tables, rounded to 2 decimals (as the
 tables print them); a verdict compares the rounded ratio with the limit.
@@ -16,7 +20,7 @@ from bench_plot import Line, Panel, auto_markers
 from bench_tables import number, parse, size_bytes
 
 Figure = namedtuple("Figure", "stem caption panels")
-Target = namedtuple("Target", "issue what ratio op limit")
+Target = namedtuple("Target", "issue what ratio op limit anchor floor", defaults=(None, None))
 Extract = namedtuple("Extract", "figures targets extra")
 
 KIB, MIB = 1 << 10, 1 << 20
@@ -78,9 +82,10 @@ def dgram(text):
     _, series, subj = _pingpong_table(parse(text))
     if not series:
         return Extract([], [], [])
-    r = ratio(at(series[subj], 8), at(series.get("udp", []), 8))
+    udp = at(series.get("udp", []), 8)
+    r = ratio(at(series[subj], 8), udp)
     return Extract(_latency_and_throughput("dgram", "FI_EP_DGRAM", series),
-                   [Target(4, "8 B latency iwarpx / udp", r, "<=", 1.0)], [])
+                   [Target(4, "8 B latency iwarpx / udp", r, "<=", 1.0, udp, UDP_ONEWAY)], [])
 
 
 def sctp(text):
@@ -116,14 +121,15 @@ def rdm(text):
             "FI_EP_RDM: streaming tagged bandwidth (tagged_bw)", SIZE_X, "MB/s (10^6 B/s)",
             _lines(bw))]))
     subj = subj or "iwarpx"
+    rxm_lat = at(lat.get("tcp;ofi_rxm", []), 8)
+    rxm_bw, rxd_bw = at(bw.get("tcp;ofi_rxm", []), MIB), at(bw.get("udp;ofi_rxd", []), MIB)
     targets = [
-        Target(4, "8 B latency iwarpx / tcp;ofi_rxm",
-               ratio(at(lat.get(subj, []), 8), at(lat.get("tcp;ofi_rxm", []), 8)), "<=", 0.7),
+        Target(4, "8 B latency iwarpx / tcp;ofi_rxm", ratio(at(lat.get(subj, []), 8), rxm_lat),
+               "<=", 0.7, rxm_lat, UDP_ONEWAY),
         Target(4, "1 MiB tagged bandwidth iwarpx / tcp;ofi_rxm",
-               ratio(at(bw.get("iwarpx", []), MIB), at(bw.get("tcp;ofi_rxm", []), MIB)), ">=", 1.0),
+               ratio(at(bw.get("iwarpx", []), MIB), rxm_bw), ">=", 1.0, rxm_bw, TCP_COLD),
         Target(4, "1 MiB tagged bandwidth iwarpx / udp;ofi_rxd",
-               ratio(at(bw.get("iwarpx", []), MIB), at(bw.get("udp;ofi_rxd", []), MIB)), ">=",
-               10.0),
+               ratio(at(bw.get("iwarpx", []), MIB), rxd_bw), ">=", 10.0, rxd_bw, TCP_COLD),
     ]
     return Extract(figures, targets, [])
 
@@ -147,12 +153,12 @@ def msg(text):
         figures.append(Figure("msg_bandwidth", "FI_EP_MSG RMA bandwidth", [Panel(
             "FI_EP_MSG: RMA bandwidth (rma_bw)", SIZE_X, "MB/s (10^6 B/s)",
             _lines(bw))]))
+    tcp_lat, tcp_bw = at(lat.get("tcp", []), 8), at(bw.get("tcp write", []), MIB)
     targets = [
-        Target(3, "8 B latency iwarpx / tcp",
-               ratio(at(lat.get("iwarpx", []), 8), at(lat.get("tcp", []), 8)), "<=", 0.8),
+        Target(3, "8 B latency iwarpx / tcp", ratio(at(lat.get("iwarpx", []), 8), tcp_lat),
+               "<=", 0.8, tcp_lat, UDP_ONEWAY),
         Target(3, "1 MiB RMA write bandwidth iwarpx / tcp",
-               ratio(at(bw.get("iwarpx write", []), MIB), at(bw.get("tcp write", []), MIB)),
-               ">=", 1.3),
+               ratio(at(bw.get("iwarpx write", []), MIB), tcp_bw), ">=", 1.3, tcp_bw, TCP_HOT),
     ]
     return Extract(figures, targets, [])
 
@@ -174,11 +180,12 @@ def btl(text):
             "MPI point-to-point: bandwidth (mpi_bench)", SIZE_X, "MB/s (10^6 B/s)",
             _lines(bw))]),
     ]
+    tcp_lat, tcp_bw = at(lat["btl tcp"], 8), at(bw["btl tcp"], MIB)
     targets = [
-        Target(6, "8 B latency btl iwarpx / btl tcp",
-               ratio(at(lat["btl iwarpx"], 8), at(lat["btl tcp"], 8)), "<=", 0.8),
-        Target(6, "1 MiB bandwidth btl iwarpx / btl tcp",
-               ratio(at(bw["btl iwarpx"], MIB), at(bw["btl tcp"], MIB)), ">=", 1.3),
+        Target(6, "8 B latency btl iwarpx / btl tcp", ratio(at(lat["btl iwarpx"], 8), tcp_lat),
+               "<=", 0.8, tcp_lat, UDP_ONEWAY),
+        Target(6, "1 MiB bandwidth btl iwarpx / btl tcp", ratio(at(bw["btl iwarpx"], MIB), tcp_bw),
+               ">=", 1.3, tcp_bw, TCP_COLD),
     ]
     return Extract(figures, targets, [])
 
@@ -186,18 +193,18 @@ def btl(text):
 def osc(text):
     """bench_osc.sh draws its own figures (osc_latency.png, osc_bandwidth.png)."""
     t = next((t for t in parse(text) if "osc iwarpx" in t.header), None)
-    def cell(test, size):
-        if t is None:
-            return None
-        for row in t.rows:
+    def cells(test, size):
+        """(osc iwarpx, osc pt2pt) of one lock row, None where absent."""
+        for row in t.rows if t is not None else []:
             if row[:3] == [test, "lock", str(size)]:
-                return ratio(number(row[t.index("osc iwarpx")]), number(row[t.index("osc pt2pt")]))
-        return None
+                return number(row[t.index("osc iwarpx")]), number(row[t.index("osc pt2pt")])
+        return None, None
+    put, get = cells("put_latency", 8), cells("get_bw", MIB)
     return Extract([], [
-        Target(7, "MPI_Put 8 B lock/flush latency osc iwarpx / osc pt2pt", cell("put_latency", 8),
-               "<=", 0.3),
-        Target(7, "MPI_Get 1 MiB lock/flush bandwidth osc iwarpx / osc pt2pt",
-               cell("get_bw", MIB), ">=", 2.0)], [])
+        Target(7, "MPI_Put 8 B lock/flush latency osc iwarpx / osc pt2pt", ratio(*put), "<=",
+               0.3, put[1], UDP_RTT),
+        Target(7, "MPI_Get 1 MiB lock/flush bandwidth osc iwarpx / osc pt2pt", ratio(*get),
+               ">=", 2.0, get[1], TCP_HOT)], [])
 
 
 # bench_scale.sh's modes as the plots and ratios name them.
@@ -262,8 +269,51 @@ def _size(b):
     return "%d B" % b
 
 
+# scripts/bench_floor.sh's measures (raw kernel sockets on loopback, no libfabric).
+UDP_ONEWAY, UDP_RTT = "udp_oneway_us", "udp_rtt_us"
+TCP_COLD, TCP_HOT = "tcp_w64_mbs", "tcp_w1_mbs"
+FLOOR_TEXT = {UDP_ONEWAY: "raw UDP one-way", UDP_RTT: "raw UDP round trip",
+              TCP_COLD: "one raw TCP stream, 64 buffers", TCP_HOT: "one raw TCP stream, 1 buffer"}
+
+
+def floor_values(text):
+    """{measure: median} from bench_floor.sh's table (n/a cells left out)."""
+    t = next((t for t in parse(text) if t.header[:2] == ["measure", "size"]), None)
+    out = {}
+    for row in t.rows if t is not None else []:
+        v = number(row[t.index("median")])
+        if v is not None:
+            out[row[0]] = v
+    return out
+
+
+def against_floor(t, floors):
+    """What raw sockets alone reach against the target's anchor, or None (no floor applies or
+    a value is missing): (ratio, text). A latency target below the floor's ratio cannot be met
+    by any transport over this machine's sockets (an answer needs at least what the raw
+    socket pays); a bandwidth ratio above one raw TCP stream is a reference, not a proof
+    (several streams or fewer copies could beat it)."""
+    value = floors.get(t.floor) if t.floor else None
+    if value is None or not t.anchor:
+        return None
+    r = round(value / t.anchor, 2)
+    name = FLOOR_TEXT.get(t.floor, t.floor)
+    if t.op == "<=":
+        if r > t.limit:
+            return r, "cannot be met here: %s alone is %.2fx the anchor" % (name, r)
+        return r, "reachable: %s is %.2fx the anchor" % (name, r)
+    if r < t.limit:
+        return r, "beyond %s (%.2fx the anchor; a reference, not a bound)" % (name, r)
+    return r, "%s reaches %.2fx the anchor" % (name, r)
+
+
+def floor(text):
+    return Extract([], [], ["The issue targets are set against these in the report's target "
+                            "table (column \"raw sockets\")."] if floor_values(text) else [])
+
+
 EXTRACTORS = {"dgram": dgram, "rdm": rdm, "msg": msg, "btl": btl, "osc": osc, "sctp": sctp,
-              "scale": scale}
+              "scale": scale, "floor": floor}
 
 
 def extract(section, text):

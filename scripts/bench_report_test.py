@@ -86,6 +86,27 @@ SCTP = """# scripts/bench_pingpong.sh --ep msg --subject iwarpx+sctp --anchors i
 | 1024 | 10.00 | n/a | n/a | n/a |
 """
 
+FLOOR = """# scripts/bench_floor.sh --repeat 3
+# 2026-11-26T17:00Z, 2 CPUs, load: 0.50 0.40 0.30, raw_floor --min-time 0.5, median of 3
+
+Raw kernel sockets on 127.0.0.1 (no libfabric):
+
+| measure | size | median | min | max | unit | what it is |
+|---|---:|---:|---:|---:|---|---|
+| udp_oneway_us | 8 | 1.70 | 1.66 | 1.80 | us | UDP ping-pong, half round trip |
+| udp_rtt_us | 8 | 3.40 | 3.32 | 3.60 | us | UDP round trip: the least a remote completion costs |
+| tcp_w64_mbs | 1m | 5000 | 4900 | 5100 | MB/s | one TCP stream, 64 distinct buffers (cold) |
+| tcp_w1_mbs | 1m | n/a | n/a | n/a | MB/s | one TCP stream, one buffer (hot) |
+"""
+
+OSC = """# scripts/bench_osc.sh --repeat 1
+
+| test | sync | size (B) | unit | osc pt2pt | osc iwarpx | ratio |
+|---|---|---:|---|---:|---:|---:|
+| put_latency | lock | 8 | us | 8.00 | 7.00 | 0.88 |
+| get_bw | lock | 1048576 | MB/s | 5000 | 8000 | 1.60 |
+"""
+
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -143,6 +164,29 @@ class SectionsTest(unittest.TestCase):
         labels = [line.label for line in ex.figures[0].panels[0].lines]
         self.assertEqual(labels, ["iwarpx+tcp", "iwarpx+sctp"])
 
+    def test_floor_values_leave_out_missing_cells(self):
+        self.assertEqual(sections.floor_values(FLOOR),
+                         {"udp_oneway_us": 1.7, "udp_rtt_us": 3.4, "tcp_w64_mbs": 5000.0})
+        self.assertEqual(sections.floor_values("no table"), {})
+
+    def test_targets_against_the_floor(self):
+        floors = sections.floor_values(FLOOR)
+        put, get = sections.extract("osc", OSC).targets
+        self.assertEqual((put.ratio, put.anchor, put.floor), (0.88, 8.0, "udp_rtt_us"))
+        r, text = sections.against_floor(put, floors)  # 3.40 / 8.00: above the 0.3 limit
+        self.assertEqual(r, 0.42)
+        self.assertTrue(text.startswith("cannot be met here: raw UDP round trip"), text)
+        self.assertIsNone(sections.against_floor(get, floors))  # its floor was not measured
+        dgram = sections.extract("dgram", DGRAM).targets[0]  # 1.70 / 2.00
+        self.assertEqual(sections.against_floor(dgram, floors)[0], 0.85)
+        self.assertTrue(sections.against_floor(dgram, floors)[1].startswith("reachable"))
+        rxm = sections.extract("rdm", RDM).targets[1]  # 5000 / 4733.706 >= 1.0
+        self.assertEqual(sections.against_floor(rxm, floors)[0], 1.06)
+        rxd = sections.extract("rdm", RDM).targets[2]  # no rxd anchor: nothing to compare
+        self.assertIsNone(sections.against_floor(rxd, floors))
+        big = rxm._replace(limit=2.0)
+        self.assertIn("a reference, not a bound", sections.against_floor(big, floors)[1])
+
     def test_limits_are_inclusive(self):
         t = sections.Target(4, "x", 0.8, "<=", 0.8)
         self.assertEqual(sections.verdict(t), "met")
@@ -190,6 +234,28 @@ class ReportTest(unittest.TestCase):
             with open(os.path.join(self.out, stem + ".png"), "rb") as f:
                 self.assertEqual(f.read(8), PNG)
         self.assertFalse(os.path.exists(os.path.join(self.out, "btl_latency.png")))
+
+    def test_floor_column(self):
+        for name, text in (("floor.md", FLOOR), ("floor.status", "ok\n"), ("osc.md", OSC),
+                           ("osc.status", "ok\n")):
+            with open(os.path.join(self.out, "raw", name), "w", encoding="utf-8") as f:
+                f.write(text)
+        self.assertEqual(bench_report.main(["bench_report.py", self.out, "dgram", "osc",
+                                            "floor"]), 0)
+        with open(os.path.join(self.out, "REPORT.md"), encoding="utf-8") as f:
+            report = f.read()
+        self.assertIn("| section | issue | target | measured ratio | verdict | raw sockets |",
+                      report)
+        self.assertIn("| osc | 7 | MPI_Put 8 B lock/flush latency osc iwarpx / osc pt2pt <= 0.30 "
+                      "| 0.88 | not met | cannot be met here: raw UDP round trip alone is 0.42x "
+                      "the anchor |", report)
+        self.assertIn("| 1.60 | not met | - |", report)  # no hot-stream figure
+        self.assertIn("## 3. floor: ", report)
+
+    def test_no_floor_no_column(self):
+        self.assertEqual(bench_report.main(["bench_report.py", self.out, "dgram"]), 0)
+        with open(os.path.join(self.out, "REPORT.md"), encoding="utf-8") as f:
+            self.assertNotIn("raw sockets", f.read())
 
     def test_no_machine_file_is_an_error(self):
         os.remove(os.path.join(self.out, "raw", "machine.txt"))

@@ -38,11 +38,14 @@ constexpr uint64_t kMaxMeasuredIters = 10'000'000;
           "  --csv            machine-readable output\n"
           "  -v               print the provider's fi_info summary\n",
           prog, prog);
-  if ((extras & (kWindowAndOp | kWindowAndAv)) != 0) {
+  if ((extras & (kWindowAndOp | kWindowAndAv | kFloorOp)) != 0) {
     fprintf(stderr, "  -w N             operations in flight (64)\n");
   }
   if ((extras & kWindowAndOp) != 0) {
     fprintf(stderr, "  --op OP          write | read | send (write)\n");
+  }
+  if ((extras & kFloorOp) != 0) {
+    fprintf(stderr, "  --op OP          udp (datagram ping-pong) | stream (TCP bandwidth) (udp)\n");
   }
   if ((extras & kWindowAndAv) != 0) {
     fprintf(stderr, "  --av TYPE        address vector type: table | map (table)\n");
@@ -140,6 +143,7 @@ bool ParseSizes(const std::string& text, std::vector<size_t>* out) {
 
 Options ParseArgs(int argc, char** argv, unsigned extras) {
   Options o;
+  if ((extras & kFloorOp) != 0) o.op = "udp";
   const char* slash = strrchr(argv[0], '/');
   o.program = slash != nullptr ? slash + 1 : argv[0];
   const char* prog = o.program.c_str();
@@ -182,7 +186,7 @@ Options ParseArgs(int argc, char** argv, unsigned extras) {
       o.csv = true;
     } else if (arg == "-v") {
       o.verbose = true;
-    } else if (arg == "-w" && (extras & (kWindowAndOp | kWindowAndAv)) != 0) {
+    } else if (arg == "-w" && (extras & (kWindowAndOp | kWindowAndAv | kFloorOp)) != 0) {
       const std::string v = value();
       if (!ParseUnsigned(v, &n) || n == 0 || n > 65536) Usage(prog, extras, "bad -w " + v);
       o.window = static_cast<size_t>(n);
@@ -191,6 +195,9 @@ Options ParseArgs(int argc, char** argv, unsigned extras) {
       if (o.op != "write" && o.op != "read" && o.op != "send") {
         Usage(prog, extras, "bad --op " + o.op);
       }
+    } else if (arg == "--op" && (extras & kFloorOp) != 0) {
+      o.op = value();
+      if (o.op != "udp" && o.op != "stream") Usage(prog, extras, "bad --op " + o.op);
     } else if (arg == "--av" && (extras & kWindowAndAv) != 0) {
       o.av = value();
       if (o.av != "table" && o.av != "map") Usage(prog, extras, "bad --av " + o.av);

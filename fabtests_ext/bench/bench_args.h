@@ -34,7 +34,7 @@ struct Options {
   bool csv = false;              // --csv
   bool verbose = false;          // -v
   size_t window = 64;            // -w (rma_bw, tagged_bw)
-  std::string op = "write";      // --op (rma_bw only): write | read | send
+  std::string op = "write";      // --op: rma_bw write | read | send; raw_floor udp | stream
   bool blocking = false;         // --blocking (tcp_pingpong only)
   std::string av = "table";      // --av (tagged_bw only): table | map
   uint64_t corrupt = 0;          // --corrupt (tagged_bw client): message number, 0 = none
@@ -56,6 +56,7 @@ enum ExtraOptions : unsigned {
   kCorrupt = 1U << 3,      // --corrupt (a test of the data check, not a benchmark option)
   kScale = 1U << 4,        // --peers, --procs, --rounds (rdm_scale)
   kDuration = 1U << 5,     // --seconds (soak_msg, soak_rdm)
+  kFloorOp = 1U << 6,      // -w, --op udp|stream (raw_floor); o.op defaults to "udp" then
 };
 
 Options ParseArgs(int argc, char** argv, unsigned extras);
