@@ -9,9 +9,12 @@
 #                   distinct buffers (tagged_bw's and mpi_bench's pattern: cold buffers)
 #   tcp_w1_mbs      one raw TCP stream, one buffer sent and received again and again (hot,
 #                   like an MPI_Get that reads the same window)
+#   udp_w64_mbs     the same over one UDP flow: 65000-byte datagrams sent from and received
+#   udp_w1_mbs      straight into the slots (one copy each way, as iwarpx's RD datagrams)
 # Prints a markdown table: median, min and max over the repeats. scripts/bench_report.py puts
-# these next to the issue targets (the latency floors bound what any socket transport can
-# reach; the streams are a reference for bandwidth, not a bound).
+# these next to the issue targets: the latency floors bound what any transport over these
+# sockets can reach; for bandwidth the better of the two streams is what one flow with one
+# copy each way moves here.
 #
 #   --build DIR         build tree (default build); builds raw_floor first
 #   --no-build          use DIR's raw_floor as it is
@@ -89,6 +92,8 @@ for ((r = 0; r < repeat; ++r)); do  # alternating, so drift hits every measure a
   measure udp_oneway_us --op udp --sizes "$udp_size"
   measure tcp_w64_mbs --op stream -w 64 --sizes "$stream_size"
   measure tcp_w1_mbs --op stream -w 1 --sizes "$stream_size"
+  measure udp_w64_mbs --op udpstream -w 64 --sizes "$stream_size"
+  measure udp_w1_mbs --op udpstream -w 1 --sizes "$stream_size"
 done
 
 echo "# $cmdline"
@@ -114,6 +119,8 @@ row udp_oneway_us "$udp_size" us "UDP ping-pong, half round trip"
 row udp_rtt_us "$udp_size" us "UDP round trip: the least a remote completion costs"
 row tcp_w64_mbs "$stream_size" "MB/s" "one TCP stream, 64 distinct buffers (cold)"
 row tcp_w1_mbs "$stream_size" "MB/s" "one TCP stream, one buffer (hot)"
+row udp_w64_mbs "$stream_size" "MB/s" "one UDP flow, 64 distinct buffers (cold)"
+row udp_w1_mbs "$stream_size" "MB/s" "one UDP flow, one buffer (hot)"
 if ((failures)); then
   echo
   echo "# $failures run(s) failed (see stderr)"

@@ -97,6 +97,7 @@ Raw kernel sockets on 127.0.0.1 (no libfabric):
 | udp_rtt_us | 8 | 3.40 | 3.32 | 3.60 | us | UDP round trip: the least a remote completion costs |
 | tcp_w64_mbs | 1m | 5000 | 4900 | 5100 | MB/s | one TCP stream, 64 distinct buffers (cold) |
 | tcp_w1_mbs | 1m | n/a | n/a | n/a | MB/s | one TCP stream, one buffer (hot) |
+| udp_w64_mbs | 1m | 6000 | 5900 | 6100 | MB/s | one UDP flow, 64 distinct buffers (cold) |
 """
 
 OSC = """# scripts/bench_osc.sh --repeat 1
@@ -166,7 +167,8 @@ class SectionsTest(unittest.TestCase):
 
     def test_floor_values_leave_out_missing_cells(self):
         self.assertEqual(sections.floor_values(FLOOR),
-                         {"udp_oneway_us": 1.7, "udp_rtt_us": 3.4, "tcp_w64_mbs": 5000.0})
+                         {"udp_oneway_us": 1.7, "udp_rtt_us": 3.4, "tcp_w64_mbs": 5000.0,
+                          "udp_w64_mbs": 6000.0})
         self.assertEqual(sections.floor_values("no table"), {})
 
     def test_targets_against_the_floor(self):
@@ -180,7 +182,9 @@ class SectionsTest(unittest.TestCase):
         dgram = sections.extract("dgram", DGRAM).targets[0]  # 1.70 / 2.00
         self.assertEqual(sections.against_floor(dgram, floors)[0], 0.85)
         self.assertTrue(sections.against_floor(dgram, floors)[1].startswith("reachable"))
-        rxm = sections.extract("rdm", RDM).targets[1]  # 5000 / 4733.706 >= 1.0
+        rxm = sections.extract("rdm", RDM).targets[1]  # the better flow: 6000 / 4733.706
+        self.assertEqual(sections.against_floor(rxm, floors)[0], 1.27)
+        del floors["udp_w64_mbs"]  # TCP alone: 5000 / 4733.706
         self.assertEqual(sections.against_floor(rxm, floors)[0], 1.06)
         rxd = sections.extract("rdm", RDM).targets[2]  # no rxd anchor: nothing to compare
         self.assertIsNone(sections.against_floor(rxd, floors))

@@ -45,7 +45,9 @@ constexpr uint64_t kMaxMeasuredIters = 10'000'000;
     fprintf(stderr, "  --op OP          write | read | send (write)\n");
   }
   if ((extras & kFloorOp) != 0) {
-    fprintf(stderr, "  --op OP          udp (datagram ping-pong) | stream (TCP bandwidth) (udp)\n");
+    fprintf(
+        stderr,
+        "  --op OP          udp (datagram ping-pong) | stream | udpstream (TCP / UDP bandwidth)\n");
   }
   if ((extras & kWindowAndAv) != 0) {
     fprintf(stderr, "  --av TYPE        address vector type: table | map (table)\n");
@@ -197,7 +199,9 @@ Options ParseArgs(int argc, char** argv, unsigned extras) {
       }
     } else if (arg == "--op" && (extras & kFloorOp) != 0) {
       o.op = value();
-      if (o.op != "udp" && o.op != "stream") Usage(prog, extras, "bad --op " + o.op);
+      if (o.op != "udp" && o.op != "stream" && o.op != "udpstream") {
+        Usage(prog, extras, "bad --op " + o.op);
+      }
     } else if (arg == "--av" && (extras & kWindowAndAv) != 0) {
       o.av = value();
       if (o.av != "table" && o.av != "map") Usage(prog, extras, "bad --av " + o.av);

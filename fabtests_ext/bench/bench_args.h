@@ -56,7 +56,7 @@ enum ExtraOptions : unsigned {
   kCorrupt = 1U << 3,      // --corrupt (a test of the data check, not a benchmark option)
   kScale = 1U << 4,        // --peers, --procs, --rounds (rdm_scale)
   kDuration = 1U << 5,     // --seconds (soak_msg, soak_rdm)
-  kFloorOp = 1U << 6,      // -w, --op udp|stream (raw_floor); o.op defaults to "udp" then
+  kFloorOp = 1U << 6,      // -w, --op udp|stream|udpstream (raw_floor; default udp)
 };
 
 Options ParseArgs(int argc, char** argv, unsigned extras);

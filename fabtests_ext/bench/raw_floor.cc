@@ -19,13 +19,24 @@
 //   and receives the same buffer every time (hot in the caches); -w 64 walks
 //   W x size bytes (at 1 MiB, 64 MiB: cold, as tagged_bw and mpi_bench are).
 //   Prints MB/s (10^6 B/s) = size x W x iterations / seconds.
+// --op udpstream: the same iterations and buffers over UDP, each message cut into
+//   datagrams of at most 65000 payload bytes sent with a 16-byte header
+//   (message number, offset) by sendmsg from the slot and received by recvmsg
+//   straight into the server's slot (one copy each way, as iwarpx's RD
+//   datagrams placed in memory): the most one datagram flow moves here. Both
+//   receive buffers are raised to 4 MiB (the kernel caps them at
+//   net.core.rmem_max); the server acknowledges every message and the client
+//   keeps at most 2 messages unacknowledged, so nothing overflows. The program
+//   does not retransmit: a lost or reordered datagram fails the run.
 //
-// Both ops check every message's first and last byte (a per-message tag)
+// Every op checks every message's first and last byte (a per-message tag)
 // and, in the warm-up, the whole payload, so a floor that lost data fails
 // instead of looking fast. Contract of the sockets: raw_socket.h.
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -189,6 +200,149 @@ int StreamServer(const Options& o) {
   }
 }
 
+// ---- UDP stream ---------------------------------------------------------------
+
+constexpr size_t kChunk = 65000;        // payload bytes per datagram
+constexpr uint64_t kMaxUnacked = 2;     // messages in flight (2 MiB at 1 MiB)
+constexpr int kSocketBuffer = 4 << 20;  // asked for; capped at net.core.rmem_max
+
+struct ChunkHeader {
+  uint64_t message;  // numbered from 0 within a round
+  uint64_t offset;
+};
+
+void RaiseBuffers(const Options& o, int fd) {
+  for (const int opt : {SO_RCVBUF, SO_SNDBUF}) {
+    if (setsockopt(fd, SOL_SOCKET, opt, &kSocketBuffer, sizeof(kSocketBuffer)) != 0) {
+      bench::SysFail(o, "setsockopt(SO_RCVBUF/SO_SNDBUF)");
+    }
+  }
+}
+
+// Reads one acknowledgement (the number of messages the server holds whole).
+uint64_t ReadAck(const Options& o, int fd) {
+  uint64_t acked = 0;
+  const size_t n = bench::RecvDatagram(o, fd, &acked, sizeof(acked), nullptr, nullptr);
+  if (n != sizeof(acked)) bench::Fail(o, "acknowledgement of " + std::to_string(n) + " B");
+  return acked;
+}
+
+double UdpStreamRound(const Options& o, int fd, uint8_t* region, size_t size, size_t window,
+                      uint64_t iters, uint64_t round, bool warm) {
+  const StreamHeader h{size, iters, round, window, warm ? 1U : 0U};
+  if (send(fd, &h, sizeof(h), 0) != static_cast<ssize_t>(sizeof(h))) bench::SysFail(o, "send");
+  const double start = bench::NowSeconds();
+  const uint64_t total = iters * window;
+  uint64_t acked = 0;
+  for (uint64_t m = 0; m < total; ++m) {
+    while (m - acked >= kMaxUnacked) acked = ReadAck(o, fd);
+    uint8_t* msg = region + (m % window) * size;
+    bench::SetTag(msg, size, Tag(round, m));
+    for (size_t off = 0; off < size; off += kChunk) {
+      ChunkHeader ch{m, off};
+      iovec iov[2] = {{&ch, sizeof(ch)}, {msg + off, std::min(kChunk, size - off)}};
+      msghdr mh{};
+      mh.msg_iov = iov;
+      mh.msg_iovlen = 2;
+      if (sendmsg(fd, &mh, 0) < 0) bench::SysFail(o, "sendmsg");
+    }
+  }
+  while (acked < total) acked = ReadAck(o, fd);
+  return bench::NowSeconds() - start;
+}
+
+int UdpStreamClient(const Options& o) {
+  const int fd = bench::ConnectUdp(o);
+  RaiseBuffers(o, fd);
+  std::vector<uint8_t> region(o.max_size() * o.window);
+  bench::PrintHeader(o, "MB/s");
+  uint64_t round = 0;
+  for (const size_t size : o.sizes) {
+    if (size < 2) bench::Fail(o, "--op udpstream takes sizes of at least 2 B");
+    for (size_t k = 0; k < o.window; ++k) bench::FillPattern(region.data() + k * size, size);
+    const double warm_time =
+        UdpStreamRound(o, fd, region.data(), size, o.window, o.warmup, ++round, true);
+    const bench::Measurement m = bench::Measure(o, warm_time, o.warmup, [&](uint64_t iters) {
+      return UdpStreamRound(o, fd, region.data(), size, o.window, iters, ++round, false);
+    });
+    const double bytes =
+        static_cast<double>(size) * static_cast<double>(o.window) * static_cast<double>(m.iters);
+    bench::PrintResult(o, size, m.iters, bytes / m.seconds / 1e6, "MB/s");
+  }
+  const StreamHeader quit{};
+  if (send(fd, &quit, sizeof(quit), 0) != static_cast<ssize_t>(sizeof(quit))) {
+    bench::SysFail(o, "send(quit)");
+  }
+  close(fd);
+  return 0;
+}
+
+// Receives message m's datagrams in order straight into its slot; anything else fails.
+void ReceiveMessage(const Options& o, int fd, uint8_t* msg, size_t size, uint64_t m) {
+  for (size_t off = 0; off < size; off += kChunk) {
+    const size_t len = std::min(kChunk, size - off);
+    ChunkHeader ch{};
+    iovec iov[2] = {{&ch, sizeof(ch)}, {msg + off, len}};
+    msghdr mh{};
+    mh.msg_iov = iov;
+    mh.msg_iovlen = 2;
+    const double deadline = bench::NowSeconds() + o.timeout;
+    ssize_t n = -1;
+    for (unsigned spins = 0;;) {
+      n = recvmsg(fd, &mh, MSG_DONTWAIT);
+      if (n >= 0) break;
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) bench::SysFail(o, "recvmsg");
+      if (++spins % 1024 == 0 && bench::NowSeconds() > deadline) {
+        bench::Fail(o, "timed out waiting for message " + std::to_string(m) + " at offset " +
+                           std::to_string(off) + " (a datagram lost?)");
+      }
+    }
+    if (static_cast<size_t>(n) != sizeof(ch) + len || ch.message != m || ch.offset != off ||
+        (mh.msg_flags & MSG_TRUNC) != 0) {
+      bench::Fail(o, "datagram lost or reordered: expected message " + std::to_string(m) +
+                         " offset " + std::to_string(off));
+    }
+  }
+}
+
+int UdpStreamServer(const Options& o) {
+  const int fd = bench::BindUdp(o);
+  RaiseBuffers(o, fd);
+  const size_t capacity = o.max_size() * o.window;
+  std::vector<uint8_t> region(capacity);
+  Options idle = o;
+  idle.timeout = o.timeout * 4;  // the client may take a while between sizes
+  for (;;) {
+    StreamHeader h{};
+    sockaddr_storage from{};
+    socklen_t from_len = 0;
+    const size_t n = bench::RecvDatagram(idle, fd, &h, sizeof(h), &from, &from_len);
+    if (n != sizeof(h)) bench::Fail(o, "expected a round header, got " + std::to_string(n) + " B");
+    if (h.iters == 0) break;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&from), from_len) != 0)
+      bench::SysFail(o, "connect");
+    if (h.size < 2 || h.window == 0 || h.size > capacity / h.window) {
+      bench::Fail(o, "client asks for " + std::to_string(h.window) + " x " +
+                         std::to_string(h.size) +
+                         " B; start the server with the same --sizes and -w");
+    }
+    const bool warm = h.warm != 0;
+    const uint64_t total = h.iters * h.window;
+    for (uint64_t m = 0; m < total; ++m) {
+      uint8_t* msg = region.data() + (m % h.window) * h.size;
+      if (warm) memset(msg, 0, h.size);
+      ReceiveMessage(o, fd, msg, h.size, m);
+      Expect(o, msg, h.size, Tag(h.round, m), warm && m < h.window);
+      const uint64_t acked = m + 1;
+      if (send(fd, &acked, sizeof(acked), 0) != static_cast<ssize_t>(sizeof(acked))) {
+        bench::SysFail(o, "send(ack)");
+      }
+    }
+  }
+  close(fd);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -196,6 +350,10 @@ int main(int argc, char** argv) {
   if (o.op == "udp") {
     o.provider = "rawudp";
     return o.is_client() ? UdpClient(o) : UdpServer(o);
+  }
+  if (o.op == "udpstream") {
+    o.provider = "rawudp-w" + std::to_string(o.window);
+    return o.is_client() ? UdpStreamClient(o) : UdpStreamServer(o);
   }
   o.provider = "rawtcp-w" + std::to_string(o.window);
   return o.is_client() ? StreamClient(o) : StreamServer(o);
