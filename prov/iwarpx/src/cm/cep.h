@@ -86,6 +86,7 @@
 #include "base/bytes.h"
 #include "base/clock.h"
 #include "base/result.h"
+#include "transport/sctp_message_queue.h"
 #include "transport/transport.h"
 #include "wire/error.h"
 #include "wire/mpa.h"
@@ -173,6 +174,11 @@ class SetupEndpoint {
   [[nodiscard]] virtual bool wants_read() const = 0;
   [[nodiscard]] virtual bool wants_write() const = 0;
   [[nodiscard]] virtual std::optional<uint64_t> deadline() const = 0;
+  // Once kEstablished: messages that arrived before the answer and that the
+  // QP must receive before anything else from the connection, moved out
+  // (SctpCep: DDP segments that overtook the Accept, sctp_cep.h). Empty for
+  // MPA, whose byte stream keeps everything behind the Reply.
+  virtual transport::SctpMessageQueue TakeEarlySegments() { return {}; }
 };
 
 class Cep final : public SetupEndpoint {

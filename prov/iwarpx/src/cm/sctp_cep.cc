@@ -2,6 +2,11 @@
 
 #include <sys/uio.h>
 
+#include <cerrno>
+#include <utility>
+
+#include "wire/fpdu.h"
+
 namespace iwarpx::cm {
 
 using transport::IoResult;
@@ -231,13 +236,22 @@ bool SctpCep::SendPending() {
 }
 
 std::optional<SctpSessionMessage> SctpCep::ReceiveMessage() {
-  const iovec v{rx_buf_.data(), rx_buf_.size()};
   MessageInfo info;
-  const IoResult r = conn_.RecvMsg({&v, 1}, info);
-  if (r.status == IoStatus::kWouldBlock) return std::nullopt;
-  if (!r.ok()) {
-    FailIo(r);
-    return std::nullopt;
+  IoResult r;
+  // Each round keeps one more early DDP segment (initiator), bounded by
+  // kMaxEarlyBytes.
+  for (;;) {
+    if (early_.open() && !ContinueEarly()) return std::nullopt;
+    const iovec v{rx_buf_.data(), rx_buf_.size()};
+    info = MessageInfo{};
+    r = conn_.RecvMsg({&v, 1}, info);
+    if (r.status == IoStatus::kWouldBlock) return std::nullopt;
+    if (!r.ok()) {
+      FailIo(r);
+      return std::nullopt;
+    }
+    if (state_ != CepState::kAwaitingReply || info.ppid != wire::kSctpPpidDdpSegment) break;
+    if (!KeepEarly(info, ByteSpan(rx_buf_.data(), r.bytes))) return std::nullopt;
   }
   if (info.ppid != wire::kSctpPpidDdpSessionControl) {
     FailProtocol(WireError::kSctpSessionBadFunction);
@@ -257,6 +271,63 @@ std::optional<SctpSessionMessage> SctpCep::ReceiveMessage() {
   return *m;
 }
 
+bool SctpCep::KeepEarly(const MessageInfo& info, ByteSpan piece) {
+  if (info.stream == 0 || info.unordered) {
+    FailProtocol(WireError::kSctpSessionBadFunction);
+    return false;
+  }
+  early_.Begin(info);
+  early_.Append(piece);
+  if (!CheckEarly()) return false;
+  if (info.end_of_message) early_.End();
+  return true;
+}
+
+bool SctpCep::ContinueEarly() {
+  while (early_.open()) {
+    // One byte more than a ULPDU may have, so a longer message shows.
+    const MutableByteSpan room = early_.Reserve(wire::kMaxUlpduLength + 1 - early_.open_length());
+    const iovec v{room.data(), room.size()};
+    MessageInfo info;
+    const IoResult r = conn_.RecvMsg({&v, 1}, info);
+    if (!r.ok()) {
+      early_.Commit(0);
+      if (r.status != IoStatus::kWouldBlock) FailIo(r);
+      return false;
+    }
+    early_.Commit(r.bytes);
+    const MessageInfo& open = early_.open_info();
+    if (info.ppid != open.ppid || info.stream != open.stream || info.unordered != open.unordered) {
+      FailProtocol(WireError::kSctpSessionBadFunction);
+      return false;
+    }
+    if (!CheckEarly()) return false;
+    if (info.end_of_message) {
+      early_.End();
+    } else if (r.bytes == 0) {
+      return false;  // nothing more yet
+    }
+  }
+  return true;
+}
+
+bool SctpCep::CheckEarly() {
+  if (early_.open_length() > wire::kMaxUlpduLength) {
+    FailProtocol(WireError::kSctpSessionBadLength);
+    return false;
+  }
+  if (early_.bytes() > kMaxEarlyBytes) {
+    FailIo(IoResult::Error(ENOBUFS));
+    return false;
+  }
+  return true;
+}
+
+transport::SctpMessageQueue SctpCep::TakeEarlySegments() {
+  if (state_ != CepState::kEstablished || role_ != MpaRole::kInitiator) return {};
+  return std::exchange(early_, {});
+}
+
 Result<size_t, WireError> SctpCep::Encode(const SctpSessionMessage& m) {
   auto n = wire::EncodeSctpSessionMessage(m, tx_buf_);
   if (!n) return Err{n.error()};
@@ -274,6 +345,8 @@ void SctpCep::Enter(CepState s) {
     case CepState::kSendingReject: deadline_ = clock_.NowNs() + timeouts_.reply_ns; break;
     default:
       if (IsTerminal(s)) deadline_.reset();
+      // Early DDP segments go to the QP only after a valid Accept.
+      if (IsTerminal(s) && s != CepState::kEstablished) early_ = {};
       break;
   }
 }

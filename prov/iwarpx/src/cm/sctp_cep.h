@@ -34,9 +34,29 @@
 //   application decides (as Cep).
 // * Once kEstablished, the association belongs to the QP; the SctpCep reads
 //   nothing more. Unlike MPA there is no "initiator sends first" rule.
-//   Known gap (docs/wire.md §2.0): a responder's Send on a stream other than
-//   0 that overtakes its Accept (lost or delayed Accept packet) makes the
-//   initiator fail the setup here.
+// * Initiator in kAwaitingReply: DDP segments that overtook the answer
+//   (docs/wire.md §2.0 "DDP segments before the Accept"). The responder's QP
+//   may send as soon as its Accept is sent, and SCTP orders only within a
+//   stream: a Send on a stream other than 0 arrives before the Accept (stream
+//   0) when the Accept's packet is lost or delayed. Such a message (PPID 16,
+//   ordered, stream != 0) is kept, whole and in arrival order, in a queue
+//   (pieces of a partial delivery joined; nothing is parsed or placed), and
+//   the wait for the answer goes on. Once a valid Accept made the state
+//   kEstablished, TakeEarlySegments() hands the queue to the QP, which
+//   receives it before anything else from the association
+//   (QueuePair::Create, qp/sctp_framing.h): every check of a DDP segment is
+//   the QP's, as for later ones, and per-stream order is kept because
+//   everything in the queue arrived before what the association still
+//   holds. Refused (kFailed, nothing handed over), as no correct responder
+//   produces them: a PPID-16 message on stream 0 (the Accept precedes
+//   everything there) or unordered (only Read Responses go unordered, and
+//   the initiator has sent no Read): kSctpSessionBadFunction; one longer
+//   than wire::kMaxUlpduLength: kSctpSessionBadLength; a piece of a partial
+//   delivery with another PPID, stream or unordered flag:
+//   kSctpSessionBadFunction; the queue above kMaxEarlyBytes (payload plus
+//   SctpMessageQueue::kOverheadPerMessage each): kTransport, ENOBUFS. A
+//   Reject, a refused answer, a timeout or the association's end after such
+//   messages end the setup as without them; the queue is dropped.
 //
 // Ownership and threads as Cep: borrows the connection and the clock.
 #pragma once
@@ -52,6 +72,7 @@
 #include "base/result.h"
 #include "cm/cep.h"
 #include "transport/sctp.h"
+#include "transport/sctp_message_queue.h"
 #include "wire/error.h"
 #include "wire/sctp_session.h"
 #include "wire/sctp_session_negotiate.h"
@@ -95,6 +116,14 @@ class SctpCep final : public SetupEndpoint {
   [[nodiscard]] bool wants_read() const override;
   [[nodiscard]] bool wants_write() const override;
   [[nodiscard]] std::optional<uint64_t> deadline() const override { return deadline_; }
+  // Initiator, kEstablished: the DDP segments received before the Accept
+  // (see above), moved out; empty otherwise and on every later call.
+  transport::SctpMessageQueue TakeEarlySegments() override;
+
+  // Bound on the DDP segments kept before the Accept (bytes(), see above):
+  // the usrsctp association's receive buffer here (1 MiB), the data SCTP
+  // itself would hold for a reader that does not read.
+  static constexpr size_t kMaxEarlyBytes = size_t{1} << 20;
 
  private:
   SctpCep(transport::SctpConnection& conn, const Clock& clock,
@@ -107,7 +136,16 @@ class SctpCep final : public SetupEndpoint {
   bool SendPending();
   // Receives one whole PPID-17 message into rx_buf_ and decodes it; nullopt
   // when nothing arrived yet or on failure (then the state is kFailed).
+  // In kAwaitingReply, DDP segments before it go to early_.
   std::optional<wire::SctpSessionMessage> ReceiveMessage();
+  // Starts keeping a DDP segment whose first piece (`piece`, `info`) was
+  // read; false when refused (then kFailed).
+  bool KeepEarly(const transport::MessageInfo& info, ByteSpan piece);
+  // Receives more of the open early segment: true when it ended, false when
+  // nothing more is there yet or on failure (then kFailed).
+  bool ContinueEarly();
+  // The checks of the early segment so far; false when refused.
+  bool CheckEarly();
   Result<size_t, wire::WireError> Encode(const wire::SctpSessionMessage& m);
   void Enter(CepState s);
   void FailProtocol(wire::WireError e);
@@ -125,6 +163,7 @@ class SctpCep final : public SetupEndpoint {
   ByteSpan peer_private_data_;
   wire::SctpSessionMessage initiate_;  // responder: views rx_buf_
   std::optional<wire::WireError> reject_reason_;
+  transport::SctpMessageQueue early_;  // initiator: DDP segments before the answer
 
   std::array<uint8_t, wire::kSctpSessionMaxMessageSize> tx_buf_{};
   size_t tx_len_ = 0;

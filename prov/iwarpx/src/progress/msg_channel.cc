@@ -276,8 +276,9 @@ void MsgChannel::AfterCep() {
 }
 
 void MsgChannel::StartQp() {
-  auto qp =
-      qp::QueuePair::Create(*conn_, *stags_, config_.pd, *cep_->outcome(), qp_config_, *sink_);
+  // SCTP: DDP segments that overtook the Accept go first (cm/sctp_cep.h).
+  auto qp = qp::QueuePair::Create(*conn_, *stags_, config_.pd, *cep_->outcome(), qp_config_, *sink_,
+                                  cep_->TakeEarlySegments());
   if (!qp.ok()) {
     Finish();
     cm::CepError e;
@@ -290,7 +291,8 @@ void MsgChannel::StartQp() {
   phase_ = Phase::kRunning;
   sink_->OnQpReady(*qp_);
   qp_->Start();
-  // The peer's first FPDUs may already be waiting behind the Reply.
+  // The peer's first FPDUs may already be waiting behind the Reply (or,
+  // on SCTP, have been received before it): no new readiness comes for them.
   if (qp_->wants_read()) qp_->OnReadable();
   if (qp_->state() == qp::QpState::kError && !qp_->wants_write()) Finish();
 }

@@ -41,11 +41,9 @@ wire::FpduRxConfig QueuePair::RxConfig() const {
   return c;
 }
 
-Result<std::unique_ptr<QueuePair>, QpStatus> QueuePair::Create(transport::Connection& conn,
-                                                               mem::StagTable& stags, uint32_t pd,
-                                                               const wire::MpaOutcome& mpa,
-                                                               const QpConfig& config,
-                                                               CompletionSink& sink) {
+Result<std::unique_ptr<QueuePair>, QpStatus> QueuePair::Create(
+    transport::Connection& conn, mem::StagTable& stags, uint32_t pd, const wire::MpaOutcome& mpa,
+    const QpConfig& config, CompletionSink& sink, transport::SctpMessageQueue early) {
   if (config.sq_size == 0 || config.rq_size == 0 || config.max_fpdu_payload < kMinFpduPayload ||
       config.max_fpdu_payload > wire::kMaxUlpduLength || config.rx_budget_fpdus == 0 ||
       config.rx_budget_bytes == 0 || config.rx_staging_initial < kRxStagingMin ||
@@ -61,8 +59,11 @@ Result<std::unique_ptr<QueuePair>, QpStatus> QueuePair::Create(transport::Connec
     if (sctp == nullptr || mpa.crc || mpa.markers_tx || mpa.markers_rx) {
       return Err{QpStatus::kInvalid};
     }
-    framing.reset(new (std::nothrow) SctpFraming(*sctp, mpa.sctp_unordered_read_resp));
+    framing.reset(new (std::nothrow)
+                      SctpFraming(*sctp, mpa.sctp_unordered_read_resp, std::move(early)));
     if (!framing) return Err{QpStatus::kInvalid};
+  } else if (!early.empty()) {
+    return Err{QpStatus::kInvalid};
   }
   std::unique_ptr<QueuePair> qp(
       new (std::nothrow) QueuePair(std::move(framing), conn, stags, pd, mpa, config, sink));

@@ -158,6 +158,7 @@
 #include "qp/recv_source.h"
 #include "qp/sctp_framing.h"
 #include "qp/work_request.h"
+#include "transport/sctp_message_queue.h"
 #include "transport/transport.h"
 #include "wire/ddp.h"
 #include "wire/error.h"
@@ -224,11 +225,13 @@ class QueuePair {
  public:
   // Validates the configuration and the negotiated outcome and allocates all
   // queues. The QP starts in kRts; call Start() next.
-  static Result<std::unique_ptr<QueuePair>, QpStatus> Create(transport::Connection& conn,
-                                                             mem::StagTable& stags, uint32_t pd,
-                                                             const wire::MpaOutcome& mpa,
-                                                             const QpConfig& config,
-                                                             CompletionSink& sink);
+  // `early`: SCTP messages session setup received before its answer
+  // (cm::SetupEndpoint::TakeEarlySegments): the QP receives them before
+  // anything else from the connection, as if they were still queued there
+  // (SctpFraming). Not empty on a connection without SCTP framing: kInvalid.
+  static Result<std::unique_ptr<QueuePair>, QpStatus> Create(
+      transport::Connection& conn, mem::StagTable& stags, uint32_t pd, const wire::MpaOutcome& mpa,
+      const QpConfig& config, CompletionSink& sink, transport::SctpMessageQueue early = {});
   ~QueuePair();
   QueuePair(const QueuePair&) = delete;
   QueuePair& operator=(const QueuePair&) = delete;

@@ -6,6 +6,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "qp/work_request.h"
 #include "wire/ddp.h"
@@ -82,9 +83,11 @@ size_t CopyToIov(std::span<const iovec> iov, size_t* at, const uint8_t* src, siz
 
 }  // namespace
 
-SctpFraming::SctpFraming(transport::SctpConnection& sctp, bool accept_unordered)
+SctpFraming::SctpFraming(transport::SctpConnection& sctp, bool accept_unordered,
+                         transport::SctpMessageQueue early)
     : accept_unordered_(accept_unordered),
       sctp_(sctp),
+      early_(std::move(early)),
       rx_buf_(std::make_unique_for_overwrite<uint8_t[]>(wire::kMaxUlpduLength)) {}
 
 uint16_t SctpFraming::tx_streams() const {
@@ -159,10 +162,22 @@ transport::IoResult SctpFraming::SendV(std::span<const iovec> iov) {
 
 transport::IoResult SctpFraming::ReceiveMessage() {
   while (true) {
-    const iovec v{rx_buf_.get() + rx_fill_, wire::kMaxUlpduLength - rx_fill_};
     transport::MessageInfo info;
-    const transport::IoResult r = sctp_.RecvMsg(std::span<const iovec>(&v, 1), info);
-    if (r.status != transport::IoStatus::kOk) return r;
+    transport::IoResult r;
+    if (rx_fill_ == 0 && !early_.empty()) {
+      // A message received before the Accept: as if RecvMsg returned it.
+      const ByteSpan m = early_.front();
+      info = early_.front_info();
+      const size_t n = std::min(m.size(), wire::kMaxUlpduLength);
+      std::memcpy(rx_buf_.get(), m.data(), n);
+      info.end_of_message = n == m.size();  // longer: refused below
+      early_.Pop();
+      r = transport::IoResult::Ok(n);
+    } else {
+      const iovec v{rx_buf_.get() + rx_fill_, wire::kMaxUlpduLength - rx_fill_};
+      r = sctp_.RecvMsg(std::span<const iovec>(&v, 1), info);
+      if (r.status != transport::IoStatus::kOk) return r;
+    }
     if (rx_fill_ == 0) {
       rx_ppid_ = info.ppid;
       rx_stream_ = info.stream;

@@ -61,7 +61,9 @@
 // can match a continuation to its message by MSN alone. A segment whose DDP
 // header does not decode is passed on: the QP refuses it as on TCP.
 //
-// Receive (RecvV): one SCTP message is one segment. A message is received
+// Receive (RecvV): one SCTP message is one segment; the messages session
+// setup received before its Accept (the constructor's `early`) come first,
+// then the association's. A message is received
 // whole into a per-connection buffer of wire::kMaxUlpduLength bytes (pieces
 // of a partially delivered message are joined), then handed to the caller as
 // the FPDU image the QP parses (ULPDU_Length, the message, zero PAD and CRC
@@ -92,6 +94,7 @@
 #include <span>
 
 #include "transport/sctp.h"
+#include "transport/sctp_message_queue.h"
 #include "transport/transport.h"
 #include "wire/error.h"
 
@@ -106,7 +109,11 @@ class SctpFraming final : public transport::Connection {
  public:
   // accept_unordered: the session negotiated unordered Read Responses, so
   // the peer may send them unordered (nothing else ever).
-  explicit SctpFraming(transport::SctpConnection& sctp, bool accept_unordered = false);
+  // early: messages session setup received before its Accept (the DDP
+  // segments that overtook it, cm/sctp_cep.h): received first, exactly as if
+  // the association still held them (same checks, same refusals).
+  explicit SctpFraming(transport::SctpConnection& sctp, bool accept_unordered = false,
+                       transport::SctpMessageQueue early = {});
 
   transport::IoResult SendV(std::span<const iovec> iov) override;
   transport::IoResult RecvV(std::span<const iovec> iov) override;
@@ -167,6 +174,7 @@ class SctpFraming final : public transport::Connection {
   bool accept_unordered_ = false;
 
   transport::SctpConnection& sctp_;
+  transport::SctpMessageQueue early_;  // received before the association's next message
   std::optional<wire::TermCause> refusal_;
   std::unique_ptr<uint8_t[]> rx_buf_;  // wire::kMaxUlpduLength bytes
   size_t rx_fill_ = 0;                 // bytes of the message being received

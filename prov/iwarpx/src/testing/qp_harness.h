@@ -114,11 +114,13 @@ struct BasicSide {
     o.send_imm = send_imm;                  // iwarpx Send with Immediate Data agreed
     CreateWith(o, cfg);
   }
-  // The QP for an explicit negotiated outcome (qp stays null if refused).
-  void CreateWith(const wire::MpaOutcome& o, QpConfig cfg) {
+  // The QP for an explicit negotiated outcome (qp stays null if refused);
+  // `early`: what session setup received before its answer (QueuePair::Create).
+  void CreateWith(const wire::MpaOutcome& o, QpConfig cfg,
+                  transport::SctpMessageQueue&& early = {}) {
     cfg.role = o.role;
     qp.reset();
-    auto r = QueuePair::Create(*conn, stags, kPd, o, cfg, sink);
+    auto r = QueuePair::Create(*conn, stags, kPd, o, cfg, sink, std::move(early));
     if (r.ok()) qp = std::move(r).value();
   }
   // Creates the QP again (before Start: nothing was sent yet) as if the MPA

@@ -271,6 +271,11 @@ int PendingError(struct socket* so) {
 
 UsrsctpConnection::UsrsctpConnection(struct socket* so, UniqueFd doorbell, bool connected)
     : so_(so), doorbell_(std::move(doorbell)), connected_(connected) {
+  // Keep this order (the header's "Accepted connections"): the doorbell is
+  // registered (the caller did it), then LearnAssociation's SCTP_STATUS
+  // takes the association's lock, so a packet usrsctp began to process
+  // while the association waited in the accept queue (its upcall aimed at
+  // the listener) has queued its data; then the ring reports that data.
   if (connected_) LearnAssociation();
   // Send space matters while connecting; once connected only after EAGAIN.
   WantWrite(!connected_);

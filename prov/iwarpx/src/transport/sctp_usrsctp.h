@@ -20,6 +20,13 @@
 //   from a timer that rings no doorbell (the .cc, ReadNotification). After
 //   kClosed, RecvMsg keeps returning kClosed.
 // - fd() is the eventfd doorbell (sctp.h "Readiness"); doorbell() is true.
+// - Accepted connections: the doorbell rings once at construction, so data
+//   queued before it existed is read. That covers data whose packet's upcall
+//   went to the listener (usrsctp aims it at so_head while the association
+//   waits to be accepted): usrsctp queues such data under the association's
+//   lock, and the constructor takes that lock (SCTP_STATUS) after the
+//   doorbell is registered and before it rings (docs/design.md "Accepted
+//   connections"; usrsctp_accept_wakeup_test.cc).
 // - usrsctp has no gather/scatter: SendMsg with more than one iovec copies
 //   into a per-connection staging buffer (grown to the largest message sent,
 //   then reused); RecvMsg with more than one iovec receives into a staging

@@ -1,0 +1,154 @@
+// The usrsctp doorbell of an accepted connection whose data arrived before
+// usrsctp_accept returned (sctp_usrsctp.h "Accepted connections").
+//
+// usrsctp picks the socket an inbound packet's upcall goes to when it starts
+// processing the packet: the listener (so_head) while the association's
+// socket still waits in the accept queue. The data is appended to the new
+// socket, the upcall rings the listener's doorbell (or nobody's, once
+// nothing is left to accept), and the new socket's doorbell does not exist
+// yet or stays silent. Without more, data that arrived in that window would
+// be noticed only with the association's next packet, i.e. never for a peer
+// that sent its one request and waits for the answer.
+//
+// The first test forces the extreme of that window deterministically: the
+// data packet is processed entirely before the accept (the listener's
+// doorbell rings for it: its upcall went there), then the connection is
+// accepted, and its doorbell must ring at once. Heartbeats are off, so no
+// later packet can ring it instead. It fails when UsrsctpConnection's
+// constructor does not ring the new doorbell after its SCTP_STATUS query.
+// The second test races a client's first message against the accept, many
+// times, and bounds each wait for it.
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "transport/poller.h"
+#include "transport/sctp.h"
+#include "transport/test_util.h"
+#include "transport/usrsctp_stack.h"
+
+namespace iwarpx::transport {
+namespace {
+
+// Far below any retransmission or heartbeat timer of the options below: a
+// ring within this time comes from the accept path, not from a later packet.
+constexpr int kRingWithinMs = 1000;
+
+SctpOptions QuietOptions() {
+  SctpOptions opt;
+  opt.limits.heartbeat_interval_ms = 0;  // no heartbeat may ring the doorbell for us
+  opt.peer_encaps_port = UsrsctpStack::encaps_port();
+  return opt;
+}
+
+std::unique_ptr<SctpConnection> ConnectedClient(const SctpListener& listener) {
+  auto c = SctpConnect(SctpBackend::kUsrsctp, listener.local_address(), QuietOptions());
+  if (!c.ok()) return nullptr;
+  std::unique_ptr<SctpConnection> client = std::move(c).value();
+  IoResult done = client->FinishConnect();
+  while (done.status == IoStatus::kWouldBlock) {
+    if (!WaitFor(client->fd(), Poller::kReadable)) return nullptr;
+    done = client->FinishConnect();
+  }
+  return done.ok() ? std::move(client) : nullptr;
+}
+
+// Empties an eventfd doorbell (it is non-blocking).
+void DrainDoorbell(int fd) {
+  UsrsctpStack::Drain(fd);
+}
+
+bool Readable(int fd, int timeout_ms) {
+  auto poller = Poller::Create();
+  if (!poller.ok()) return false;
+  if (!(*poller)->Add(fd, Poller::kReadable, uint64_t{1}).ok()) return false;
+  PollEvent ev[1];
+  auto r = (*poller)->Wait(timeout_ms, ev);
+  return r.ok() && r->count == 1;
+}
+
+IoResult ReadOne(SctpConnection& conn, std::vector<uint8_t>& buf) {
+  const iovec v{buf.data(), buf.size()};
+  MessageInfo info;
+  return conn.RecvMsg({&v, 1}, info);
+}
+
+TEST(UsrsctpAcceptWakeupTest, DataProcessedBeforeTheAcceptRingsTheAcceptedConnection) {
+  auto l = SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4(), QuietOptions());
+  ASSERT_TRUE(l.ok());
+  std::unique_ptr<SctpListener> listener = std::move(l).value();
+  for (int round = 0; round < 4; ++round) {
+    SCOPED_TRACE(round);
+    std::unique_ptr<SctpConnection> client = ConnectedClient(*listener);
+    ASSERT_TRUE(client) << "no usrsctp association on loopback";
+    // The association waits in the accept queue. Let the listener's rings
+    // for the handshake come, then empty its doorbell: its next ring is the
+    // upcall of the data packet (the only packet the client sends now).
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    DrainDoorbell(listener->fd());
+    const uint8_t msg[] = {'h', 'e', 'l', 'l', 'o'};
+    const iovec v{const_cast<uint8_t*>(msg), sizeof(msg)};
+    ASSERT_TRUE(client->SendMsg({&v, 1}, MessageInfo{}).ok());
+    ASSERT_TRUE(Readable(listener->fd(), kTestTimeoutMs))
+        << "the data packet's upcall did not reach the listener";
+
+    auto s = listener->AcceptSctp();
+    ASSERT_TRUE(s.ok()) << s.error().err;
+    std::unique_ptr<SctpConnection> server = std::move(s).value();
+    EXPECT_TRUE(Readable(server->fd(), kRingWithinMs))
+        << "the accepted connection's doorbell did not ring for data queued before the accept";
+    std::vector<uint8_t> buf(64);
+    const IoResult r = ReadOne(*server, buf);
+    ASSERT_TRUE(r.ok()) << static_cast<int>(r.status);
+    EXPECT_EQ(r.bytes, sizeof(msg));
+  }
+}
+
+TEST(UsrsctpAcceptWakeupTest, FirstMessageRacingTheAcceptIsAlwaysNoticed) {
+  auto l = SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4(), QuietOptions());
+  ASSERT_TRUE(l.ok());
+  std::unique_ptr<SctpListener> listener = std::move(l).value();
+  constexpr int kRounds = 40;
+  for (int round = 0; round < kRounds; ++round) {
+    SCOPED_TRACE(round);
+    // The client thread connects and sends at once; this thread accepts as
+    // soon as the listener rings, so the data packet is processed before,
+    // during or after the accept.
+    std::unique_ptr<SctpConnection> client;
+    std::thread peer([&] {
+      client = ConnectedClient(*listener);
+      if (!client) return;
+      const uint8_t msg[] = {1, 2, 3};
+      const iovec v{const_cast<uint8_t*>(msg), sizeof(msg)};
+      (void)client->SendMsg({&v, 1}, MessageInfo{});
+    });
+    std::unique_ptr<SctpConnection> server;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!server && std::chrono::steady_clock::now() < deadline) {
+      auto s = listener->AcceptSctp();
+      if (s.ok()) {
+        server = std::move(s).value();
+      } else {
+        (void)Readable(listener->fd(), 50);
+      }
+    }
+    peer.join();
+    ASSERT_TRUE(client && server) << "no usrsctp association on loopback";
+    // As the engine does: read only when the doorbell rang.
+    std::vector<uint8_t> buf(64);
+    IoResult r = IoResult::WouldBlock();
+    while (r.status == IoStatus::kWouldBlock) {
+      if (!Readable(server->fd(), kRingWithinMs)) break;  // a lost wake-up
+      r = ReadOne(*server, buf);
+    }
+    ASSERT_TRUE(r.ok()) << "the first message was not noticed within " << kRingWithinMs
+                        << " ms (status " << static_cast<int>(r.status) << ")";
+    EXPECT_EQ(r.bytes, 3u);
+  }
+}
+
+}  // namespace
+}  // namespace iwarpx::transport
