@@ -159,7 +159,7 @@ section_cmd() {
         printf '%s\n' --peers 64,256,1024 --repeat 3 --iters 5000 --skip tcp-rxm:1024
       fi ;;
     floor)
-      printf '%s\n' scripts/bench_floor.sh "${b[@]}" --strict
+      printf '%s\n' scripts/bench_floor.sh "${b[@]}" --strict --repeat 5
       if ((quick)); then printf '%s\n' --repeat 1 --min-time 0.05; fi ;;
   esac
 }
