@@ -160,6 +160,7 @@ QpStatus QueuePair::PostWrite(const WriteWr& wr) {
   if (!wr.sgl.Valid() || wire::TaggedRangeWraps(wr.remote_to, wr.sgl.Length())) {
     return QpStatus::kInvalid;
   }
+  if (WriteWhole(wr)) return QpStatus::kOk;
   SqEntry e;
   e.op = SqOp::kWrite;
   e.context = wr.context;
@@ -178,6 +179,7 @@ QpStatus QueuePair::PostRead(const ReadWr& wr) {
       wire::TaggedRangeWraps(wr.local_to, wr.length)) {
     return QpStatus::kInvalid;
   }
+  if (ReadWhole(wr)) return QpStatus::kOk;
   SqEntry e;
   e.op = SqOp::kRead;
   e.context = wr.context;

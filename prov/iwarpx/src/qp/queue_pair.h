@@ -483,10 +483,22 @@ class QueuePair {
   void FinishTxFpdu();
   bool SqHasWork() const;
   // --- qp_tx_whole.cc
-  // A Send of one segment straight to the connection (Connection::SendWhole)
-  // when nothing else is queued or owed: no send-queue entry, no FPDU
-  // framing. False with nothing sent otherwise (PostSq's path then).
+  // A Send or an RDMA Write of one segment straight to the connection
+  // (Connection::SendWhole) when nothing else is queued or owed: no
+  // send-queue entry, no FPDU framing. False with nothing sent otherwise
+  // (PostSq's path then).
   bool SendWhole(const SendWr& wr);
+  bool WriteWhole(const WriteWr& wr);
+  // An RDMA Read Request the same way; its send-queue and ORQ entries are
+  // made as BuildSqFpdu makes them, so its response completes it as before.
+  bool ReadWhole(const ReadWr& wr);
+  // Whether a ULPDU of `payload` bytes behind a `header_size`-byte header may
+  // go whole now: RTS, no framing, CRC or markers, nothing queued, built,
+  // owed or outstanding, and it fits one segment.
+  [[nodiscard]] bool WholeAllowed(size_t header_size, size_t payload) const;
+  // Hands `header` + the non-empty pieces of `sgl` to the connection as one
+  // ULPDU and counts it; false (nothing sent) when the connection refuses.
+  bool HandWhole(std::span<const uint8_t> header, const Sgl& sgl);
 
   // --- qp_rx.cc
   void ProcessRx();
