@@ -177,26 +177,18 @@ class Node {
   }
   // One receive completion's slot, or -1 when none is ready. Drives progress.
   // A `blocking` node busy-polls for kSpinSeconds after its last completion
-  // (the hot peer answers at once), then naps kNapMicros after every poll
-  // that found nothing (not every provider offers CQ wait objects; manual
-  // progress needs the polls). One poll per nap, not 64: a quiet worker then
-  // takes ~3 % of a CPU instead of ~17 % (128 fi_cq_read per nap), which the
-  // hub and the hot peer's worker, both busy-polling on a 2-CPU machine, lost
-  // to three quiet workers at 1024 peers (the same for every mode and
-  // provider; docs/PERFORMANCE.md "Hot-peer latency at 1024 peers").
+  // (the hot peer answers at once), then naps kNapMicros between polls (not
+  // every provider offers CQ wait objects; manual progress needs the polls).
   long Poll() {
     DrainTx();
     fi_cq_entry e{};
     const ssize_t n = fi_cq_read(rx_cq_, &e, 1);
     if (n == 1) {
       if (blocking_) last_done_ = bench::NowSeconds();
-      napping_ = false;
       return static_cast<fi_context2*>(e.op_context) - ctx_.data();
     }
     if (n != -FI_EAGAIN) bench::CqFail(o_, rx_cq_, "receive");
-    if (blocking_ && (napping_ || (++idle_polls_ % 64 == 0 &&
-                                   bench::NowSeconds() - last_done_ > kSpinSeconds))) {
-      napping_ = true;
+    if (blocking_ && ++idle_polls_ % 64 == 0 && bench::NowSeconds() - last_done_ > kSpinSeconds) {
       usleep(kNapMicros);
     }
     return -1;
@@ -224,7 +216,6 @@ class Node {
   bool blocking_;
   double last_done_ = 0.0;
   uint64_t idle_polls_ = 0;
-  bool napping_ = false;  // past kSpinSeconds without a completion
   fi_info* info_ = nullptr;
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
