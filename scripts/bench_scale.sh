@@ -3,7 +3,10 @@
 # peers (issue 5 deliverable 6): fabtests_ext/bench/rdm_scale for every mode and peer count
 # in one run, on loopback, printing a markdown table of memory per peer (hub RSS growth / N
 # after one ping to every peer, and again after the hot-peer phase) and the hot peer's 8-byte
-# one-way latency, median over the repeats.
+# one-way latency, median over the repeats, with its min / max. The modes take turns within
+# each round, in the given order in odd rounds and reversed in even ones (A B, B A, ...), so
+# a slow drift of the machine's load treats every mode alike; when both hybrid and rc ran, the
+# hot-peer latency ratio hybrid/rc of each round (one pair run back to back) follows the table.
 #
 #   --build DIR      build tree (default build); builds rdm_scale and iwarpx-fi first
 #   --no-build       use DIR's programs as they are
@@ -19,7 +22,7 @@
 #                      udp-rxd   libfabric "udp;ofi_rxd"
 #   --skip LIST      MODE:N pairs not to run, comma-separated (their cells read "skipped"),
 #                    e.g. tcp-rxm:1024: its 4 workers of 256 rxm endpoints each need 6-12 GB
-#   --repeat N       runs per mode and count, median reported (default 3)
+#   --repeat N       rounds: runs per mode and count, median reported (default 3)
 #   --iters N        timed hot-peer ping-pongs (default 5000)
 #   --per-proc N     peer endpoints per worker process (default 256)
 #   --timeout SEC    rdm_scale's bound on every single wait (default 60)
@@ -101,10 +104,10 @@ done
 
 failures=0
 runs=0
-# run MODE N: appends "per_peer N BYTES", "per_peer_hot N BYTES" and "latency N US" lines
-# to $work/data/MODE (bench_lib.sh's data file format)
+# run MODE N ROUND: appends "per_peer N BYTES", "per_peer_hot N BYTES", "latency N US" and
+# "latency_round N ROUND US" lines to $work/data/MODE (bench_lib.sh's data file format)
 run() {
-  local mode=$1 n=$2 lines prov procs log rc=0
+  local mode=$1 n=$2 round=$3 lines prov procs log rc=0
   mapfile -t lines < <(mode_env "$mode")
   prov=${lines[0]}
   procs=$(((n + per_proc - 1) / per_proc))
@@ -128,14 +131,19 @@ run() {
     return 1
   fi
   # rdm_scale,PROV,N,BASE_KIB,PER_PEER,PER_PEER_HOT,LAT
-  awk -F, -v n="$n" '{print "per_peer", n, $5; print "per_peer_hot", n, $6; print "latency", n, $7}' \
-    <<<"$row" >>"$work/data/$mode"
+  awk -F, -v n="$n" -v r="$round" '{print "per_peer", n, $5; print "per_peer_hot", n, $6
+    print "latency", n, $7; print "latency_round", n, r, $7}' <<<"$row" >>"$work/data/$mode"
 }
 
 for ((r = 0; r < repeat; r++)); do
+  order=("${mode_arr[@]}")
+  if ((r % 2 == 1)); then  # reversed in every second round
+    order=()
+    for ((i = ${#mode_arr[@]} - 1; i >= 0; i--)); do order+=("${mode_arr[i]}"); done
+  fi
   for n in "${peer_arr[@]}"; do
-    for m in "${mode_arr[@]}"; do
-      [[ ,$skip, == *",$m:$n,"* ]] || run "$m" "$n"
+    for m in "${order[@]}"; do
+      [[ ,$skip, == *",$m:$n,"* ]] || run "$m" "$n" "$((r + 1))"
     done
   done
 done
@@ -146,20 +154,42 @@ kib() {
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $cmdline, median of $repeat"
 echo
-echo "| mode | peers | KiB per peer | KiB per peer after hot phase | hot-peer 8 B latency (us) |"
-echo "|---|---|---|---|---|"
+# min_max FILE KEY: "MIN / MAX" of the values (2 decimals), n/a if none.
+min_max() {
+  bench_values "$1" "$2" | awk '{ v[NR] = $1 } END {
+    if (NR == 0) print "n/a"; else printf "%.2f / %.2f\n", v[1], v[NR] }'
+}
+
+echo "| mode | peers | KiB per peer | KiB per peer after hot phase | hot-peer 8 B latency (us) | latency min / max (us) |"
+echo "|---|---|---|---|---|---|"
 for n in "${peer_arr[@]}"; do
   for m in "${mode_arr[@]}"; do
     if [[ ,$skip, == *",$m:$n,"* ]]; then
-      echo "| $m | $n | skipped | skipped | skipped |"
+      echo "| $m | $n | skipped | skipped | skipped | skipped |"
       continue
     fi
     f=$work/data/$m
     echo "| $m | $n | $(kib "$(bench_median "$f" "per_peer $n")") |" \
-      "$(kib "$(bench_median "$f" "per_peer_hot $n")") | $(bench_median "$f" "latency $n") |"
+      "$(kib "$(bench_median "$f" "per_peer_hot $n")") | $(bench_median "$f" "latency $n") |" \
+      "$(min_max "$f" "latency $n") |"
   done
 done
 echo
+# The hybrid/rc hot-peer latency of each round: the two runs of a pair ran back to back.
+if [[ ,$modes, == *,hybrid,* && ,$modes, == *,rc,* ]]; then
+  for n in "${peer_arr[@]}"; do
+    pairs=()
+    for ((r = 1; r <= repeat; r++)); do
+      h=$(bench_median "$work/data/hybrid" "latency_round $n $r")
+      c=$(bench_median "$work/data/rc" "latency_round $n $r")
+      pairs+=("$(bench_ratio "$h" "$c")")
+    done
+    med=$(printf '%s\n' "${pairs[@]}" | grep -v '^n/a$' | sort -g | awk '{ v[NR] = $1 } END {
+      if (NR == 0) print "n/a"; else printf "%.2f\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+    echo "hybrid/rc hot-peer latency at $n peers, per round: ${pairs[*]} (median $med)"
+  done
+  echo
+fi
 echo "$runs runs, $failures failed"
 ((strict && failures > 0)) && exit 1
 exit 0
