@@ -329,7 +329,7 @@ TEST(SctpCepTest, ResponderNoticesTrailingMessageOrDepartureBeforeDeciding) {
 // The peer's Adaptation Layer Indication over real associations (the fake's
 // version: sctp_cep_adaptation_test.cc): an end that sends none, or another
 // code point, is not an RFC 5043 peer and fails the setup at the other end.
-TEST(SctpCepAdaptationTest, ResponderFailsAnInitiatorWithoutTheDdpIndication) {
+TEST(SctpCepUsrsctpAdaptationTest, ResponderFailsAnInitiatorWithoutTheDdpIndication) {
   for (const std::optional<uint32_t> sent :
        {std::optional<uint32_t>{}, std::optional<uint32_t>{2}}) {
     SCOPED_TRACE(sent ? static_cast<int64_t>(*sent) : -1);
@@ -356,7 +356,7 @@ TEST(SctpCepAdaptationTest, ResponderFailsAnInitiatorWithoutTheDdpIndication) {
   }
 }
 
-TEST(SctpCepAdaptationTest, InitiatorFailsAResponderWithoutTheDdpIndication) {
+TEST(SctpCepUsrsctpAdaptationTest, InitiatorFailsAResponderWithoutTheDdpIndication) {
   for (const std::optional<uint32_t> sent :
        {std::optional<uint32_t>{}, std::optional<uint32_t>{2}}) {
     SCOPED_TRACE(sent ? static_cast<int64_t>(*sent) : -1);
@@ -389,7 +389,7 @@ TEST(SctpCepAdaptationTest, InitiatorFailsAResponderWithoutTheDdpIndication) {
   }
 }
 
-TEST(SctpCepAdaptationTest, BothEndsLearnTheDdpIndication) {
+TEST(SctpCepUsrsctpAdaptationTest, BothEndsLearnTheDdpIndication) {
   Assoc a = MakeAssoc();
   ASSERT_TRUE(a.client);
   FakeClock clock;
