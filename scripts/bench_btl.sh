@@ -19,8 +19,13 @@
 #   --bind POLICY    mpirun --bind-to (default none; core pins the two ranks)
 #   --timeout SEC    bound on every mpirun (default 900)
 #   --no-tcp, --no-iwarpx   skip one BTL (its columns read "n/a")
-#   --p2p MODE       btl_iwarpx_p2p for the iwarpx runs: datagram (default) or sctp (point-to-
-#                    point over SCTP associations, with btl_iwarpx_if_include lo)
+#   --p2p MODES      btl_iwarpx_p2p for the iwarpx runs: datagram (default) or sctp (point-to-
+#                    point over SCTP associations, with btl_iwarpx_if_include lo), or a comma
+#                    list of both (datagram,sctp): one iwarpx run per mode in each round
+#                    (tcp, iwarpx datagram, iwarpx sctp, tcp, ...) and per test one column
+#                    per mode, each followed by its ratio against tcp ("iwarpx datagram lat
+#                    (us) | ratio | iwarpx sctp lat (us) | ratio"). With one mode the
+#                    columns are "iwarpx ..." as without the option.
 #   --strict         exit 1 if any run failed (a failed run's numbers read "n/a")
 #   --keep-logs      keep the mpirun logs (path printed)
 #   --corrupt SIZE   testing: mpi_bench damages the checked data at SIZE, so every run must
@@ -74,6 +79,21 @@ while (($#)); do
   shift
 done
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "bench_btl.sh: bad --repeat $repeat" >&2; exit 2; }
+IFS=, read -ra modes <<<"$p2p"
+((${#modes[@]})) || { echo "bench_btl.sh: bad --p2p '$p2p'" >&2; exit 2; }
+for m in "${modes[@]}"; do
+  [[ $m == datagram || $m == sctp ]] ||
+    { echo "bench_btl.sh: bad --p2p mode '$m' (datagram or sctp)" >&2; exit 2; }
+done
+[[ $(printf '%s\n' "${modes[@]}" | sort -u | wc -l) -eq ${#modes[@]} ]] ||
+  { echo "bench_btl.sh: --p2p $p2p names a mode twice" >&2; exit 2; }
+# The iwarpx runs: name (data file, mpi_bench label, "== name" lines), mode, column title.
+iw_names=() iw_modes=() iw_titles=()
+if ((${#modes[@]} == 1)); then
+  iw_names=(iwarpx) iw_modes=("${modes[0]}") iw_titles=(iwarpx)
+else
+  for m in "${modes[@]}"; do iw_names+=("iwarpx_$m"); iw_modes+=("$m"); iw_titles+=("iwarpx $m"); done
+fi
 [[ $timeout_s =~ ^[1-9][0-9]*$ ]] || { echo "bench_btl.sh: bad --timeout $timeout_s" >&2; exit 2; }
 
 [[ $build = /* ]] || build=$root/$build
@@ -109,17 +129,17 @@ common=(--allow-run-as-root --oversubscribe --bind-to "$bind" -np 2 --mca oob_tc
 
 failures=0
 runs=0
-# run NAME: one mpirun over all tests and sizes; appends "test size value" lines to
-# $work/data/NAME. Returns non-zero on any failure.
+# run NAME [MODE]: one mpirun over all tests and sizes (MODE: btl_iwarpx_p2p of an iwarpx
+# run); appends "test size value" lines to $work/data/NAME. Returns non-zero on any failure.
 run() {
   runs=$((runs + 1))
-  local name=$1 log=$work/logs/$runs.$1
+  local name=$1 mode=${2:-} log=$work/logs/$runs.$1
   local btl_args=()
   case $name in
     tcp) btl_args=(--mca btl "self,tcp" --mca btl_tcp_if_include lo) ;;
-    iwarpx) btl_args=(--mca mca_base_component_path "$ompi_dir:$mca_dir" --mca btl "self,iwarpx"
-                      -x FI_PROVIDER_PATH="$fi_dir" --mca btl_iwarpx_p2p "$p2p")
-            [[ $p2p == sctp ]] && btl_args+=(--mca btl_iwarpx_if_include lo) ;;
+    iwarpx*) btl_args=(--mca mca_base_component_path "$ompi_dir:$mca_dir" --mca btl "self,iwarpx"
+                       -x FI_PROVIDER_PATH="$fi_dir" --mca btl_iwarpx_p2p "$mode")
+             [[ $mode == sctp ]] && btl_args+=(--mca btl_iwarpx_if_include lo) ;;
   esac
   local cmd=("$mpirun" "${common[@]}" "${btl_args[@]}"
              "$prog" --csv --label "$name" --tests "$tests" --sizes "$sizes" "${prog_args[@]}")
@@ -131,7 +151,9 @@ run() {
 
 for ((r = 0; r < repeat; ++r)); do
   if ((run_tcp)); then run tcp || failures=$((failures + 1)); fi
-  if ((run_iwarpx)); then run iwarpx || failures=$((failures + 1)); fi
+  if ((run_iwarpx)); then
+    for i in "${!iw_names[@]}"; do run "${iw_names[i]}" "${iw_modes[i]}" || failures=$((failures + 1)); done
+  fi
 done
 
 size_list=$(cat "$work"/data/* 2>/dev/null | awk '{ print $2 }' | sort -gu)
@@ -140,14 +162,30 @@ has() { [[ ,$tests, == *,$1,* ]]; }
 echo "# $cmdline"
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load$(uptime | sed 's/.*load average//'), mpirun --bind-to $bind, btl_iwarpx_p2p $p2p, mpi_bench --tests $tests ${prog_args[*]}, median of $repeat"
 ((run_tcp)) && echo "# tcp:    ${cmd_tcp:-}"
-((run_iwarpx)) && echo "# iwarpx: ${cmd_iwarpx:-}"
-echo "# latency: half round trip (us), lower is better; bandwidth: MB/s (10^6 B/s); ratio = iwarpx / tcp"
+if ((run_iwarpx)); then
+  for name in "${iw_names[@]}"; do
+    label="$name:"
+    var=cmd_$name
+    printf '# %-7s %s\n' "$label" "${!var:-}"
+  done
+fi
+if ((${#iw_names[@]} == 1)); then
+  echo "# latency: half round trip (us), lower is better; bandwidth: MB/s (10^6 B/s); ratio = iwarpx / tcp"
+else
+  echo "# latency: half round trip (us), lower is better; bandwidth: MB/s (10^6 B/s); each ratio = the iwarpx column left of it / tcp"
+fi
 echo
 head="| size (B) |"
 rule="|---:|"
-has latency && { head+=" tcp lat (us) | iwarpx lat (us) | ratio |"; rule+="---:|---:|---:|"; }
-has bw && { head+=" tcp MB/s | iwarpx MB/s | ratio |"; rule+="---:|---:|---:|"; }
-has bibw && { head+=" tcp bibw MB/s | iwarpx bibw MB/s | ratio |"; rule+="---:|---:|---:|"; }
+# columns TITLE: the header cells of one test (tcp, then each iwarpx mode and its ratio).
+columns() {
+  head+=" tcp $1 |"
+  rule+="---:|"
+  for title in "${iw_titles[@]}"; do head+=" $title $1 | ratio |"; rule+="---:|---:|"; done
+}
+has latency && columns "lat (us)"
+has bw && columns "MB/s"
+has bibw && columns "bibw MB/s"
 echo "$head"
 echo "$rule"
 for s in $size_list; do
@@ -155,15 +193,18 @@ for s in $size_list; do
   for t in latency bw bibw; do
     has $t || continue
     a=$(bench_median "$work/data/tcp" "$t $s")
-    b=$(bench_median "$work/data/iwarpx" "$t $s")
-    line+=" $a | $b | $(bench_ratio "$b" "$a") |"
+    line+=" $a |"
+    for name in "${iw_names[@]}"; do
+      b=$(bench_median "$work/data/$name" "$t $s")
+      line+=" $b | $(bench_ratio "$b" "$a") |"
+    done
   done
   echo "$line"
 done
 # The spread behind the two target cells: a median of runs that disagree by 10x says the
 # machine was busy, not which BTL is faster.
 spreads=()
-for btl in tcp iwarpx; do
+for btl in tcp "${iw_names[@]}"; do
   has latency && spreads+=("$(bench_spread "$work/data/$btl" "latency 8" "$btl latency 8 B" us)")
   has bw && spreads+=("$(bench_spread "$work/data/$btl" "bw 1048576" "$btl bw 1048576 B" MB/s)")
 done

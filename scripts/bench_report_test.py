@@ -108,6 +108,29 @@ OSC = """# scripts/bench_osc.sh --repeat 1
 | get_bw | lock | 1048576 | MB/s | 5000 | 8000 | 1.60 |
 """
 
+BTL = """# scripts/bench_btl.sh --repeat 1
+# tcp:    mpirun ...
+# iwarpx: mpirun ...
+# latency: half round trip (us), lower is better; bandwidth: MB/s (10^6 B/s); ratio = iwarpx / tcp
+
+| size (B) | tcp lat (us) | iwarpx lat (us) | ratio | tcp MB/s | iwarpx MB/s | ratio |
+|---:|---:|---:|---:|---:|---:|---:|
+| 8 | 10.00 | 7.00 | 0.70 | 2.00 | 2.50 | 1.25 |
+| 1048576 | 300.00 | 250.00 | 0.83 | 4000.00 | 6000.00 | 1.50 |
+"""
+
+BTL_MODES = """# scripts/bench_btl.sh --p2p datagram,sctp --repeat 1
+# tcp:    mpirun ...
+# iwarpx_datagram: mpirun ...
+# iwarpx_sctp: mpirun ...
+# latency: half round trip (us), lower is better; bandwidth: MB/s (10^6 B/s); each ratio = the iwarpx column left of it / tcp
+
+| size (B) | tcp lat (us) | iwarpx datagram lat (us) | ratio | iwarpx sctp lat (us) | ratio | tcp MB/s | iwarpx datagram MB/s | ratio | iwarpx sctp MB/s | ratio |
+|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+| 8 | 10.00 | 9.00 | 0.90 | 30.00 | 3.00 | 2.00 | 2.50 | 1.25 | 0.50 | 0.25 |
+| 1048576 | 300.00 | 250.00 | 0.83 | n/a | n/a | 4000.00 | 5600.00 | 1.40 | 900.00 | 0.23 |
+"""
+
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -164,6 +187,25 @@ class SectionsTest(unittest.TestCase):
                       ex.extra)
         labels = [line.label for line in ex.figures[0].panels[0].lines]
         self.assertEqual(labels, ["iwarpx+tcp", "iwarpx+sctp"])
+
+    def test_btl_one_mode(self):
+        ex = sections.extract("btl", BTL)
+        self.assertEqual([(t.what, t.ratio) for t in ex.targets],
+                         [("8 B latency btl iwarpx / btl tcp", 0.7),
+                          ("1 MiB bandwidth btl iwarpx / btl tcp", 1.5)])
+        labels = [line.label for line in ex.figures[0].panels[0].lines]
+        self.assertEqual(labels, ["btl tcp", "btl iwarpx"])
+
+    def test_btl_modes_side_by_side_targets_are_the_datagram_mode(self):
+        ex = sections.extract("btl", BTL_MODES)
+        self.assertEqual([(t.what, t.ratio, sections.verdict(t)) for t in ex.targets],
+                         [("8 B latency btl iwarpx datagram / btl tcp", 0.9, "not met"),
+                          ("1 MiB bandwidth btl iwarpx datagram / btl tcp", 1.4, "met")])
+        lat = {line.label: line.points for line in ex.figures[0].panels[0].lines}
+        self.assertEqual(list(lat), ["btl tcp", "btl iwarpx datagram", "btl iwarpx sctp"])
+        self.assertEqual(lat["btl iwarpx sctp"], [(8, 30.0)])  # the n/a cell is no point
+        bw = {line.label: line.points for line in ex.figures[1].panels[0].lines}
+        self.assertEqual(bw["btl iwarpx sctp"], [(8, 0.5), (1048576, 900.0)])
 
     def test_floor_values_leave_out_missing_cells(self):
         self.assertEqual(sections.floor_values(FLOOR),

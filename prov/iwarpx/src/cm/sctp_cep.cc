@@ -250,6 +250,7 @@ std::optional<SctpSessionMessage> SctpCep::ReceiveMessage() {
       FailIo(r);
       return std::nullopt;
     }
+    if (!PeerSpeaksDdp()) return std::nullopt;
     if (state_ != CepState::kAwaitingReply || info.ppid != wire::kSctpPpidDdpSegment) break;
     if (!KeepEarly(info, ByteSpan(rx_buf_.data(), r.bytes))) return std::nullopt;
   }
@@ -269,6 +270,12 @@ std::optional<SctpSessionMessage> SctpCep::ReceiveMessage() {
     return std::nullopt;
   }
   return *m;
+}
+
+bool SctpCep::PeerSpeaksDdp() {
+  if (conn_.peer_adaptation_indication() == wire::kSctpAdaptationCodeDdp) return true;
+  FailProtocol(WireError::kSctpNoDdpAdaptation);
+  return false;
 }
 
 bool SctpCep::KeepEarly(const MessageInfo& info, ByteSpan piece) {

@@ -20,6 +20,12 @@
 //   kSendingReply -> kEstablished; kSendingReject -> kClosedAfterReject
 //   (application reject, then ShutdownWrite) or kFailed (protocol reject:
 //   the negotiation refused the Initiate; the Reject is sent first).
+// * The association must come from an RFC 5043 peer: with the first message
+//   received (setup message or early DDP segment), the peer's Adaptation
+//   Layer Indication (SctpConnection::peer_adaptation_indication, known by
+//   then) must be 1 (DDP, RFC 5043 §5.1). Missing or another value: kFailed,
+//   kProtocol, kSctpNoDdpAdaptation, before anything of the message is used
+//   (a responder sends no answer, as to a refused Initiate).
 // * A received setup message is refused (kFailed, kProtocol) when its PPID is
 //   not 17 (kSctpSessionBadFunction), when it is not a whole message
 //   (end_of_message false: kSctpSessionBadLength), when it does not decode
@@ -138,6 +144,9 @@ class SctpCep final : public SetupEndpoint {
   // when nothing arrived yet or on failure (then the state is kFailed).
   // In kAwaitingReply, DDP segments before it go to early_.
   std::optional<wire::SctpSessionMessage> ReceiveMessage();
+  // The peer's Adaptation Layer Indication is DDP's, checked once a message
+  // arrived (see above); false when not (then kFailed).
+  bool PeerSpeaksDdp();
   // Starts keeping a DDP segment whose first piece (`piece`, `info`) was
   // read; false when refused (then kFailed).
   bool KeepEarly(const transport::MessageInfo& info, ByteSpan piece);

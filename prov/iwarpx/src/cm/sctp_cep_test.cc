@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,13 +38,15 @@ struct Assoc {
   std::unique_ptr<SctpConnection> server;
 };
 
-Assoc MakeAssoc() {
+Assoc MakeAssoc(const transport::SctpOptions& client_options = {},
+                const transport::SctpOptions& listener_options = {}) {
   Assoc a;
-  auto l = transport::SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4());
+  auto l = transport::SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4(), listener_options);
   EXPECT_TRUE(l.ok());
   if (!l.ok()) return a;
   a.listener = std::move(l).value();
-  auto c = transport::SctpConnect(SctpBackend::kUsrsctp, a.listener->local_address());
+  auto c =
+      transport::SctpConnect(SctpBackend::kUsrsctp, a.listener->local_address(), client_options);
   EXPECT_TRUE(c.ok());
   if (!c.ok()) return a;
   a.client = std::move(c).value();
@@ -321,6 +324,92 @@ TEST(SctpCepTest, ResponderNoticesTrailingMessageOrDepartureBeforeDeciding) {
       EXPECT_EQ(resp->error().wire_error, WireError::kMpaTrailingBytes);
     }
   }
+}
+
+// The peer's Adaptation Layer Indication over real associations (the fake's
+// version: sctp_cep_adaptation_test.cc): an end that sends none, or another
+// code point, is not an RFC 5043 peer and fails the setup at the other end.
+TEST(SctpCepUsrsctpAdaptationTest, ResponderFailsAnInitiatorWithoutTheDdpIndication) {
+  for (const std::optional<uint32_t> sent :
+       {std::optional<uint32_t>{}, std::optional<uint32_t>{2}}) {
+    SCOPED_TRACE(sent ? static_cast<int64_t>(*sent) : -1);
+    transport::SctpOptions not_ddp;
+    not_ddp.adaptation_indication = sent;
+    Assoc a = MakeAssoc(not_ddp);
+    ASSERT_TRUE(a.client);
+    FakeClock clock;
+    auto init = SctpCep::CreateInitiator(*a.client, clock, {}, {});
+    ASSERT_TRUE(init.ok());
+    std::unique_ptr<SctpCep> resp;
+    ASSERT_TRUE(Drive(a, init->get(), resp.get(), [&] {
+      if (a.server && !resp)
+        resp = std::move(SctpCep::CreateResponder(*a.server, clock, {})).value();
+      if (resp) resp->OnReadable();
+      return resp && IsTerminal(resp->state());
+    }));
+    EXPECT_EQ(resp->state(), CepState::kFailed) << ToString(resp->state());
+    EXPECT_EQ(resp->error().kind, CepErrorKind::kProtocol);
+    EXPECT_EQ(resp->error().wire_error, WireError::kSctpNoDdpAdaptation)
+        << ToString(resp->error().wire_error);
+    EXPECT_EQ(a.server->peer_adaptation_indication(), sent);
+    EXPECT_EQ((*init)->state(), CepState::kAwaitingReply) << "no answer";
+  }
+}
+
+TEST(SctpCepUsrsctpAdaptationTest, InitiatorFailsAResponderWithoutTheDdpIndication) {
+  for (const std::optional<uint32_t> sent :
+       {std::optional<uint32_t>{}, std::optional<uint32_t>{2}}) {
+    SCOPED_TRACE(sent ? static_cast<int64_t>(*sent) : -1);
+    transport::SctpOptions not_ddp;
+    not_ddp.adaptation_indication = sent;
+    Assoc a = MakeAssoc({}, not_ddp);
+    ASSERT_TRUE(a.client);
+    FakeClock clock;
+    auto init = SctpCep::CreateInitiator(*a.client, clock, {}, {});
+    ASSERT_TRUE(init.ok());
+    std::unique_ptr<SctpCep> resp;
+    ASSERT_TRUE(Drive(a, init->get(), nullptr, [&] {
+      if (a.server && !resp)
+        resp = std::move(SctpCep::CreateResponder(*a.server, clock, {})).value();
+      if (resp) {
+        resp->OnReadable();
+        if (resp->state() == CepState::kRequestReceived) {
+          EXPECT_TRUE(resp->Accept({}).ok());
+        }
+        resp->OnWritable();
+      }
+      return IsTerminal((*init)->state());
+    }));
+    EXPECT_EQ(resp->state(), CepState::kEstablished) << "the responder's peer speaks DDP";
+    EXPECT_EQ((*init)->state(), CepState::kFailed) << ToString((*init)->state());
+    EXPECT_EQ((*init)->error().kind, CepErrorKind::kProtocol);
+    EXPECT_EQ((*init)->error().wire_error, WireError::kSctpNoDdpAdaptation)
+        << ToString((*init)->error().wire_error);
+    EXPECT_EQ(a.client->peer_adaptation_indication(), sent);
+  }
+}
+
+TEST(SctpCepUsrsctpAdaptationTest, BothEndsLearnTheDdpIndication) {
+  Assoc a = MakeAssoc();
+  ASSERT_TRUE(a.client);
+  FakeClock clock;
+  auto init = SctpCep::CreateInitiator(*a.client, clock, {}, {});
+  ASSERT_TRUE(init.ok());
+  std::unique_ptr<SctpCep> resp;
+  ASSERT_TRUE(Drive(a, init->get(), nullptr, [&] {
+    if (a.server && !resp) resp = std::move(SctpCep::CreateResponder(*a.server, clock, {})).value();
+    if (resp) {
+      resp->OnReadable();
+      if (resp->state() == CepState::kRequestReceived) {
+        EXPECT_TRUE(resp->Accept({}).ok());
+      }
+      resp->OnWritable();
+    }
+    return IsTerminal((*init)->state());
+  }));
+  EXPECT_EQ((*init)->state(), CepState::kEstablished);
+  EXPECT_EQ(a.client->peer_adaptation_indication(), wire::kSctpAdaptationCodeDdp);
+  EXPECT_EQ(a.server->peer_adaptation_indication(), wire::kSctpAdaptationCodeDdp);
 }
 
 }  // namespace

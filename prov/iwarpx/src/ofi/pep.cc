@@ -376,6 +376,12 @@ void PassiveEndpoint::OnRequest(progress::MsgChannel& channel) {
 }
 
 void PassiveEndpoint::OnRequestGone(progress::MsgChannel& channel) {
+  // A setup the peer got wrong (a refused Request or Initiate, an SCTP peer
+  // that is not an RFC 5043 one) never reaches the application: say why here.
+  if (const cm::CepError& e = channel.setup_error(); e.kind == cm::CepErrorKind::kProtocol) {
+    IWX_INFO(ep_ctrl, "pep %p: connection setup from %s refused: %s\n", static_cast<void*>(this),
+             channel.peer_address().ToString().c_str(), wire::ToString(e.wire_error));
+  }
   for (auto& cr : requests_) {
     if (cr->channel == &channel) cr->channel = nullptr;
   }

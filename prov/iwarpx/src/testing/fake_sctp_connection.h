@@ -20,6 +20,9 @@
 // partially received message instead of at the end (SCTP hands an unordered
 // message over as soon as it is reassembled, past anything queued);
 // overtakes() counts the queued messages they were put before.
+// Both ends advertise the Adaptation Layer Indication 1 (DDP);
+// set_adaptation_indication(v) changes what this end advertises (nullopt:
+// none), peer_adaptation_indication() is what the other end advertises.
 // fd() is -1 and doorbell() false: the fake is
 // driven by calling it. Test-only, header-only, not thread-safe.
 #pragma once
@@ -33,6 +36,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -65,6 +69,8 @@ class FakeSctpConnection final : public transport::SctpConnection {
     bool shuffle_unordered = false;
     std::mt19937 rng;
     size_t overtakes = 0;  // queued messages an unordered one was put before
+    // What end i advertises as its Adaptation Layer Indication.
+    std::optional<uint32_t> adaptation[2] = {1, 1};
   };
 
   FakeSctpConnection(std::shared_ptr<Shared> shared, int side)
@@ -142,6 +148,9 @@ class FakeSctpConnection final : public transport::SctpConnection {
   [[nodiscard]] Result<transport::SctpLimits, int> limits() const override {
     return transport::SctpLimits{};
   }
+  [[nodiscard]] std::optional<uint32_t> peer_adaptation_indication() const override {
+    return shared_->adaptation[1 - side_];
+  }
   [[nodiscard]] bool connected() const override { return true; }
   transport::IoResult FinishConnect() override { return transport::IoResult::Ok(0); }
   transport::Status ShutdownWrite() override {
@@ -171,6 +180,7 @@ class FakeSctpConnection final : public transport::SctpConnection {
     m.info = info;
     shared_->queue[side_].push_back(std::move(m));
   }
+  void set_adaptation_indication(std::optional<uint32_t> v) { shared_->adaptation[side_] = v; }
   void HoldStream(uint16_t stream, size_t let_through = 0) { shared_->held[stream] = let_through; }
   void ReleaseStream(uint16_t stream) { shared_->held.erase(stream); }
   void ShuffleUnordered(uint32_t seed) {

@@ -23,7 +23,15 @@
 //   ends' RecvMsg return kClosed and neither can send. After the peer's
 //   shutdown was seen (kClosed), ShutdownWrite() succeeds doing nothing.
 // - Both ends advertise the Adaptation Layer Indication with code point 1
-//   (DDP, RFC 5043 §5.1) where the backend allows it (both do).
+//   (DDP, RFC 5043 §5.1) where the backend allows it (both do), unless
+//   SctpOptions::adaptation_indication says otherwise (tests only).
+// - peer_adaptation_indication(): the indication the peer sent in its INIT or
+//   INIT-ACK, learnt from the SCTP_ADAPTATION_INDICATION notification (RFC
+//   6458 §6.1.6; both backends subscribe to it, RecvMsg reads and skips it).
+//   The stack queues that notification when the association comes up, ahead
+//   of every message of the association, and sends none when the peer sent no
+//   indication: so once RecvMsg has returned a message, nullopt means the
+//   peer sent none. Before that, nullopt means "not known yet".
 //
 // A dead peer (SctpLimits, applied by both backends to every socket before it
 // connects or listens; accepted associations inherit the listener's)
@@ -88,11 +96,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "base/result.h"
 #include "transport/sock_addr.h"
 #include "transport/transport.h"
+#include "wire/sctp_session.h"
 
 namespace iwarpx::transport {
 
@@ -128,6 +138,10 @@ struct SctpOptions {
   uint16_t max_init_timeout_ms = 1000;
   int backlog = 128;
   SctpLimits limits;
+  // The Adaptation Layer Indication this end sends (RFC 5061); nullopt sends
+  // none. Anything but the default is for tests of a peer that is not an
+  // RFC 5043 one.
+  std::optional<uint32_t> adaptation_indication = wire::kSctpAdaptationCodeDdp;
 };
 
 class SctpConnection : public Connection {
@@ -150,6 +164,8 @@ class SctpConnection : public Connection {
   // The limits in force on the association, read back from the stack
   // (getsockopt); errno when it cannot say (e.g. not connected yet).
   [[nodiscard]] virtual Result<SctpLimits, int> limits() const = 0;
+  // The peer's Adaptation Layer Indication (see the header comment).
+  [[nodiscard]] virtual std::optional<uint32_t> peer_adaptation_indication() const = 0;
 
   void set_default_send_info(const MessageInfo& info) { default_send_info_ = info; }
   [[nodiscard]] const MessageInfo& default_send_info() const { return default_send_info_; }

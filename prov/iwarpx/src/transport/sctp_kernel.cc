@@ -7,6 +7,8 @@
 // After <sys/socket.h>: the kernel's SCTP socket API definitions.
 #include <linux/sctp.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -45,6 +47,15 @@ int ApplyLimits(int fd, const SctpLimits& limits) {
   return SetOpt(fd, SCTP_PEER_ADDR_PARAMS, paddr);
 }
 
+// SCTP_ADAPTATION_INDICATION notifications on (sctp.h
+// peer_adaptation_indication), the other subscriptions as they were.
+int SubscribeAdaptation(int fd) {
+  sctp_event_subscribe events{};
+  if (const int e = GetOpt(fd, SCTP_EVENTS, events); e != 0) return e;
+  events.sctp_adaptation_layer_event = 1;
+  return SetOpt(fd, SCTP_EVENTS, events);
+}
+
 int Configure(int fd, const SctpOptions& options) {
   if (const int e = SetIntOption(fd, IPPROTO_SCTP, SCTP_NODELAY, 1); e != 0) return e;
   if (const int e = SetIntOption(fd, IPPROTO_SCTP, SCTP_RECVRCVINFO, 1); e != 0) return e;
@@ -54,10 +65,28 @@ int Configure(int fd, const SctpOptions& options) {
   init.sinit_max_attempts = options.max_init_attempts;
   init.sinit_max_init_timeo = options.max_init_timeout_ms;
   if (const int e = SetOpt(fd, SCTP_INITMSG, init); e != 0) return e;
-  sctp_setadaptation adaptation{};
-  adaptation.ssb_adaptation_ind = wire::kSctpAdaptationCodeDdp;
-  if (const int e = SetOpt(fd, SCTP_ADAPTATION_LAYER, adaptation); e != 0) return e;
+  if (const int e = SubscribeAdaptation(fd); e != 0) return e;
+  if (options.adaptation_indication) {
+    // Linux sends no indication when it is 0: a test asking for 0 gets none.
+    sctp_setadaptation adaptation{};
+    adaptation.ssb_adaptation_ind = *options.adaptation_indication;
+    if (const int e = SetOpt(fd, SCTP_ADAPTATION_LAYER, adaptation); e != 0) return e;
+  }
   return ApplyLimits(fd, options.limits);
+}
+
+// The first bytes of a message received into `iov` (`n` of them), gathered.
+sctp_adaptation_event GatherAdaptation(std::span<const iovec> iov, size_t n, size_t& have) {
+  sctp_adaptation_event sai{};
+  auto* out = reinterpret_cast<uint8_t*>(&sai);
+  have = 0;
+  for (const iovec& v : iov) {
+    const size_t take = std::min({v.iov_len, n - have, sizeof(sai) - have});
+    std::memcpy(out + have, v.iov_base, take);
+    have += take;
+    if (have == sizeof(sai) || have == n) break;
+  }
+  return sai;
 }
 
 Result<UniqueFd, IoError> OpenConfigured(int family, const SctpOptions& options) {
@@ -163,6 +192,27 @@ IoResult KernelSctpConnection::RecvMsg(std::span<const iovec> iov, MessageInfo& 
   msg.msg_controllen = sizeof(control);
   for (;;) {
     const ssize_t n = ::recvmsg(fd_.get(), &msg, 0);
+    if (n > 0 && (msg.msg_flags & MSG_NOTIFICATION) != 0) {
+      // Only SCTP_ADAPTATION_INDICATION is subscribed: keep its value, drop
+      // the rest of the notification, and look for the next message.
+      size_t have = 0;
+      const sctp_adaptation_event sai = GatherAdaptation(iov, static_cast<size_t>(n), have);
+      if (have == sizeof(sai) && sai.sai_type == SCTP_ADAPTATION_INDICATION) {
+        peer_adaptation_ = sai.sai_adaptation_ind;
+      }
+      while ((msg.msg_flags & MSG_EOR) == 0) {
+        std::array<uint8_t, 256> rest{};
+        iovec r{rest.data(), rest.size()};
+        msghdr more{};
+        more.msg_iov = &r;
+        more.msg_iovlen = 1;
+        if (::recvmsg(fd_.get(), &more, 0) <= 0) break;  // queued whole: not reached
+        msg.msg_flags = more.msg_flags;
+      }
+      msg.msg_controllen = sizeof(control);
+      msg.msg_flags = 0;
+      continue;
+    }
     if (n > 0) {
       for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level == IPPROTO_SCTP && c->cmsg_type == SCTP_RCVINFO &&

@@ -4,10 +4,11 @@
 // Contract (beyond sctp.h)
 // - Sockets are non-blocking and close-on-exec, with SCTP_NODELAY,
 //   SCTP_RECVRCVINFO, SCTP_INITMSG and the liveness limits (SCTP_RTOINFO,
-//   SCTP_ASSOCINFO, SCTP_PEER_ADDR_PARAMS) from SctpOptions and the DDP
-//   adaptation indication. A dead peer ends the association with
-//   ETIMEDOUT from recvmsg, as for usrsctp. fd() is the socket: readiness exactly as for TCP
-//   (doorbell() false; wait for kWritable while connecting or when a send would block).
+//   SCTP_ASSOCINFO, SCTP_PEER_ADDR_PARAMS) from SctpOptions, the DDP
+//   adaptation indication and the SCTP_ADAPTATION_INDICATION notification
+//   (SCTP_EVENTS; RecvMsg reads and skips it, accepted sockets inherit it). A dead peer ends the
+//   association with ETIMEDOUT from recvmsg, as for usrsctp. fd() is the socket: readiness exactly
+//   as for TCP (doorbell() false; wait for kWritable while connecting or when a send would block).
 // - SendMsg: one sendmsg(MSG_NOSIGNAL) with an SCTP_SNDINFO control message
 //   (stream, unordered flag, PPID in network byte order), at most kMaxIov
 //   iovecs. RecvMsg: one recvmsg; the SCTP_RCVINFO control message gives
@@ -18,7 +19,9 @@
 // - Ownership: each object owns its descriptor.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "base/result.h"
 #include "transport/fd.h"
@@ -43,6 +46,9 @@ class KernelSctpConnection final : public SctpConnection {
   [[nodiscard]] bool doorbell() const override { return false; }
   [[nodiscard]] SctpBackend backend() const override { return SctpBackend::kKernel; }
   [[nodiscard]] Result<SctpLimits, int> limits() const override;
+  [[nodiscard]] std::optional<uint32_t> peer_adaptation_indication() const override {
+    return peer_adaptation_;
+  }
 
  private:
   friend class KernelSctpListener;
@@ -53,6 +59,7 @@ class KernelSctpConnection final : public SctpConnection {
   bool connected_ = false;
   bool peer_closed_ = false;  // RecvMsg returned kClosed
   uint16_t outbound_streams_ = 0;
+  std::optional<uint32_t> peer_adaptation_;  // from SCTP_ADAPTATION_INDICATION
   SockAddr local_;
   SockAddr peer_;
 };

@@ -133,9 +133,17 @@ int Configure(struct socket* so, const SctpOptions& options) {
   assoc_change.se_type = SCTP_ASSOC_CHANGE;
   assoc_change.se_on = 1;
   if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_EVENT, assoc_change); e != 0) return e;
-  sctp_setadaptation adaptation{};
-  adaptation.ssb_adaptation_ind = wire::kSctpAdaptationCodeDdp;
-  if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_ADAPTATION_LAYER, adaptation); e != 0) return e;
+  // The peer's Adaptation Layer Indication (sctp.h), queued ahead of data.
+  sctp_event adaptation_event = assoc_change;
+  adaptation_event.se_type = SCTP_ADAPTATION_INDICATION;
+  if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_EVENT, adaptation_event); e != 0) return e;
+  if (options.adaptation_indication) {
+    sctp_setadaptation adaptation{};
+    adaptation.ssb_adaptation_ind = *options.adaptation_indication;
+    if (const int e = SetOpt(so, IPPROTO_SCTP, SCTP_ADAPTATION_LAYER, adaptation); e != 0) {
+      return e;
+    }
+  }
   return ApplyLimits(so, options.limits);
 }
 
@@ -218,9 +226,15 @@ Result<sctp_status, IoError> AssocStatus(struct socket* so) {
   return st;
 }
 
+// What ReadNotification found: the SCTP_ASSOC_CHANGE state or the
+// SCTP_ADAPTATION_INDICATION value; neither for any other notification.
+struct Notification {
+  std::optional<uint16_t> assoc_state;
+  std::optional<uint32_t> adaptation;
+};
+
 // A notification whose first `n` bytes are in `head` (`flags` from that
-// recvv): reads and drops the rest of it. Its SCTP_ASSOC_CHANGE state, or
-// nullopt for anything else.
+// recvv): reads and drops the rest of it.
 //
 // Why the end of an association is learnt from SCTP_SHUTDOWN_COMP and not
 // only from end of stream (usrsctp 0.9.5, sctp_pcb.c sctp_free_assoc): when
@@ -230,8 +244,8 @@ Result<sctp_status, IoError> AssocStatus(struct socket* so) {
 // socket upcall: the socket turns readable (end of stream) and the doorbell
 // never rings. The notification is queued while the inbound SHUTDOWN-ACK or
 // SHUTDOWN-COMPLETE is processed, and that path does call the upcall.
-std::optional<uint16_t> ReadNotification(struct socket* so, const void* head, size_t n, int flags) {
-  std::array<uint8_t, sizeof(sctp_assoc_change)> first{};
+Notification ReadNotification(struct socket* so, const void* head, size_t n, int flags) {
+  std::array<uint8_t, std::max(sizeof(sctp_assoc_change), sizeof(sctp_adaptation_event))> first{};
   size_t have = std::min(n, first.size());
   std::memcpy(first.data(), head, have);
   while ((flags & MSG_EOR) == 0) {  // a buffer smaller than the notification
@@ -250,11 +264,22 @@ std::optional<uint16_t> ReadNotification(struct socket* so, const void* head, si
     std::memcpy(first.data() + have, more.data(), take);
     have += take;
   }
-  if (have < offsetof(sctp_assoc_change, sac_state) + sizeof(uint16_t)) return std::nullopt;
-  sctp_assoc_change sac{};
-  std::memcpy(&sac, first.data(), have);
-  if (sac.sac_type != SCTP_ASSOC_CHANGE) return std::nullopt;
-  return sac.sac_state;
+  Notification out;
+  sctp_notification::sctp_tlv h{};
+  if (have < sizeof(h)) return out;
+  std::memcpy(&h, first.data(), sizeof(h));
+  if (h.sn_type == SCTP_ASSOC_CHANGE &&
+      have >= offsetof(sctp_assoc_change, sac_state) + sizeof(uint16_t)) {
+    sctp_assoc_change sac{};
+    std::memcpy(&sac, first.data(), std::min(have, sizeof(sac)));
+    out.assoc_state = sac.sac_state;
+  } else if (h.sn_type == SCTP_ADAPTATION_INDICATION &&
+             have >= offsetof(sctp_adaptation_event, sai_adaptation_ind) + sizeof(uint32_t)) {
+    sctp_adaptation_event sai{};
+    std::memcpy(&sai, first.data(), std::min(have, sizeof(sai)));
+    out.adaptation = sai.sai_adaptation_ind;
+  }
+  return out;
 }
 
 // Pending socket error (SO_ERROR), 0 when none.
@@ -447,10 +472,12 @@ std::optional<IoResult> UsrsctpConnection::RecvOnce(std::span<const iovec> iov, 
     return IoResult::Closed();
   }
   if ((flags & MSG_NOTIFICATION) != 0) {
-    // Only SCTP_ASSOC_CHANGE is subscribed. SCTP_COMM_LOST and
-    // SCTP_CANT_STR_ASSOC come with SO_ERROR set: the next recvv returns it.
-    const std::optional<uint16_t> state = ReadNotification(so_, buf, static_cast<size_t>(n), flags);
-    if (state == SCTP_SHUTDOWN_COMP) {
+    // SCTP_ASSOC_CHANGE and SCTP_ADAPTATION_INDICATION are subscribed.
+    // SCTP_COMM_LOST and SCTP_CANT_STR_ASSOC come with SO_ERROR set: the next
+    // recvv returns it.
+    const Notification note = ReadNotification(so_, buf, static_cast<size_t>(n), flags);
+    if (note.adaptation) peer_adaptation_ = note.adaptation;
+    if (note.assoc_state == SCTP_SHUTDOWN_COMP) {
       peer_closed_ = true;
       return IoResult::Closed();
     }

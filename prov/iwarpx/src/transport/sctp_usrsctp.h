@@ -6,7 +6,8 @@
 //   usrsctp one-to-one socket (SOCK_STREAM, IPPROTO_SCTP), non-blocking, with
 //   SCTP_NODELAY, SCTP_RECVRCVINFO, max burst 0 (no burst limit), SCTP_INITMSG and the
 //   liveness limits (SCTP_RTOINFO, SCTP_ASSOCINFO, SCTP_PEER_ADDR_PARAMS) from SctpOptions,
-//   the SCTP_ASSOC_CHANGE notifications, the DDP adaptation indication and the remote UDP
+//   the SCTP_ASSOC_CHANGE and SCTP_ADAPTATION_INDICATION notifications, the DDP adaptation
+//   indication (SctpOptions::adaptation_indication) and the remote UDP
 //   encapsulation port.
 // - The end of an association by the limits (a dead peer) shows as kError
 //   from the next call: RecvMsg returns usrsctp's SO_ERROR of a one-to-one
@@ -69,6 +70,9 @@ class UsrsctpConnection final : public SctpConnection {
   [[nodiscard]] bool doorbell() const override { return true; }
   [[nodiscard]] SctpBackend backend() const override { return SctpBackend::kUsrsctp; }
   [[nodiscard]] Result<SctpLimits, int> limits() const override;
+  [[nodiscard]] std::optional<uint32_t> peer_adaptation_indication() const override {
+    return peer_adaptation_;
+  }
   // Diagnostics: the association's max burst (SCTP_MAX_BURST; 0 = no
   // limit, what every socket here asks for, see ConfigureThroughput in the
   // .cc), or errno.
@@ -96,6 +100,7 @@ class UsrsctpConnection final : public SctpConnection {
   bool peer_closed_ = false;  // RecvMsg returned kClosed
   bool want_write_ = true;    // mirrors UsrsctpStack::SetWantWrite for so_ (true at Register)
   uint16_t outbound_streams_ = 0;
+  std::optional<uint32_t> peer_adaptation_;  // from SCTP_ADAPTATION_INDICATION
   SockAddr local_;
   SockAddr peer_;
   std::vector<uint8_t> send_staging_;

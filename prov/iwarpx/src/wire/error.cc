@@ -18,7 +18,8 @@ TermCause TerminateCauseFor(WireError e) {
     case WireError::kSctpSessionBadLength:
     case WireError::kSctpSessionPrivateDataTooLong:
     case WireError::kSctpSessionBadIrdOrd:
-    case WireError::kSctpSessionReservedBits: return term::kLlpInvalidReqRep;
+    case WireError::kSctpSessionReservedBits:
+    case WireError::kSctpNoDdpAdaptation: return term::kLlpInvalidReqRep;
     case WireError::kMpaInsufficientIrd: return term::kLlpInsufficientIrd;
     case WireError::kMpaNoMatchingRtr: return term::kLlpNoMatchingRtr;
     case WireError::kFpduTooLong:
@@ -104,6 +105,9 @@ const char* ToString(WireError e) {
     case WireError::kSctpSessionPrivateDataTooLong: return "SCTP session: private data too long";
     case WireError::kSctpSessionBadIrdOrd: return "SCTP session: missing IRD/ORD block";
     case WireError::kSctpSessionReservedBits: return "SCTP session: reserved IRD/ORD bits set";
+    case WireError::kSctpNoDdpAdaptation:
+      return "SCTP: the peer's association setup had no Adaptation Layer Indication 1 (DDP, RFC "
+             "5043 section 5.1)";
   }
   return "unknown wire error";
 }

@@ -75,6 +75,9 @@ enum class WireError : uint8_t {
   kSctpSessionPrivateDataTooLong,  // PD Length above the limit (512)
   kSctpSessionBadIrdOrd,           // enhanced message without its IRD/ORD block
   kSctpSessionReservedBits,        // reserved bits of the IRD/ORD block set
+  // The association's peer sent no Adaptation Layer Indication with the DDP
+  // code point (RFC 5043 §5.1, RFC 5061; cm/sctp_cep.h).
+  kSctpNoDdpAdaptation,
 };
 
 // A Terminate cause: RFC 5040 Terminate control word fields.

@@ -37,7 +37,7 @@ TEST(TermCauseTable, OthersAreUnknown) {
 
 TEST(WireErrorNames, EveryErrorHasAName) {
   for (int e = static_cast<int>(WireError::kTruncated);
-       e <= static_cast<int>(WireError::kSctpSessionReservedBits); ++e) {
+       e <= static_cast<int>(WireError::kSctpNoDdpAdaptation); ++e) {
     EXPECT_NE(std::string(ToString(static_cast<WireError>(e))), "unknown wire error") << e;
     EXPECT_TRUE(IsKnownTermCause(TerminateCauseFor(static_cast<WireError>(e)))) << e;
   }
