@@ -70,15 +70,15 @@ bool QueuePair::WriteWhole(const WriteWr& wr) {
   return true;
 }
 
-bool QueuePair::ReadWhole(const ReadWr& wr) {
+bool QueuePair::ReadWhole(const SqEntry& e) {
   std::array<uint8_t, wire::kDdpUntaggedHeaderSize + wire::kReadRequestBodySize> header{};
   if (sq_capacity_ == 0 || !WholeAllowed(header.size(), 0)) return false;
   wire::ReadRequestBody body;
-  body.sink_stag = wr.local_stag;
-  body.sink_to = wr.local_to;
-  body.read_size = wr.length;
-  body.source_stag = wr.remote_stag;
-  body.source_to = wr.remote_to;
+  body.sink_stag = e.local_stag;
+  body.sink_to = e.local_to;
+  body.read_size = static_cast<uint32_t>(e.length);
+  body.source_stag = e.remote_stag;
+  body.source_to = e.remote_to;
   const Result<size_t, wire::WireError> n = wire::EncodeReadRequest(tx_msn_read_, body, header);
   if (!n.ok()) return false;
   // The entries the response completes, as BuildSqFpdu leaves them (the send
@@ -86,16 +86,7 @@ bool QueuePair::ReadWhole(const ReadWr& wr) {
   // back if the connection refuses it.
   if (sq_.empty()) GrowSq();
   const uint64_t seq = sq_tail_;
-  SqEntry& e = Sq(seq);
-  e = SqEntry{};
-  e.op = SqOp::kRead;
-  e.context = wr.context;
-  e.flags = wr.flags;
-  e.length = wr.length;
-  e.remote_stag = wr.remote_stag;
-  e.remote_to = wr.remote_to;
-  e.local_stag = wr.local_stag;
-  e.local_to = wr.local_to;
+  Sq(seq) = e;
   ++sq_tail_;
   sq_tx_ = sq_tail_;
   PushOrq(seq);

@@ -179,7 +179,6 @@ QpStatus QueuePair::PostRead(const ReadWr& wr) {
       wire::TaggedRangeWraps(wr.local_to, wr.length)) {
     return QpStatus::kInvalid;
   }
-  if (ReadWhole(wr)) return QpStatus::kOk;
   SqEntry e;
   e.op = SqOp::kRead;
   e.context = wr.context;
@@ -189,6 +188,7 @@ QpStatus QueuePair::PostRead(const ReadWr& wr) {
   e.remote_to = wr.remote_to;
   e.local_stag = wr.local_stag;
   e.local_to = wr.local_to;
+  if (ReadWhole(e)) return QpStatus::kOk;
   return PostSq(e);
 }
 

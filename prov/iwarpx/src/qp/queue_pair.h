@@ -489,9 +489,10 @@ class QueuePair {
   // (PostSq's path then).
   bool SendWhole(const SendWr& wr);
   bool WriteWhole(const WriteWr& wr);
-  // An RDMA Read Request the same way; its send-queue and ORQ entries are
-  // made as BuildSqFpdu makes them, so its response completes it as before.
-  bool ReadWhole(const ReadWr& wr);
+  // An RDMA Read Request the same way (`e`: the Read's send-queue entry as
+  // PostRead made it); the entry goes in place with its ORQ entry as
+  // BuildSqFpdu leaves them, so its response completes it as before.
+  bool ReadWhole(const SqEntry& e);
   // Whether a ULPDU of `payload` bytes behind a `header_size`-byte header may
   // go whole now: RTS, no framing, CRC or markers, nothing queued, built,
   // owed or outstanding, and it fits one segment.
