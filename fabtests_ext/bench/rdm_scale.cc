@@ -124,17 +124,30 @@ class Node {
     cq_attr.format = FI_CQ_FORMAT_CONTEXT;
     cq_attr.size = count * (kRecvsPerEp + 2) + 64;
     Check(o, fi_cq_open(domain_, &cq_attr, &tx_cq_, nullptr), "fi_cq_open (tx)");
-    Check(o, fi_cq_open(domain_, &cq_attr, &rx_cq_, nullptr), "fi_cq_open (rx)");
+    if (blocking_) {
+      // A wait object lets a quiet worker sleep in fi_cq_sread, which still
+      // drives the provider's progress (handshakes, acks) as events arrive.
+      cq_attr.wait_obj = FI_WAIT_UNSPEC;
+      waitable_ = fi_cq_open(domain_, &cq_attr, &rx_cq_, nullptr) == 0;
+    }
+    if (!waitable_) OpenRxCqWithoutWait(cq_attr);
     eps_.resize(count);
     names_.resize(count);
     ctx_.resize(count * kRecvsPerEp);
     bufs_.resize(count * kRecvsPerEp * kMsg);
     for (size_t i = 0; i < count; ++i) {
       // Each endpoint binds its own port: the info's source port is 0.
-      Check(o, fi_endpoint(domain_, info_, &eps_[i], nullptr), "fi_endpoint");
-      Check(o, fi_ep_bind(eps_[i], &av_->fid, 0), "fi_ep_bind (av)");
-      Check(o, fi_ep_bind(eps_[i], &tx_cq_->fid, FI_TRANSMIT), "fi_ep_bind (tx cq)");
-      Check(o, fi_ep_bind(eps_[i], &rx_cq_->fid, FI_RECV), "fi_ep_bind (rx cq)");
+      int bound = OpenEp(i);
+      if (bound != 0 && i == 0 && waitable_) {
+        // Some providers (udp;ofi_rxd) open a CQ with a wait object but
+        // refuse to bind it: start again without one.
+        fi_close(&eps_[i]->fid);
+        fi_close(&rx_cq_->fid);
+        waitable_ = false;
+        OpenRxCqWithoutWait(cq_attr);
+        bound = OpenEp(i);
+      }
+      Check(o, bound, "fi_ep_bind (rx cq)");
       Check(o, fi_enable(eps_[i]), "fi_enable");
       names_[i].len = kNameMax;
       Check(o, fi_getname(&eps_[i]->fid, names_[i].bytes, &names_[i].len), "fi_getname");
@@ -177,22 +190,28 @@ class Node {
   }
   // One receive completion's slot, or -1 when none is ready. Drives progress.
   // A `blocking` node busy-polls for kSpinSeconds after its last completion
-  // (the hot peer answers at once), then naps kNapMicros between polls (not
-  // every provider offers CQ wait objects; manual progress needs the polls).
+  // (the hot peer answers at once); after that it is idle: it sleeps in
+  // fi_cq_sread for up to kSleepMillis per call when its CQ has a wait
+  // object, else (a provider without CQ wait objects; manual progress needs
+  // the polls) it naps kNapMicros every 64 empty polls. Idle workers must
+  // not take CPU from the hub and the hot peer's worker.
   long Poll() {
     DrainTx();
     fi_cq_entry e{};
-    const ssize_t n = fi_cq_read(rx_cq_, &e, 1);
+    const bool idle = blocking_ && bench::NowSeconds() - last_done_ > kSpinSeconds;
+    const ssize_t n = idle && waitable_ ? fi_cq_sread(rx_cq_, &e, 1, nullptr, kSleepMillis)
+                                        : fi_cq_read(rx_cq_, &e, 1);
     if (n == 1) {
       if (blocking_) last_done_ = bench::NowSeconds();
       return static_cast<fi_context2*>(e.op_context) - ctx_.data();
     }
-    if (n != -FI_EAGAIN) bench::CqFail(o_, rx_cq_, "receive");
-    if (blocking_ && ++idle_polls_ % 64 == 0 && bench::NowSeconds() - last_done_ > kSpinSeconds) {
-      usleep(kNapMicros);
-    }
+    if (n != -FI_EAGAIN && n != -FI_ETIMEDOUT) bench::CqFail(o_, rx_cq_, "receive");
+    idle_ = idle;
+    if (idle && !waitable_ && ++idle_polls_ % 64 == 0) usleep(kNapMicros);
     return -1;
   }
+  // The last Poll found nothing and the node is past its spin period.
+  bool idle() const { return idle_; }
   // The slot of the next receive completion, waiting at most --timeout.
   size_t WaitRecv(const char* what) {
     long slot = -1;
@@ -203,6 +222,18 @@ class Node {
   const uint8_t* Buf(size_t slot) const { return &bufs_[slot * kMsg]; }
 
  private:
+  // Opens endpoint i and binds its AV and transmit CQ (failures exit);
+  // returns fi_ep_bind's result for the receive CQ.
+  int OpenEp(size_t i) {
+    Check(o_, fi_endpoint(domain_, info_, &eps_[i], nullptr), "fi_endpoint");
+    Check(o_, fi_ep_bind(eps_[i], &av_->fid, 0), "fi_ep_bind (av)");
+    Check(o_, fi_ep_bind(eps_[i], &tx_cq_->fid, FI_TRANSMIT), "fi_ep_bind (tx cq)");
+    return fi_ep_bind(eps_[i], &rx_cq_->fid, FI_RECV);
+  }
+  void OpenRxCqWithoutWait(fi_cq_attr& attr) {
+    attr.wait_obj = FI_WAIT_NONE;
+    Check(o_, fi_cq_open(domain_, &attr, &rx_cq_, nullptr), "fi_cq_open (rx)");
+  }
   void DrainTx() {
     fi_cq_entry e{};
     const ssize_t n = fi_cq_read(tx_cq_, &e, 1);
@@ -211,9 +242,12 @@ class Node {
 
   static constexpr double kSpinSeconds = 0.005;
   static constexpr unsigned kNapMicros = 200;
+  static constexpr int kSleepMillis = 20;
 
   const Options& o_;
   bool blocking_;
+  bool waitable_ = false;  // the receive CQ has a wait object (fi_cq_sread)
+  bool idle_ = false;
   double last_done_ = 0.0;
   uint64_t idle_polls_ = 0;
   fi_info* info_ = nullptr;
@@ -251,7 +285,7 @@ int Worker(const Options& o, size_t count, int out, int in) {
       node.Send(static_cast<size_t>(slot) / kRecvsPerEp, to, msg);
       continue;
     }
-    if (spins % 64 != 0) continue;
+    if (spins % 64 != 0 && !node.idle()) continue;
     char c = 0;
     if (read(in, &c, 1) == 0) return 0;  // the hub is done
     if (bench::NowSeconds() > give_up) return 1;

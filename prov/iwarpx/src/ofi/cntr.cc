@@ -170,7 +170,9 @@ int Cntr::Wait(uint64_t threshold, int timeout) {
   }
   domain_->fabric()->ProgressUntil(timeout, waiter_.fd(), [&] {
     std::lock_guard<std::mutex> lock(waiter_.mu);
-    return value_ >= threshold || errors_ != errors_at_start;
+    if (value_ >= threshold || errors_ != errors_at_start) return true;
+    waiter_.Quiesce(false);
+    return false;
   });
   std::lock_guard<std::mutex> lock(waiter_.mu);
   if (value_ >= threshold) return 0;

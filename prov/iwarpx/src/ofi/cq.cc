@@ -278,6 +278,7 @@ ssize_t Cq::SRead(void* buf, size_t count, fi_addr_t* src_addr, const void* cond
     const bool ready =
         ring_.size() >= threshold || (!ring_.empty() && ring_.front().error) || ring_.full();
     if (!ready && waiter_.TakeInterrupt()) interrupted = true;
+    if (!ready && !interrupted) waiter_.Quiesce(ring_.empty());
     return ready || interrupted;
   });
   std::lock_guard<std::mutex> lock(waiter_.mu);

@@ -1,9 +1,14 @@
 // The engine side of CQs, EQs and counters (Post/PostError/Inc), which the
 // public API cannot reach: ordering of completions and errors, the three
-// formats, overflow, and that posting makes the wait fd readable.
+// formats, overflow, that posting makes the wait fd readable, and that the
+// blocking reads sleep (not spin) yet wake for another thread's post.
 #include "ofi/cq.h"
 
 #include <poll.h>
+#include <time.h>
+
+#include <chrono>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <rdma/fabric.h>
@@ -171,6 +176,96 @@ TEST_F(CqTest, CounterIncWakesWait) {
   EXPECT_EQ(fi_cntr_wait(cntr, 2, 1000), 0);
   c->IncErr();
   EXPECT_EQ(fi_cntr_readerr(cntr), 1u);
+  EXPECT_EQ(fi_close(&cntr->fid), 0);
+}
+
+// CPU time of the calling thread and wall time, in milliseconds, of f().
+template <class F>
+std::pair<double, double> CpuAndWallMs(F f) {
+  timespec c0{};
+  timespec c1{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+  const auto w0 = std::chrono::steady_clock::now();
+  f();
+  const auto w1 = std::chrono::steady_clock::now();
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+  const double cpu = static_cast<double>(c1.tv_sec - c0.tv_sec) * 1e3 +
+                     static_cast<double>(c1.tv_nsec - c0.tv_nsec) / 1e6;
+  return {cpu, std::chrono::duration<double, std::milli>(w1 - w0).count()};
+}
+
+// A blocking read that times out on an empty queue sleeps: once one
+// completion had been posted (and read), the eventfd it sleeps on used to
+// stay readable for good and every later fi_cq_sread spun at full speed.
+// 300 ms of waiting may cost a few ms of CPU, not most of the 300.
+TEST_F(CqTest, SReadSleepsAfterAnEarlierCompletion) {
+  fid_cq* cq = OpenCq(FI_CQ_FORMAT_CONTEXT, 8);
+  Cq* c = Cq::From(&cq->fid);
+  ASSERT_TRUE(c->Post(Completion(1)));
+  ASSERT_TRUE(c->Post(Completion(2)));
+  fi_cq_entry out[2];
+  ASSERT_EQ(fi_cq_read(cq, out, 2), 2);
+  ssize_t ret = 0;
+  const auto [cpu, wall] = CpuAndWallMs([&] { ret = fi_cq_sread(cq, out, 1, nullptr, 300); });
+  EXPECT_EQ(ret, -FI_EAGAIN);
+  EXPECT_GE(wall, 290.0);
+  EXPECT_LT(cpu, 0.3 * wall) << "fi_cq_sread spun: " << cpu << " ms of CPU in " << wall << " ms";
+  EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+// ... and still wakes at once for a completion another thread posts while it
+// sleeps (the wake-up the eventfd is there for).
+TEST_F(CqTest, SReadWakesForAnotherThreadsCompletion) {
+  fid_cq* cq = OpenCq(FI_CQ_FORMAT_CONTEXT, 8);
+  Cq* c = Cq::From(&cq->fid);
+  ASSERT_TRUE(c->Post(Completion(1)));
+  fi_cq_entry out[1];
+  ASSERT_EQ(fi_cq_read(cq, out, 1), 1);
+  std::thread poster([c] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    c->Post(Completion(2));
+  });
+  ssize_t ret = 0;
+  const auto [cpu, wall] = CpuAndWallMs([&] { ret = fi_cq_sread(cq, out, 1, nullptr, 20000); });
+  poster.join();
+  ASSERT_EQ(ret, 1);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(out[0].op_context), 0x1002u);
+  EXPECT_LT(wall, 5000.0);  // the 100 ms post, not the 20 s timeout (kMaxSleepMs is 100)
+  EXPECT_LT(cpu, 0.5 * wall + 20.0) << cpu << " ms of CPU in " << wall << " ms";
+  EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+TEST_F(CqTest, EqSReadSleepsAfterAnEarlierEvent) {
+  fi_eq_attr attr{};
+  attr.wait_obj = FI_WAIT_UNSPEC;
+  attr.flags = FI_WRITE;
+  fid_eq* eq = nullptr;
+  ASSERT_EQ(fi_eq_open(fabric_, &attr, &eq, nullptr), 0);
+  uint64_t v = 7;
+  ASSERT_EQ(fi_eq_write(eq, FI_NOTIFY, &v, sizeof(v), 0), static_cast<ssize_t>(sizeof(v)));
+  uint32_t event = 0;
+  ASSERT_EQ(fi_eq_read(eq, &event, &v, sizeof(v), 0), static_cast<ssize_t>(sizeof(v)));
+  ssize_t ret = 0;
+  const auto [cpu, wall] =
+      CpuAndWallMs([&] { ret = fi_eq_sread(eq, &event, &v, sizeof(v), 300, 0); });
+  EXPECT_EQ(ret, -FI_EAGAIN);
+  EXPECT_GE(wall, 290.0);
+  EXPECT_LT(cpu, 0.3 * wall) << "fi_eq_sread spun: " << cpu << " ms of CPU in " << wall << " ms";
+  EXPECT_EQ(fi_close(&eq->fid), 0);
+}
+
+TEST_F(CqTest, CounterWaitSleepsAfterAnEarlierIncrement) {
+  fi_cntr_attr attr{};
+  attr.wait_obj = FI_WAIT_UNSPEC;
+  fid_cntr* cntr = nullptr;
+  ASSERT_EQ(fi_cntr_open(domain_, &attr, &cntr, nullptr), 0);
+  Cntr::From(&cntr->fid)->Inc();
+  ASSERT_EQ(fi_cntr_wait(cntr, 1, 1000), 0);
+  int ret = 0;
+  const auto [cpu, wall] = CpuAndWallMs([&] { ret = fi_cntr_wait(cntr, 2, 300); });
+  EXPECT_EQ(ret, -FI_ETIMEDOUT);
+  EXPECT_GE(wall, 290.0);
+  EXPECT_LT(cpu, 0.3 * wall) << "fi_cntr_wait spun: " << cpu << " ms of CPU in " << wall << " ms";
   EXPECT_EQ(fi_close(&cntr->fid), 0);
 }
 

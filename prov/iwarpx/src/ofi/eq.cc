@@ -165,7 +165,9 @@ ssize_t Eq::Read(uint32_t* event, void* buf, size_t len, uint64_t flags, int tim
   if (block) {
     fabric_->ProgressUntil(timeout, waiter_.fd(), [&] {
       std::lock_guard<std::mutex> lock(waiter_.mu);
-      return !ring_.empty();
+      if (!ring_.empty()) return true;
+      waiter_.Quiesce(true);
+      return false;
     });
   } else {
     fabric_->Progress();

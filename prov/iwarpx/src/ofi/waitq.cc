@@ -42,10 +42,10 @@ int Waiter::Open(enum fi_wait_obj kind, int progress_fd) {
 
 void Waiter::Signal() {
   if (waiting_ != 0) cv_.notify_all();
-  if (fd_ >= 0) {
+  if (fd_ >= 0 && !signalled_) {
     const uint64_t one = 1;
-    // A full counter (2^64-2 pending signals) still leaves the fd readable.
     [[maybe_unused]] const ssize_t n = write(fd_, &one, sizeof(one));
+    signalled_ = true;
   }
 }
 
@@ -57,6 +57,7 @@ void Waiter::Interrupt() {
 
 bool Waiter::Drain() {
   if (fd_ < 0) return false;
+  signalled_ = false;
   uint64_t count = 0;
   return read(fd_, &count, sizeof(count)) == static_cast<ssize_t>(sizeof(count)) && count != 0;
 }
@@ -71,6 +72,7 @@ int Waiter::Control(int command, void* arg, enum fi_log_subsys subsys, const cha
       }
       if (arg == nullptr) return -FI_EINVAL;
       *static_cast<int*>(arg) = wait_fd_ >= 0 ? wait_fd_ : fd_;
+      exported_.store(true, std::memory_order_relaxed);
       return 0;
     case FI_GETWAITOBJ:
       if (arg == nullptr) return -FI_EINVAL;

@@ -7,9 +7,14 @@
 //   blocked in WaitUntil and makes the eventfd readable.
 // - Blocking calls inside the provider wait on a condition variable, not on the
 //   eventfd, so two threads waiting on one queue never steal each other's
-//   wake-up. The eventfd is only for applications that poll it (FI_GETWAIT);
-//   fi_trywait drains it once the queue is seen empty, so a later Signal makes
-//   it readable again.
+//   wake-up. The eventfd is for applications that poll it (FI_GETWAIT) and for
+//   the provider's own blocking reads, which sleep in poll(2) on it while they
+//   drive progress (Fabric::ProgressUntil). fi_trywait drains it once the queue
+//   is seen empty, so a later Signal makes it readable again; a blocking read
+//   that finds nothing ready drains it too (Quiesce), else one Signal in the
+//   past would keep every later sleep from sleeping.
+// - Signal writes the eventfd only when it is not readable already (one write
+//   per drain, not one per completion).
 // - FI_WAIT_NONE has no eventfd and refuses blocking calls; FI_WAIT_FD and
 //   FI_WAIT_UNSPEC use an eventfd; other wait objects are not supported.
 // - Interrupt() (fi_cq_signal) makes blocked waiters return early once.
@@ -21,6 +26,7 @@
 // exceptions. Not thread-safe: the owner's mutex guards it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -71,6 +77,16 @@ class Waiter {
   // Empties the eventfd (fi_trywait once the queue is empty); true when it
   // was signalled since the last Drain. mu held.
   bool Drain();
+  // A blocking read found nothing ready and is about to sleep on fd(): empties
+  // the eventfd so that the sleep ends at the next Signal, not at once. `empty`:
+  // the owner has nothing an application could still be told about (CQ/EQ:
+  // the ring is empty), so an application sleeping on FI_GETWAIT's descriptor
+  // loses nothing either. Otherwise (a counter, whose "news" is a change since
+  // the application's last fi_trywait) it drains only while no application
+  // has asked for the descriptor. mu held.
+  void Quiesce(bool empty) {
+    if (empty || !exported_.load(std::memory_order_relaxed)) Drain();
+  }
 
   // Blocks with `lock` (on mu) held until ready() is true, Interrupt() is
   // called, or timeout_ms passes (negative: forever). Returns ready().
@@ -97,7 +113,10 @@ class Waiter {
   int waiting_ = 0;
   enum fi_wait_obj kind_ = FI_WAIT_NONE;
   int fd_ = -1;
-  int wait_fd_ = -1;  // epoll set {fd_, progress_fd}; what FI_GETWAIT returns
+  int wait_fd_ = -1;        // epoll set {fd_, progress_fd}; what FI_GETWAIT returns
+  bool signalled_ = false;  // fd_ written since the last Drain (mu)
+  // FI_GETWAIT handed a descriptor out (Control is const and runs without mu).
+  mutable std::atomic<bool> exported_{false};
   uint64_t interrupts_ = 0;
   bool interrupt_pending_ = false;
 };
