@@ -156,7 +156,7 @@ section_cmd() {
       if ((quick)); then
         printf '%s\n' --peers 16,64 --repeat 1 --iters 500 --timeout 30
       else
-        printf '%s\n' --peers 64,256,1024 --repeat 3 --iters 5000 --skip tcp-rxm:1024
+        printf '%s\n' --peers 64,256,1024 --repeat 3 --iters 50000 --skip tcp-rxm:1024
       fi ;;
     floor)
       printf '%s\n' scripts/bench_floor.sh "${b[@]}" --strict --repeat 5
