@@ -44,6 +44,13 @@ class CqTest : public ::testing::Test {
     EXPECT_EQ(fi_cq_open(domain_, &attr, &cq, nullptr), 0);
     return cq;
   }
+  fid_cntr* OpenCntr() {
+    fi_cntr_attr attr{};
+    attr.wait_obj = FI_WAIT_UNSPEC;
+    fid_cntr* cntr = nullptr;
+    EXPECT_EQ(fi_cntr_open(domain_, &attr, &cntr, nullptr), 0);
+    return cntr;
+  }
 
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
@@ -165,10 +172,7 @@ TEST_F(CqTest, FullRingGrowsKeepsOrderAndTryWaitSeesPending) {
 }
 
 TEST_F(CqTest, CounterIncWakesWait) {
-  fi_cntr_attr attr{};
-  attr.wait_obj = FI_WAIT_UNSPEC;
-  fid_cntr* cntr = nullptr;
-  ASSERT_EQ(fi_cntr_open(domain_, &attr, &cntr, nullptr), 0);
+  fid_cntr* cntr = OpenCntr();
   Cntr* c = Cntr::From(&cntr->fid);
   ASSERT_NE(c, nullptr);
   c->Inc();
@@ -194,10 +198,21 @@ std::pair<double, double> CpuAndWallMs(F f) {
   return {cpu, std::chrono::duration<double, std::milli>(w1 - w0).count()};
 }
 
+// `wait()`, a blocking call with a 300 ms timeout on a queue that stays empty,
+// returns `want` after the timeout and sleeps meanwhile: a few ms of CPU,
+// not most of the 300.
+template <class Wait>
+void ExpectSleeps(const char* what, ssize_t want, Wait wait) {
+  ssize_t ret = 0;
+  const auto [cpu, wall] = CpuAndWallMs([&] { ret = wait(); });
+  EXPECT_EQ(ret, want) << what;
+  EXPECT_GE(wall, 290.0) << what;
+  EXPECT_LT(cpu, 0.3 * wall) << what << " spun: " << cpu << " ms of CPU in " << wall << " ms";
+}
+
 // A blocking read that times out on an empty queue sleeps: once one
 // completion had been posted (and read), the eventfd it sleeps on used to
 // stay readable for good and every later fi_cq_sread spun at full speed.
-// 300 ms of waiting may cost a few ms of CPU, not most of the 300.
 TEST_F(CqTest, SReadSleepsAfterAnEarlierCompletion) {
   fid_cq* cq = OpenCq(FI_CQ_FORMAT_CONTEXT, 8);
   Cq* c = Cq::From(&cq->fid);
@@ -205,11 +220,7 @@ TEST_F(CqTest, SReadSleepsAfterAnEarlierCompletion) {
   ASSERT_TRUE(c->Post(Completion(2)));
   fi_cq_entry out[2];
   ASSERT_EQ(fi_cq_read(cq, out, 2), 2);
-  ssize_t ret = 0;
-  const auto [cpu, wall] = CpuAndWallMs([&] { ret = fi_cq_sread(cq, out, 1, nullptr, 300); });
-  EXPECT_EQ(ret, -FI_EAGAIN);
-  EXPECT_GE(wall, 290.0);
-  EXPECT_LT(cpu, 0.3 * wall) << "fi_cq_sread spun: " << cpu << " ms of CPU in " << wall << " ms";
+  ExpectSleeps("fi_cq_sread", -FI_EAGAIN, [&] { return fi_cq_sread(cq, out, 1, nullptr, 300); });
   EXPECT_EQ(fi_close(&cq->fid), 0);
 }
 
@@ -245,27 +256,16 @@ TEST_F(CqTest, EqSReadSleepsAfterAnEarlierEvent) {
   ASSERT_EQ(fi_eq_write(eq, FI_NOTIFY, &v, sizeof(v), 0), static_cast<ssize_t>(sizeof(v)));
   uint32_t event = 0;
   ASSERT_EQ(fi_eq_read(eq, &event, &v, sizeof(v), 0), static_cast<ssize_t>(sizeof(v)));
-  ssize_t ret = 0;
-  const auto [cpu, wall] =
-      CpuAndWallMs([&] { ret = fi_eq_sread(eq, &event, &v, sizeof(v), 300, 0); });
-  EXPECT_EQ(ret, -FI_EAGAIN);
-  EXPECT_GE(wall, 290.0);
-  EXPECT_LT(cpu, 0.3 * wall) << "fi_eq_sread spun: " << cpu << " ms of CPU in " << wall << " ms";
+  ExpectSleeps("fi_eq_sread", -FI_EAGAIN,
+               [&] { return fi_eq_sread(eq, &event, &v, sizeof(v), 300, 0); });
   EXPECT_EQ(fi_close(&eq->fid), 0);
 }
 
 TEST_F(CqTest, CounterWaitSleepsAfterAnEarlierIncrement) {
-  fi_cntr_attr attr{};
-  attr.wait_obj = FI_WAIT_UNSPEC;
-  fid_cntr* cntr = nullptr;
-  ASSERT_EQ(fi_cntr_open(domain_, &attr, &cntr, nullptr), 0);
+  fid_cntr* cntr = OpenCntr();
   Cntr::From(&cntr->fid)->Inc();
   ASSERT_EQ(fi_cntr_wait(cntr, 1, 1000), 0);
-  int ret = 0;
-  const auto [cpu, wall] = CpuAndWallMs([&] { ret = fi_cntr_wait(cntr, 2, 300); });
-  EXPECT_EQ(ret, -FI_ETIMEDOUT);
-  EXPECT_GE(wall, 290.0);
-  EXPECT_LT(cpu, 0.3 * wall) << "fi_cntr_wait spun: " << cpu << " ms of CPU in " << wall << " ms";
+  ExpectSleeps("fi_cntr_wait", -FI_ETIMEDOUT, [&] { return fi_cntr_wait(cntr, 2, 300); });
   EXPECT_EQ(fi_close(&cntr->fid), 0);
 }
 
