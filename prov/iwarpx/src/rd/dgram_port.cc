@@ -356,6 +356,7 @@ void DgramPort::DeliverBundle(const wire::DecodedDgram& d, const transport::Sock
     one.ulpdu = next;
     more = records.Next(&next);
     one.header.ack_request = d.header.ack_request && !more;  // R: the last record's
+    one.more_records = more;
     // The receiver of each record is looked up again: a call may detach it.
     DgramReceiver* r = ReceiverFor(one.header.dst_qpn);
     if (r == nullptr) {

@@ -28,12 +28,14 @@ constexpr uint32_t kPeerQpn = 4;
 struct Seen {
   wire::DgramHeader header;
   std::vector<uint8_t> ulpdu;
+  bool more_records = false;
 };
 
 class Recorder final : public DgramReceiver {
  public:
   void OnDatagram(const wire::DecodedDgram& d, const SockAddr& /*from*/) override {
-    seen.push_back({d.header, std::vector<uint8_t>(d.ulpdu.begin(), d.ulpdu.end())});
+    seen.push_back(
+        {d.header, std::vector<uint8_t>(d.ulpdu.begin(), d.ulpdu.end()), d.more_records});
   }
   std::vector<Seen> seen;
 };
@@ -104,6 +106,7 @@ TEST_F(DgramPortBundleTest, RecordsArriveAsTheirDatagramsInOrder) {
     EXPECT_EQ(h.session, 0x77u);
     EXPECT_TRUE(h.syn);
     EXPECT_EQ(h.ack_request, i + 1 == segs.size()) << i;
+    EXPECT_EQ(recorder_.seen[i].more_records, i + 1 < segs.size()) << i;
     EXPECT_EQ(h.has_ack, i == 0) << i;
     EXPECT_EQ(h.has_sack, i == 0) << i;
     if (i == 0) {

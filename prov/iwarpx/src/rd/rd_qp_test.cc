@@ -481,6 +481,40 @@ TEST_F(RdQpTest, ACorkedStreamSendsWhatItHoldsAtItsNextTimerPass) {
   EXPECT_FALSE(a_->Qp().stream().corked());
 }
 
+// A bundle's records are acked together: 36 records (ack_every 16) draw
+// one standalone ack, at the last record, not one every 16 records while
+// the datagram is dispatched.
+TEST_F(RdQpTest, ABundleOfManyRecordsDrawsOneAckNotOneEverySixteen) {
+  constexpr size_t kCount = 36;  // 28-byte records: one bundle of at most 1024 bytes
+  std::vector<std::vector<uint8_t>> rx(kCount + 1, std::vector<uint8_t>(16));
+  for (size_t i = 0; i <= kCount; ++i) {
+    ASSERT_EQ(b_->Qp().qp().PostRecv({i, Sgl(rx[i].data(), rx[i].size())}), qp::QpStatus::kOk);
+  }
+  std::vector<uint8_t> msg(8, 0x3C);
+  // One message first: its ack opens the window beyond the 16 initial credits.
+  qp::SendWr first;
+  first.context = 100;
+  first.sgl = Sgl(msg.data(), msg.size());
+  ASSERT_EQ(a_->Qp().qp().PostSend(first), qp::QpStatus::kOk);
+  ASSERT_TRUE(Run([&] { return a_->Qp().stream().settled(); }));
+  b_->sink.completions.clear();
+  const uint64_t acks_before = b_->Qp().stream().stats().acks_sent;
+  a_->Qp().stream().Cork();
+  for (size_t i = 0; i < kCount; ++i) {
+    qp::SendWr s;
+    s.context = i;
+    s.sgl = Sgl(msg.data(), msg.size());
+    ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  }
+  a_->Qp().stream().Uncork();
+  EXPECT_EQ(a_->Qp().stream().stats().bundles_sent, 1u);
+  EXPECT_EQ(b_->Poll(), 1u);
+  EXPECT_EQ(b_->sink.Count(Completion::Kind::kRecv), kCount);
+  EXPECT_EQ(b_->Qp().stream().stats().acks_sent - acks_before, 1u);
+  ASSERT_TRUE(Run([&] { return a_->Qp().stream().settled(); }));
+  EXPECT_EQ(b_->Qp().stream().stats().acks_sent - acks_before, 1u);
+}
+
 TEST_F(RdQpTest, ManyMessagesWithoutFaultsNeedNoResend) {
   RunManyMessages(this, *a_, *b_, 5000,
                   [&](const std::function<bool()>& pump) { return Run(pump); });

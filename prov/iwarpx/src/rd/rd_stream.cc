@@ -638,7 +638,10 @@ RdStream::Input RdStream::OnDatagram(const wire::DecodedDgram& d) {
   if (readable() || (!was_writable && writable())) owner_.OnStreamEvent();
   SettleInflight();
   if (failed()) return Input::kOk;
-  if (recv_.AckDue(now)) SendAck();
+  // A bundle's records arrive in one call each: an ack owed (every
+  // ack_every datagrams, a hole) waits for the last one, which a reply
+  // may carry.
+  if (!d.more_records && recv_.AckDue(now)) SendAck();
   CheckProbe(now);
   return Input::kOk;
 }

@@ -115,6 +115,10 @@ struct DecodedDgram {
   ByteSpan ulpdu_placed;
   bool crc_present = false;  // the C flag
   bool crc_checked = false;  // C set, verify_crc requested, and the CRC matched
+  // Set by rd::DgramPort on a bundle's record that has more records after it
+  // in the same datagram (docs/wire.md §3.6.1): a receiver may leave an ack
+  // it owes for the last one (never set by the decoders).
+  bool more_records = false;
 };
 
 // Header and trailer for a gather send (sendmsg iovec: header, ULPDU parts,
