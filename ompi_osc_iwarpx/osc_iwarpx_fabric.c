@@ -205,7 +205,7 @@ static int read_error(osc_iwarpx_fabric_t* f) {
                       fi_strerror(e.err), e.err, e.prov_errno);
   if (e.op_context != NULL) {
     complete_op(e.op_context, OMPI_ERROR);
-  } else { /* an MPI_Put's fi_inject_write (no context): counted, its flush read fails too */
+  } else { /* an MPI_Put's injected fi_writemsg (no context): counted, its flush read fails too */
     OPAL_THREAD_ADD_FETCH64(&mca_osc_iwarpx_component.errors, 1);
   }
   return 1;

@@ -3,15 +3,14 @@
  * carries an osc_iwarpx_op_t context and is counted in its window's and its target's
  * `outstanding` until its completion is reaped by osc_iwarpx_progress.
  * Remote completion: reads and atomics complete at their response. Writes complete locally (the
- * provider holds the data; MPI_Put writes of at most inject_size bytes go as fi_inject_write and
- * have no completion and no context at all; an MPI_Rput request completes with its writes'
- * local completion, which is all MPI promises for it) and count in the target's `unflushed`;
- * whoever
- * waits for a target (flush, unlock, fence, PSCW complete, free) first posts ONE 8-byte read of the
- * target's state region behind them: RDMAP answers a read only after every earlier write on
- * the same stream is placed, so its completion is the remote completion of all of them. One
- * round trip per flush instead of one hidden read per write (FI_DELIVERY_COMPLETE makes the
- * provider post a zero-length read behind every write): W puts + flush send W + 1 requests.
+ * provider holds the data; MPI_Put writes of at most inject_size bytes go as fi_writemsg(FI_INJECT
+ * | FI_MORE) and have no completion and no context at all; an MPI_Rput request completes with its
+ * writes' local completion, which is all MPI promises for it) and count in the target's
+ * `unflushed`; whoever waits for a target (flush, unlock, fence, PSCW complete, free) first posts
+ * ONE 8-byte read of the target's state region behind them: RDMAP answers a read only after every
+ * earlier write on the same stream is placed, so its completion is the remote completion of all of
+ * them. One round trip per flush instead of one hidden read per write (FI_DELIVERY_COMPLETE makes
+ * the provider post a zero-length read behind every write): W puts + flush send W + 1 requests.
  * Threads: a write counts in `unflushed` only after it is posted, and the waiter repeats until
  * `unflushed` stays 0, so a fence read never overtakes a write it is meant to cover.
  * -FI_EAGAIN (send queue full) is retried after driving progress, without bound: the queue
@@ -83,20 +82,35 @@ int osc_iwarpx_post_rma(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool wri
   return osc_iwarpx_post_rma_key(m, t, write, local, remote, len, &w, req);
 }
 
-/* A small MPI_Put write: fi_inject_write copies the bytes at the call and writes no
- * completion, so there is no context to allocate, nothing counted in `outstanding` and no CQ
- * entry to reap; like every MPI_Put write it counts in `unflushed`, and the remote-completion
- * read that flush/unlock/fence/complete post behind it completes it (the QP sends the read
- * after the write, and RDMAP answers it only after the write is placed). An error of the write
- * comes back as a CQ error entry without a context (counted in osc_iwarpx_fabric.c). */
+/* A small MPI_Put write: fi_writemsg(FI_INJECT | FI_MORE) without a context or FI_COMPLETION
+ * copies the bytes at the call and writes no completion (as fi_inject_write), so there is no
+ * context to allocate, nothing counted in `outstanding` and no CQ entry to reap; like every
+ * MPI_Put write it counts in `unflushed`, and the remote-completion read that
+ * flush/unlock/fence/complete post behind it completes it (the QP sends the read after the
+ * write, and RDMAP answers it only after the write is placed). FI_MORE lets the provider hold
+ * the write until the next post without FI_MORE (that read, or the next operation) or its next
+ * progress pass, and send what it held in one datagram (docs/wire.md §3.6.1): Put + flush is
+ * one datagram out, as a Get. An error of the write comes back as a CQ error entry without a
+ * context (counted in osc_iwarpx_fabric.c). */
 static int post_put_inject(osc_iwarpx_fabric_t* f, osc_iwarpx_target_t* t, const void* local,
                            uint64_t addr, size_t len, uint64_t key) {
+  struct iovec iov = {.iov_base = (void*)local, .iov_len = len};
+  struct fi_rma_iov rma = {.addr = addr, .len = len, .key = key};
+  struct fi_msg_rma msg = {.msg_iov = &iov,
+                           .desc = NULL,
+                           .iov_count = 1,
+                           .addr = t->addr,
+                           .rma_iov = &rma,
+                           .rma_iov_count = 1,
+                           .context = NULL,
+                           .data = 0};
   ssize_t ret;
-  while ((ret = fi_inject_write(f->ep, local, len, t->addr, addr, key)) == -FI_EAGAIN) {
+  while ((ret = fi_writemsg(f->ep, &msg, FI_INJECT | FI_MORE)) == -FI_EAGAIN) {
     opal_progress();
   }
   if (ret != 0) {
-    opal_output_verbose(1, mca_osc_iwarpx_component.output, "osc:iwarpx: fi_inject_write: %s (%zd)",
+    opal_output_verbose(1, mca_osc_iwarpx_component.output,
+                        "osc:iwarpx: fi_writemsg (FI_INJECT | FI_MORE): %s (%zd)",
                         fi_strerror((int)-ret), ret);
     return OMPI_ERROR;
   }

@@ -172,6 +172,14 @@ struct fi_iwarpx_ep_stats {
    * above: a shorter len still gets the prefix. */
   uint64_t rd_placed;
   uint64_t rd_place_misses;
+  /* RD data datagrams that carried several segments (a bundle, docs/wire.md
+   * §3.6.1: FI_MORE RMA, or several segments ready at once), the segments
+   * that left in them (rd_data_sent counts each segment), and bundles
+   * received. Added in version 0.10, after the fields above: a shorter len
+   * still gets the prefix. */
+  uint64_t rd_bundles_sent;
+  uint64_t rd_bundled_records;
+  uint64_t rd_bundles_received;
 };
 
 /*

@@ -40,7 +40,10 @@ f.flag_a = ProtoField.bool("iwarpx_dgram.flags.ack", "A (ack fields valid)", 16,
 f.flag_s = ProtoField.bool("iwarpx_dgram.flags.sack", "S (SACK bitmap valid)", 16, nil, 0x2000)
 f.flag_y = ProtoField.bool("iwarpx_dgram.flags.syn", "Y (session opening)", 16, nil, 0x1000)
 f.flag_r = ProtoField.bool("iwarpx_dgram.flags.ack_request", "R (ack requested)", 16, nil, 0x0800)
-f.flag_rsvd = ProtoField.uint16("iwarpx_dgram.flags.reserved", "Reserved", base.HEX, nil, 0x07FF)
+f.flag_b = ProtoField.bool("iwarpx_dgram.flags.bundle", "B (bundle of records)", 16, nil, 0x0400)
+f.flag_rsvd = ProtoField.uint16("iwarpx_dgram.flags.reserved", "Reserved", base.HEX, nil, 0x03FF)
+f.record_length = ProtoField.uint16("iwarpx_dgram.record.length", "Record length", base.DEC)
+f.record_seq = ProtoField.uint32("iwarpx_dgram.record.seq", "Record sequence number", base.DEC)
 f.ulpdu_length = ProtoField.uint16("iwarpx_dgram.ulpdu_length", "ULPDU length", base.DEC)
 f.credits = ProtoField.uint16("iwarpx_dgram.credits", "Credits", base.DEC)
 f.ctrl_op = ProtoField.uint8("iwarpx_dgram.ctrl_op", "Control op", base.DEC, ctrl_ops)
@@ -121,8 +124,9 @@ local function dissect(tvb, pinfo, tree)
   ft:add(f.flag_s, tvb(4, 2))
   ft:add(f.flag_y, tvb(4, 2))
   ft:add(f.flag_r, tvb(4, 2))
+  ft:add(f.flag_b, tvb(4, 2))
   local rsvd_item = ft:add(f.flag_rsvd, tvb(4, 2))
-  if bit32.band(flags, 0x07FF) ~= 0 then rsvd_item:add_proto_expert_info(e_reserved) end
+  if bit32.band(flags, 0x03FF) ~= 0 then rsvd_item:add_proto_expert_info(e_reserved) end
   local len_item = t:add(f.ulpdu_length, tvb(6, 2))
   t:add(f.credits, tvb(8, 2))
   t:add(f.ctrl_op, tvb(10, 1))
@@ -144,6 +148,8 @@ local function dissect(tvb, pinfo, tree)
   if bit32.band(flags, 0x2000) ~= 0 then info = info .. string.format(" sack=0x%08x", tvb(36, 4):uint()) end
   if bit32.band(flags, 0x1000) ~= 0 then info = info .. " SYN" end
   if bit32.band(flags, 0x0800) ~= 0 then info = info .. " ACK-REQ" end
+  local bundle = bit32.band(flags, 0x0400) ~= 0
+  if bundle then info = info .. " BUNDLE" end
   if ulpdu_length > 0 then info = info .. string.format(" len=%u", ulpdu_length) end
 
   local pad = pad_length(ulpdu_length)
@@ -155,7 +161,33 @@ local function dissect(tvb, pinfo, tree)
     return len
   end
 
-  if ulpdu_length > 0 then
+  if bundle and ulpdu_length > 0 then
+    -- docs/wire.md 3.6.1: records u16 length | DDP segment | pad to 4; record i is seq + i.
+    local at = kHeaderSize
+    local stop = kHeaderSize + ulpdu_length
+    local i = 0
+    local parts = {}
+    while at + 2 <= stop do
+      local rlen = tvb(at, 2):uint()
+      local size = bit32.band(2 + rlen + 3, bit32.bnot(3))
+      if rlen < 14 or at + size > stop then
+        len_item:add_proto_expert_info(e_bad_length, "Bad bundle record")
+        info = info .. " [bad record]"
+        break
+      end
+      local rt = t:add(f.ulpdu, tvb(at + 2, rlen))
+      rt:add(f.record_length, tvb(at, 2))
+      rt:add(f.record_seq, tvb(28, 4), tvb(28, 4):uint() + i)
+      if ddp_rdmap ~= nil then
+        pcall(function() ddp_rdmap:call(tvb(at + 2, rlen):tvb(), pinfo, tree) end)
+        parts[#parts + 1] = (tostring(pinfo.cols.info):gsub("^%d+ > %d+ ", ""))
+      end
+      at = at + size
+      i = i + 1
+    end
+    info = info .. string.format(" records=%u", i)
+    if #parts > 0 then info = info .. " | " .. table.concat(parts, " | ") end
+  elseif ulpdu_length > 0 then
     local ulpdu_tvb = tvb(kHeaderSize, ulpdu_length):tvb()
     t:add(f.ulpdu, tvb(kHeaderSize, ulpdu_length))
     if pad > 0 then t:add(f.pad, tvb(kHeaderSize + ulpdu_length, pad)) end

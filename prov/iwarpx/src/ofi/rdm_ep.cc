@@ -490,7 +490,7 @@ struct RouteTracker final : PostTracker {
 
 }  // namespace
 
-ssize_t RdmEndpoint::PostRma(fi_addr_t peer, const char* call,
+ssize_t RdmEndpoint::PostRma(fi_addr_t peer, const char* call, uint64_t flags,
                              const std::function<ssize_t(const QpTarget&)>& post) {
   std::lock_guard<std::mutex> lock(fabric_->engine().mu());
   if (!enabled_) {
@@ -503,25 +503,26 @@ ssize_t RdmEndpoint::PostRma(fi_addr_t peer, const char* call,
   if (const rdm::RdmStatus st = core_->RouteRma(*to, &route); st != rdm::RdmStatus::kOk) {
     return StatusToFi(st, call);
   }
+  const bool more = (flags & FI_MORE) != 0;
+  if (more) core_->CorkRma(route);
   RouteTracker tracker(*core_, route);
   const ssize_t r = post({reporter_, domain_, *route.qp, route.ctx_bits, &tracker});
-  if (r == 0) {
-    core_->RmaPosted(route);
-    core_->AfterPost();
-  }
+  if (r == 0) core_->RmaPosted(route);
+  // A refused post still ends a run of FI_MORE ones (unless it had FI_MORE).
+  if (r == 0 || !more) core_->AfterPost(more);
   return r;
 }
 
 ssize_t RdmEndpoint::PostWrite(const struct iovec* iov, size_t count, fi_addr_t dest, uint64_t addr,
                                uint64_t key, void* context, uint64_t flags, uint64_t data) {
-  return PostRma(dest, "fi_write", [&](const QpTarget& t) {
+  return PostRma(dest, "fi_write", flags, [&](const QpTarget& t) {
     return PostRmaWrite(t, iov, count, addr, key, context, flags, data);
   });
 }
 
 ssize_t RdmEndpoint::PostRead(const struct iovec* iov, void** desc, size_t count, fi_addr_t src,
                               uint64_t addr, uint64_t key, void* context, uint64_t flags) {
-  return PostRma(src, "fi_read", [&](const QpTarget& t) {
+  return PostRma(src, "fi_read", flags, [&](const QpTarget& t) {
     return PostRmaRead(t, iov, desc, count, addr, key, context, flags);
   });
 }
@@ -530,7 +531,7 @@ ssize_t RdmEndpoint::PostAtomic(const void* buf, size_t count, enum fi_datatype 
                                 enum fi_op op, fi_addr_t dest, uint64_t addr, uint64_t key,
                                 const void* compare, void* result, void* context, uint64_t flags,
                                 bool fetch, bool cmp) {
-  return PostRma(dest, "fi_atomic", [&](const QpTarget& t) {
+  return PostRma(dest, "fi_atomic", flags, [&](const QpTarget& t) {
     return PostRmaAtomic(t, buf, count, datatype, op, addr, key, compare, result, context, flags,
                          fetch, cmp);
   });

@@ -119,8 +119,10 @@ class RdmEndpoint final : public ClEndpoint, public rdm::RdmSink {
   fi_addr_t SourceOf(rdm::PeerId id);
   ssize_t StatusToFi(rdm::RdmStatus s, const char* call);
   // RMA/atomics: routes to the peer's QP, runs `post` there (engine lock
-  // held), counts and kicks.
-  ssize_t PostRma(fi_addr_t peer, const char* call,
+  // held), counts and kicks. FI_MORE in `flags` corks the peer's RD stream
+  // (rdm::RdmCore::CorkRma): the next post without it, or the next progress
+  // pass, sends what it held, bundled (docs/wire.md §3.6.1).
+  ssize_t PostRma(fi_addr_t peer, const char* call, uint64_t flags,
                   const std::function<ssize_t(const QpTarget&)>& post);
   // Engine lock held: peer `index` in the public form.
   bool PeerStatsLocked(size_t index, struct fi_iwarpx_peer_stats* out);

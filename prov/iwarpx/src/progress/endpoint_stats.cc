@@ -18,6 +18,7 @@ void AddPort(const rd::PortCounters& c, EndpointStats* s) {
   s->tx_errors += c.send_errors;
   s->rd_placed += c.placed;
   s->rd_place_misses += c.place_misses;
+  s->rd_bundles_received += c.bundles;
 }
 
 void AddUd(const rd::UdCounters& c, EndpointStats* s) {
@@ -35,6 +36,8 @@ void AddRdStream(const rd::RdStream& stream, EndpointStats* s) {
   s->rd_data_received += c.data_received;
   s->rd_duplicates += c.duplicates;
   s->rd_stale += c.stale;
+  s->rd_bundles_sent += c.bundles_sent;
+  s->rd_bundled_records += c.bundled_records;
   s->rd_outside_window += stream.recv_window().outside_window();
 }
 

@@ -87,7 +87,11 @@ namespace iwarpx::progress {
   X(rdm_rc_resent)                                                                \
   /* Read Responses received in place (rd/dgram_port.h). */                       \
   X(rd_placed)                                                                    \
-  X(rd_place_misses)
+  X(rd_place_misses)                                                              \
+  /* Bundles: several segments in one RD data datagram (docs/wire.md 3.6.1). */   \
+  X(rd_bundles_sent)                                                              \
+  X(rd_bundled_records)                                                           \
+  X(rd_bundles_received)
 
 struct EndpointStats {
 #define IWARPX_STAT_FIELD(name) uint64_t name = 0;

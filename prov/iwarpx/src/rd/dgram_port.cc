@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "wire/ddp.h"
+#include "wire/dgram_bundle.h"
 #include "wire/rdmap.h"
 
 namespace iwarpx::rd {
@@ -76,6 +77,23 @@ transport::IoStatus DgramPort::Send(const transport::SockAddr& to, const wire::D
   iov[n++] = iovec{const_cast<uint8_t*>(tail.data()), tail.size()};
   const transport::IoResult r = socket_.SendTo(to, std::span<const iovec>(iov.data(), n));
   if (r.status == transport::IoStatus::kError) ++counters_.send_errors;
+  return r.status;
+}
+
+transport::IoStatus DgramPort::SendBundle(const transport::SockAddr& to,
+                                          const wire::DgramHeader& header,
+                                          std::span<const ByteSpan> segments) {
+  if (bundle_ == nullptr) bundle_ = std::make_unique_for_overwrite<uint8_t[]>(wire::kDgramMaxSize);
+  const auto n = wire::EncodeDgramBundle(header, segments, config_.crc,
+                                         MutableByteSpan(bundle_.get(), wire::kDgramMaxSize));
+  if (!n.ok()) {
+    ++counters_.send_errors;
+    return transport::IoStatus::kError;
+  }
+  const iovec one{bundle_.get(), *n};
+  const transport::IoResult r = socket_.SendTo(to, std::span<const iovec>(&one, 1));
+  if (r.status == transport::IoStatus::kError) ++counters_.send_errors;
+  if (r.status == transport::IoStatus::kOk) ++counters_.bundles_sent;
   return r.status;
 }
 
@@ -233,9 +251,9 @@ DgramPort::Settled DgramPort::Settle(size_t i) {
   const uint8_t* h = p.head.data();
   const bool match = !m.truncated && m.bytes == wire::DgramSize(ulpdu) &&
                      h[3] == static_cast<uint8_t>(wire::DgramType::kRdData) &&
-                     LoadBe16(h + 6) == ulpdu && LoadBe32(h + 12) == g.dst_qpn &&
-                     LoadBe32(h + 16) == g.src_qpn && LoadBe32(h + 20) == g.session &&
-                     LoadBe32(h + 28) == g.seq &&
+                     (LoadBe16(h + 4) & wire::kDgramFlagBundle) == 0 && LoadBe16(h + 6) == ulpdu &&
+                     LoadBe32(h + 12) == g.dst_qpn && LoadBe32(h + 16) == g.src_qpn &&
+                     LoadBe32(h + 20) == g.session && LoadBe32(h + 28) == g.seq &&
                      (h[wire::kDgramHeaderSize] & wire::kDdpFlagTagged) != 0 &&
                      (h[wire::kDgramHeaderSize + 1] & wire::kRdmapOpcodeMask) ==
                          static_cast<uint8_t>(wire::RdmapOpcode::kRdmaReadResponse) &&
@@ -316,7 +334,42 @@ void DgramPort::DeliverDecoded(const wire::DecodedDgram& d, const transport::Soc
     return;
   }
   ++counters_.delivered;
+  if (d.header.bundle) {
+    DeliverBundle(d, from);
+    return;
+  }
   r->OnDatagram(d, from);
+}
+
+void DgramPort::DeliverBundle(const wire::DecodedDgram& d, const transport::SockAddr& from) {
+  ++counters_.bundles;
+  // DecodeDgram checked every record: the walk below meets no bad one.
+  wire::DecodedDgram one;
+  one.header = d.header;
+  one.header.bundle = false;
+  one.crc_present = d.crc_present;
+  one.crc_checked = d.crc_checked;
+  wire::BundleReader records(d.ulpdu);
+  ByteSpan next;
+  bool more = records.Next(&next);
+  while (more) {
+    one.ulpdu = next;
+    more = records.Next(&next);
+    one.header.ack_request = d.header.ack_request && !more;  // R: the last record's
+    one.more_records = more;
+    // The receiver of each record is looked up again: a call may detach it.
+    DgramReceiver* r = ReceiverFor(one.header.dst_qpn);
+    if (r == nullptr) {
+      ++counters_.unknown_qpn;
+      return;
+    }
+    r->OnDatagram(one, from);
+    // The ack fields count once, with the first record.
+    one.header.has_ack = one.header.has_sack = false;
+    one.header.credits = 0;
+    one.header.echo_session = one.header.ack = one.header.sack = 0;
+    ++one.header.seq;
+  }
 }
 
 }  // namespace iwarpx::rd

@@ -4,7 +4,12 @@
 // gather send), reads incoming ones in batches into its own receive buffers,
 // decodes them (wire/dgram.h) and hands each valid one to the receiver
 // attached to its dst_qpn. Everything that fails is dropped and counted,
-// never answered (no reflection toward a spoofed source).
+// never answered (no reflection toward a spoofed source). A bundle (flag B,
+// docs/wire.md §3.6.1; its records all checked by the decoder) is handed to
+// the receiver as the data datagrams its records stand for, one call each,
+// in record order: record i with seq + i, the ack fields on the first only,
+// R on the last only, more_records on all but the last. A bad record drops
+// the whole datagram (malformed).
 //
 // Contract:
 // * Single-threaded: the progress engine calls it under its lock.
@@ -46,6 +51,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -114,6 +120,8 @@ struct PortCounters {
   uint64_t send_errors = 0;
   uint64_t placed = 0;        // datagrams received in place (a PlacementPredictor's right guess)
   uint64_t place_misses = 0;  // guessed, but another datagram came: put back together
+  uint64_t bundles = 0;       // of `delivered`, bundles (each handed on as its records)
+  uint64_t bundles_sent = 0;  // SendBundle datagrams the socket took
 };
 
 class DgramPort {
@@ -130,6 +138,15 @@ class DgramPort {
   // pass and sent as one iovec (cheaper than four pieces; ~0.05 us at 8 B).
   transport::IoStatus Send(const transport::SockAddr& to, const wire::DgramHeader& header,
                            std::span<const ByteSpan> ulpdu);
+
+  // Sends one bundle (docs/wire.md §3.6.1): `header` (B is set here, C
+  // follows the port's policy) and the records made of `segments` (n >= 2,
+  // each >= 14 bytes, together at most kDgramMaxUlpdu bytes as records),
+  // which are only read; built in one buffer of the port (made at the first
+  // bundle) and sent as one iovec. kWouldBlock leaves nothing sent; kError
+  // for segments the format cannot carry.
+  transport::IoStatus SendBundle(const transport::SockAddr& to, const wire::DgramHeader& header,
+                                 std::span<const ByteSpan> segments);
 
   // Sends one UD Send (wire/dgram_ud.h) carrying the payload parts, which
   // are only read: with at most 238 payload bytes it is built in one buffer
@@ -189,6 +206,8 @@ class DgramPort {
   DgramReceiver* ReceiverFor(uint32_t qpn);
   void CountUndecodable(wire::WireError e);
   void DeliverDecoded(const wire::DecodedDgram& d, const transport::SockAddr& from);
+  // A decoded bundle's records, each as its data datagram (file comment).
+  void DeliverBundle(const wire::DecodedDgram& d, const transport::SockAddr& from);
   // Points the first guesses' messages at their head, dest and tail; returns how many.
   size_t Guess(size_t want);
   // After the read: kHit if message i matched its guess (its payload is in
@@ -218,6 +237,9 @@ class DgramPort {
   // Send()'s buffer for a small datagram built whole.
   static constexpr size_t kFlatUlpduMax = 256;
   alignas(8) std::array<uint8_t, wire::DgramSize(kFlatUlpduMax)> flat_{};
+  // SendBundle's buffer: kDgramMaxSize bytes, made at the first bundle (a
+  // port that never bundles keeps none).
+  std::unique_ptr<uint8_t[]> bundle_;
   PortCounters counters_;
 };
 

@@ -333,12 +333,18 @@ TEST_F(RdQpTest, ASendWithoutAReceiveFallsBackToTheStreamAndWholeDeliveryResumes
 
 // The heart of the RD service: a long stream of mixed-size messages through
 // every kind of fault arrives exactly once, in order, bit-exact.
+// `cork`: every burst of posts goes to a corked stream and leaves when it is
+// uncorked after the burst, small ULPDUs bundled (docs/wire.md §3.6.1); most
+// messages are then small (up to 60 bytes) so that bundles form.
 void RunManyMessages(RdQpTest* t, Host& a, Host& b, size_t count,
-                     const std::function<bool(const std::function<bool()>&)>& run) {
+                     const std::function<bool(const std::function<bool()>&)>& run,
+                     bool cork = false) {
   constexpr size_t kSlots = 64;
   constexpr size_t kMax = 9000;
   std::vector<std::vector<uint8_t>> rx(kSlots, std::vector<uint8_t>(kMax));
-  auto size_of = [](size_t i) { return 1 + (i * 2654435761u) % (i % 10 == 0 ? kMax : 600); };
+  auto size_of = [cork](size_t i) {
+    return 1 + (i * 2654435761u) % (i % 10 == 0 ? kMax : cork ? 60 : 600);
+  };
   auto byte_of = [](size_t i, size_t k) { return static_cast<uint8_t>((i * 131) ^ (k * 7)); };
   for (size_t k = 0; k < kSlots; ++k) {
     qp::RecvWr r{k, {}};
@@ -353,6 +359,7 @@ void RunManyMessages(RdQpTest* t, Host& a, Host& b, size_t count,
   bool bad = false;
   auto pump = [&] {
     // Post sends while the SQ takes them; check and repost receives.
+    if (cork) a.Qp().stream().Cork();
     while (posted < count) {
       tx[posted].resize(size_of(posted));
       for (size_t k = 0; k < tx[posted].size(); ++k) tx[posted][k] = byte_of(posted, k);
@@ -363,6 +370,7 @@ void RunManyMessages(RdQpTest* t, Host& a, Host& b, size_t count,
       if (a.Qp().qp().PostSend(s) != qp::QpStatus::kOk) break;
       ++posted;
     }
+    if (cork) a.Qp().stream().Uncork();
     auto& cs = b.sink.completions;
     for (; seen_completions < cs.size(); ++seen_completions) {
       const Completion& c = cs[seen_completions];
@@ -409,6 +417,102 @@ TEST_F(RdQpTest, ManyMessagesArriveExactlyOnceInOrderThroughFaults) {
               static_cast<unsigned long long>(b_->Qp().stream().stats().duplicates),
               static_cast<unsigned long long>(b_->counters().bad_crc),
               static_cast<unsigned long long>(b_->Qp().stream().stats().held));
+}
+
+// Bundles through every fault: the same messages in the same order,
+// bit-exact, as unbundled (RunManyMessages checks each against the sequence
+// it posted); lost bundles come back as single resends.
+TEST_F(RdQpTest, CorkedBurstsLeaveBundledAndArriveExactlyOnceInOrderThroughFaults) {
+  const std::string faults = "drop=50,dup=30,reorder=50,corrupt=10,gap=5,seed=";
+  Build(faults + "5", faults + "6", SmallSegments());
+  RunManyMessages(
+      this, *a_, *b_, 20000,
+      [&](const std::function<bool()>& pump) { return Run(pump, 600'000 * kMs); }, true);
+  const RdStreamStats st = a_->Qp().stream().stats();
+  EXPECT_GT(st.bundles_sent, 100u);
+  EXPECT_GT(st.bundled_records, 2 * st.bundles_sent - 1);
+  EXPECT_GT(st.retransmitted, 0u);
+  EXPECT_GT(b_->counters().bundles, 0u);
+  EXPECT_FALSE(a_->Qp().stream().corked());
+  std::printf("data %llu in %llu bundles (%llu records), resent %llu, duplicates %llu\n",
+              static_cast<unsigned long long>(st.data_sent),
+              static_cast<unsigned long long>(st.bundles_sent),
+              static_cast<unsigned long long>(st.bundled_records),
+              static_cast<unsigned long long>(st.retransmitted),
+              static_cast<unsigned long long>(b_->Qp().stream().stats().duplicates));
+}
+
+// Without faults: bundles save datagrams, nothing is resent.
+TEST_F(RdQpTest, CorkedBurstsWithoutFaultsSendFewerDatagrams) {
+  RunManyMessages(
+      this, *a_, *b_, 5000, [&](const std::function<bool()>& pump) { return Run(pump); }, true);
+  const RdStreamStats st = a_->Qp().stream().stats();
+  EXPECT_EQ(st.retransmitted, 0u);
+  EXPECT_EQ(b_->Qp().stream().stats().duplicates, 0u);
+  EXPECT_GT(st.bundles_sent, 0u);
+  // Datagrams with data: singles plus bundles, fewer than the ULPDUs.
+  EXPECT_LT(st.data_sent - st.bundled_records + st.bundles_sent, st.data_sent);
+  EXPECT_EQ(b_->counters().bundles, st.bundles_sent);
+}
+
+// FI_MORE never waits unboundedly: a corked stream left corked holds its
+// ULPDUs only until its next timer pass (its deadline is now), which sends
+// them bundled.
+TEST_F(RdQpTest, ACorkedStreamSendsWhatItHoldsAtItsNextTimerPass) {
+  std::vector<uint8_t> rx_b(64), rx_c(64);
+  ASSERT_EQ(b_->Qp().qp().PostRecv({1, Sgl(rx_b.data(), rx_b.size())}), qp::QpStatus::kOk);
+  ASSERT_EQ(b_->Qp().qp().PostRecv({2, Sgl(rx_c.data(), rx_c.size())}), qp::QpStatus::kOk);
+  std::vector<uint8_t> m1(8, 0x11), m2(24, 0x22);
+  a_->Qp().stream().Cork();
+  qp::SendWr s;
+  s.context = 1;
+  s.sgl = Sgl(m1.data(), m1.size());
+  ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  s.context = 2;
+  s.sgl = Sgl(m2.data(), m2.size());
+  ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  EXPECT_EQ(a_->sim().sent(), 0u);  // held
+  EXPECT_EQ(a_->Qp().Deadline(), 0u);
+  ASSERT_TRUE(Run([&] { return b_->sink.Count(Completion::Kind::kRecv) == 2; }));
+  EXPECT_TRUE(std::equal(m1.begin(), m1.end(), rx_b.begin()));
+  EXPECT_TRUE(std::equal(m2.begin(), m2.end(), rx_c.begin()));
+  EXPECT_EQ(a_->Qp().stream().stats().bundles_sent, 1u);
+  EXPECT_EQ(a_->Qp().stream().stats().bundled_records, 2u);
+  EXPECT_FALSE(a_->Qp().stream().corked());
+}
+
+// A bundle's records are acked together: 36 records (ack_every 16) draw
+// one standalone ack, at the last record, not one every 16 records while
+// the datagram is dispatched.
+TEST_F(RdQpTest, ABundleOfManyRecordsDrawsOneAckNotOneEverySixteen) {
+  constexpr size_t kCount = 36;  // 28-byte records: one bundle of at most 1024 bytes
+  std::vector<std::vector<uint8_t>> rx(kCount + 1, std::vector<uint8_t>(16));
+  for (size_t i = 0; i <= kCount; ++i) {
+    ASSERT_EQ(b_->Qp().qp().PostRecv({i, Sgl(rx[i].data(), rx[i].size())}), qp::QpStatus::kOk);
+  }
+  std::vector<uint8_t> msg(8, 0x3C);
+  // One message first: its ack opens the window beyond the 16 initial credits.
+  qp::SendWr first;
+  first.context = 100;
+  first.sgl = Sgl(msg.data(), msg.size());
+  ASSERT_EQ(a_->Qp().qp().PostSend(first), qp::QpStatus::kOk);
+  ASSERT_TRUE(Run([&] { return a_->Qp().stream().settled(); }));
+  b_->sink.completions.clear();
+  const uint64_t acks_before = b_->Qp().stream().stats().acks_sent;
+  a_->Qp().stream().Cork();
+  for (size_t i = 0; i < kCount; ++i) {
+    qp::SendWr s;
+    s.context = i;
+    s.sgl = Sgl(msg.data(), msg.size());
+    ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  }
+  a_->Qp().stream().Uncork();
+  EXPECT_EQ(a_->Qp().stream().stats().bundles_sent, 1u);
+  EXPECT_EQ(b_->Poll(), 1u);
+  EXPECT_EQ(b_->sink.Count(Completion::Kind::kRecv), kCount);
+  EXPECT_EQ(b_->Qp().stream().stats().acks_sent - acks_before, 1u);
+  ASSERT_TRUE(Run([&] { return a_->Qp().stream().settled(); }));
+  EXPECT_EQ(b_->Qp().stream().stats().acks_sent - acks_before, 1u);
 }
 
 TEST_F(RdQpTest, ManyMessagesWithoutFaultsNeedNoResend) {

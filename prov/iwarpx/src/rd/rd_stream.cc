@@ -7,6 +7,7 @@
 
 #include "transport/own_memory.h"
 #include "wire/ddp.h"
+#include "wire/dgram_bundle.h"
 #include "wire/fpdu.h"
 
 namespace iwarpx::rd {
@@ -287,16 +288,86 @@ transport::IoResult RdStream::SendWhole(std::span<const iovec> ulpdu) {
 }
 
 void RdStream::TransmitFrom(uint64_t first_new, uint64_t now) {
-  // Transmit what this call accepted; R on the last one and when half the
-  // credit window is in flight, so the acks come back without delay.
-  for (uint64_t c = first_new; c < tx_tail_; ++c) {
-    const uint32_t window = send_.right_edge() - send_.snd_una();
-    const bool request = c + 1 == tx_tail_ || send_.outstanding() * 2 >= window;
-    if (pending_count_ > 0 || !Transmit(c, request)) QueuePending(c);
+  if (corked_) {
+    // FI_MORE: kept for Uncork() (or OnTimer, due at once while held).
+    if (!held_ && first_new < tx_tail_) {
+      held_ = true;
+      held_from_ = first_new;
+    }
+  } else {
+    // Transmit what this call accepted, consecutive ULPDUs bundled; R on the
+    // last one and when half the credit window is in flight, so the acks
+    // come back without delay.
+    uint64_t c = first_new;
+    while (c < tx_tail_) {
+      if (pending_count_ > 0) {  // the socket is backed up: they wait, singly, in order
+        QueuePending(c++);
+        continue;
+      }
+      const uint64_t end = BundleEnd(c);
+      const uint32_t window = send_.right_edge() - send_.snd_una();
+      const bool request = end == tx_tail_ || send_.outstanding() * 2 >= window;
+      const bool sent = end - c >= wire::kBundleMinRecords ? TransmitBundle(c, end, request)
+                                                           : Transmit(c, request);
+      if (!sent) {
+        for (uint64_t q = c; q < end; ++q) QueuePending(q);
+      }
+      c = end;
+    }
   }
   if (tx_blocked_ && send_.outstanding() == 0 && probe_at_ == UINT64_MAX) {
     probe_at_ = now + send_.rto();  // no credit and nothing in flight: probe (CheckProbe)
   }
+}
+
+void RdStream::Uncork() {
+  corked_ = false;
+  if (!held_) return;
+  held_ = false;
+  owner_.OnStreamUsed();
+  if (failed()) return;
+  TransmitFrom(held_from_, clock_.NowNs());
+}
+
+uint64_t RdStream::BundleEnd(uint64_t first) const {
+  size_t bytes = 0;
+  uint64_t e = first;
+  while (e < tx_tail_ && e - first < kMaxBundle) {
+    const TxRecord& r = tx_[e];
+    // Lent tails go alone (zero copy), and so does anything out of sequence.
+    if (r.tail_len != 0 || r.unreadable || r.seq != tx_[first].seq + (e - first)) break;
+    const size_t size = wire::BundleRecordSize(r.len);
+    if (bytes + size > max_segment_) break;
+    bytes += size;
+    ++e;
+  }
+  return std::max(e, first + 1);
+}
+
+bool RdStream::TransmitBundle(uint64_t first, uint64_t end, bool ack_request) {
+  std::array<ByteSpan, kMaxBundle> segments;
+  const size_t n = end - first;
+  for (size_t i = 0; i < n; ++i) {
+    const TxRecord& r = tx_[first + i];
+    segments[i] = ByteSpan(buf_.get() + r.offset, r.len);
+  }
+  wire::DgramHeader h = NewHeader(wire::DgramType::kRdData);
+  h.seq = tx_[first].seq;
+  h.ack_request = ack_request;
+  FillAck(h);
+  const transport::IoStatus s =
+      port_.SendBundle(peer_, h, std::span<const ByteSpan>(segments.data(), n));
+  if (s == transport::IoStatus::kWouldBlock) {
+    ++rare_stats().send_blocked;
+    return false;
+  }
+  // kError counts as a loss of each record: the window resends them singly.
+  if (s == transport::IoStatus::kOk) {
+    if (h.has_ack) recv_.OnAckSent();
+    ++rare_stats().bundles_sent;
+    rare_stats().bundled_records += n;
+  }
+  return true;
 }
 
 RdStream::Accepted RdStream::AcceptUlpdu(std::span<const iovec> iov, size_t ulpdu_at, size_t len,
@@ -567,7 +638,10 @@ RdStream::Input RdStream::OnDatagram(const wire::DecodedDgram& d) {
   if (readable() || (!was_writable && writable())) owner_.OnStreamEvent();
   SettleInflight();
   if (failed()) return Input::kOk;
-  if (recv_.AckDue(now)) SendAck();
+  // A bundle's records arrive in one call each: an ack owed (every
+  // ack_every datagrams, a hole) waits for the last one, which a reply
+  // may carry.
+  if (!d.more_records && recv_.AckDue(now)) SendAck();
   CheckProbe(now);
   return Input::kOk;
 }
@@ -689,6 +763,7 @@ transport::IoResult RdStream::RecvV(std::span<const iovec> iov) {
 void RdStream::OnTimer() {
   owner_.OnStreamUsed();
   if (failed()) return;
+  if (held_) Uncork();  // FI_MORE holds until the next pass at most
   const uint64_t now = clock_.NowNs();
   send_.OnTimer(now);
   if (send_.Dead(now)) {
@@ -710,6 +785,7 @@ void RdStream::OnTimer() {
 
 uint64_t RdStream::Deadline() const {
   if (failed()) return UINT64_MAX;
+  if (held_) return 0;
   return std::min({send_.Deadline(), recv_.AckDeadline(), probe_at_});
 }
 

@@ -26,6 +26,15 @@
 // now) and when the window is half used (rule 9). A stream with nothing
 // outstanding that cannot send for lack of credit sends PROBEs at the RTO.
 //
+// Bundles (docs/wire.md §3.6.1): consecutive new ULPDUs of one call (or of
+// a corked run, below) without a lent tail leave together in one datagram
+// of at most max_segment bytes of records (up to kMaxBundle records), each
+// still its own sequence number; a resend is always a single datagram.
+// Cork() (FI_MORE on the RDM endpoint) makes SendV/SendVLent/SendWhole
+// accept without transmitting; Uncork() transmits everything held,
+// bundled. Nothing waits unboundedly: while anything is held Deadline() is
+// 0, and OnTimer() uncorks.
+//
 // Zero copy (lending): SendVLent names gather pieces that are registered
 // memory (a Read Response's source, mem::StagTable lending). When such a
 // piece is the tail of a ULPDU, only the ULPDU's head (the DDP/RDMAP header)
@@ -125,12 +134,14 @@ struct RdStreamStats {
   uint64_t send_blocked = 0;  // datagrams the socket refused for now
   uint64_t data_received = 0;
   uint64_t duplicates = 0;
-  uint64_t held = 0;        // datagrams copied into hold slots
-  uint64_t lent = 0;        // data datagrams sent with a lent (uncopied) payload
-  uint64_t reclaimed = 0;   // lent payloads copied because their region went away
-                            // or before a resend
-  uint64_t unreadable = 0;  // lent payloads whose memory was gone when needed again
-  uint64_t stale = 0;       // datagrams of a retired session of the peer, dropped
+  uint64_t held = 0;             // datagrams copied into hold slots
+  uint64_t lent = 0;             // data datagrams sent with a lent (uncopied) payload
+  uint64_t reclaimed = 0;        // lent payloads copied because their region went away
+                                 // or before a resend
+  uint64_t unreadable = 0;       // lent payloads whose memory was gone when needed again
+  uint64_t stale = 0;            // datagrams of a retired session of the peer, dropped
+  uint64_t bundles_sent = 0;     // datagrams carrying several ULPDUs (docs/wire.md §3.6.1)
+  uint64_t bundled_records = 0;  // ULPDUs (of data_sent) that left in them
 };
 
 // A RESET refusing the peer's `refused` session (docs/wire.md §3.6 rule 3),
@@ -169,8 +180,17 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   Input OnDatagram(const wire::DecodedDgram& d);
   // Resends, acks, probes and the dead-peer check due at clock.NowNs().
   void OnTimer();
-  // When OnTimer has work next (UINT64_MAX: none).
+  // When OnTimer has work next (UINT64_MAX: none; 0 while corked with
+  // ULPDUs held).
   [[nodiscard]] uint64_t Deadline() const;
+  // FI_MORE: hold what SendV/SendVLent/SendWhole take from now on instead of
+  // transmitting it (the window, sequence numbers and copies are as usual).
+  void Cork() { corked_ = true; }
+  // Transmits everything held, bundled, and stops holding.
+  void Uncork();
+  [[nodiscard]] bool corked() const { return corked_; }
+  // Records per bundle at most (a bundle is also at most max_segment bytes).
+  static constexpr size_t kMaxBundle = 128;
   // The socket became writable: send what it refused before.
   void OnSocketWritable();
   [[nodiscard]] bool wants_socket_write() const { return pending_count_ > 0; }
@@ -304,6 +324,11 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   bool PlaceTx(size_t len, size_t* offset);
   // Sends record `cookie`; false if the socket refused it for now.
   bool Transmit(uint64_t cookie, bool ack_request);
+  // One past the last record that can leave in one bundle with `first`
+  // (first + 1: it goes alone).
+  [[nodiscard]] uint64_t BundleEnd(uint64_t first) const;
+  // Sends records [first, end) as one bundle; false if the socket refused it.
+  bool TransmitBundle(uint64_t first, uint64_t end, bool ack_request);
   void QueuePending(uint64_t cookie);
   void FlushPending();
   void ReleaseAcked();
@@ -354,6 +379,8 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   bool write_shut_ = false;
   bool had_inbound_ = false;  // a peer session was adopted once
   bool tx_blocked_ = false;   // the last SendV stopped for lack of credit or room
+  bool corked_ = false;       // Cork(): accepted ULPDUs wait for Uncork()
+  bool held_ = false;         // records [held_from_, tx_tail_) wait for Uncork()
   bool inflight_active_ = false;
   // Counters bumped per datagram; the rest of RdStreamStats (resends,
   // probes, resets, refusals, duplicates, holds, lending, stale sessions) is
@@ -394,6 +421,7 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   SeqRing<uint64_t> pending_;
   uint64_t pending_first_ = 0;
   size_t pending_count_ = 0;
+  uint64_t held_from_ = 0;
   uint64_t probe_at_ = UINT64_MAX;
   uint64_t last_heard_ = 0;  // last datagram from the peer (dead check while probing)
 

@@ -328,6 +328,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t ctx_bits = 0;  // OR-ed into every work request's context
     PeerId peer = 0;
     bool on_rc = false;
+    rd::RdQp* rd = nullptr;  // the RD QP when !on_rc (its stream is corked for FI_MORE)
   };
   RdmStatus RouteRma(const transport::SockAddr& to, RmaRoute* out);
   // Each work request posted on a route, told right before the post (a
@@ -339,7 +340,18 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // An operation went out on `route`: counted per channel; the connection
   // is kicked and marked active.
   void RmaPosted(const RmaRoute& route);
-  void AfterPost() { channel_->AfterPost(); }
+  // FI_MORE on an RMA/atomic (docs/wire.md §3.6.1): the route's RD stream
+  // holds what the post hands it (rd::RdStream::Cork) until the next
+  // AfterPost without `more`, or the next progress pass (the stream's own
+  // deadline), whichever comes first; then everything held leaves bundled.
+  // A route on a connection is not corked (TCP has its own batching).
+  void CorkRma(const RmaRoute& route);
+  // After every post: `more` (FI_MORE) keeps the corked streams corked,
+  // otherwise they are uncorked (their held ULPDUs transmitted) first.
+  void AfterPost(bool more = false) {
+    if (!more && !corked_.empty()) UncorkAll();
+    channel_->AfterPost();
+  }
 
   // Connected channels: whether this core listens for them (the chain names
   // one, max_links > 0 and the TCP bind worked), and the errno of the bind
@@ -930,7 +942,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   std::vector<Peer*> peer_by_id_;
   BouncePool bounces_;
   std::vector<PeerId> starved_;  // peers whose RD QP waits for a bounce
-  bool fp_arriving_ = false;     // Incoming() is handling a message from an RC-FP ring
+  std::vector<PeerId> corked_;   // peers whose RD stream CorkRma corked
+  void UncorkAll();
+  bool fp_arriving_ = false;  // Incoming() is handling a message from an RC-FP ring
   size_t unexpected_bytes_ = 0;
   std::deque<TxOp> tx_;
   std::vector<uint32_t> tx_free_;

@@ -34,7 +34,27 @@ RdmStatus RdmCore::RouteRma(const transport::SockAddr& to, RmaRoute* out) {
     return RdmStatus::kOk;
   }
   out->qp = &q->qp();
+  out->rd = q;
   return RdmStatus::kOk;
+}
+
+void RdmCore::CorkRma(const RmaRoute& route) {
+  if (route.on_rc || route.rd == nullptr) return;
+  route.rd->stream().Cork();
+  if (std::find(corked_.begin(), corked_.end(), route.peer) == corked_.end()) {
+    corked_.push_back(route.peer);
+  }
+}
+
+void RdmCore::UncorkAll() {
+  // A peer's QP may have been replaced since (a new session): its new
+  // stream was never corked, and Uncork() of it does nothing.
+  for (const PeerId id : corked_) {
+    const Peer* p = PeerById(id);
+    if (p == nullptr) continue;
+    if (rd::RdQp* q = channel_->Find({p->addr, kRdmQpn}); q != nullptr) q->stream().Uncork();
+  }
+  corked_.clear();
 }
 
 void RdmCore::RmaPosting(const RmaRoute& route, uint64_t context) {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/crc32c.h"
+#include "wire/dgram_bundle.h"
 
 namespace iwarpx::wire {
 namespace {
@@ -60,6 +61,7 @@ bool AckFieldsOk(const DgramHeader& h) {
 bool FieldsOk(const DgramHeader& h) {
   const bool is_control = h.type == DgramType::kRdControl;
   if (!is_control && h.ctrl_op != DgramControlOp::kNone) return false;
+  if (h.bundle && h.type != DgramType::kRdData) return false;
   switch (h.type) {
     case DgramType::kUdData:
       return !h.has_ack && !h.has_sack && !h.syn && !h.ack_request && h.credits == 0 &&
@@ -128,6 +130,7 @@ uint16_t FlagsOf(const DgramHeader& h, bool crc_on) {
   if (h.has_sack) f |= kDgramFlagSack;
   if (h.syn) f |= kDgramFlagSyn;
   if (h.ack_request) f |= kDgramFlagAckRequest;
+  if (h.bundle) f |= kDgramFlagBundle;
   return f;
 }
 
@@ -163,6 +166,16 @@ Result<size_t, WireError> CheckOutgoing(const DgramHeader& h, std::span<const By
   }
   if (h.type == DgramType::kUdData && !UdPartsAreWholeMessage(parts, ulpdu_length)) {
     return Err{WireError::kInvalidArgument};
+  }
+  if (h.bundle) {
+    // The records in one piece: the walker checks them where they lie.
+    ByteSpan records;
+    for (ByteSpan part : parts) {
+      if (part.empty()) continue;
+      if (!records.empty()) return Err{WireError::kInvalidArgument};
+      records = part;
+    }
+    if (!CountBundleRecords(records).ok()) return Err{WireError::kInvalidArgument};
   }
   return ulpdu_length;
 }
@@ -290,11 +303,20 @@ Result<DecodedDgram, WireError> DecodeParts(ByteSpan head, ByteSpan placed, Byte
   h.has_sack = (flags & kDgramFlagSack) != 0;
   h.syn = (flags & kDgramFlagSyn) != 0;
   h.ack_request = (flags & kDgramFlagAckRequest) != 0;
+  h.bundle = (flags & kDgramFlagBundle) != 0;
   if (!FieldsOk(h)) return Err{WireError::kDgramReservedBits};
   for (uint8_t b : pad) {
     if (b != 0) return Err{WireError::kDgramReservedBits};
   }
   if (!UlpduLengthOk(h.type, ulpdu_length)) return Err{WireError::kDgramBadLength};
+  if (h.bundle) {
+    // Never received in place (the port's guesses are single Read
+    // Responses); every record is checked here, so no reader of a decoded
+    // bundle meets a bad one.
+    if (!placed.empty() || !CountBundleRecords(d.ulpdu).ok()) {
+      return Err{WireError::kDgramBadBundle};
+    }
+  }
 
   if (h.type == DgramType::kUdData) {
     // UD datagrams are never received in place: the rule reads the whole

@@ -66,7 +66,8 @@ inline constexpr uint16_t kDgramFlagAck = 0x4000;         // A: ack/echo/credits
 inline constexpr uint16_t kDgramFlagSack = 0x2000;        // S: sack bitmap valid
 inline constexpr uint16_t kDgramFlagSyn = 0x1000;         // Y: session opening
 inline constexpr uint16_t kDgramFlagAckRequest = 0x0800;  // R: ack me now
-inline constexpr uint16_t kDgramFlagsReserved = 0x07FF;   // must be zero
+inline constexpr uint16_t kDgramFlagBundle = 0x0400;      // B: records (wire/dgram_bundle.h)
+inline constexpr uint16_t kDgramFlagsReserved = 0x03FF;   // must be zero
 
 enum class DgramType : uint8_t {
   kUdData = 1,     // UD: one whole DDP message, no reliability fields
@@ -91,7 +92,10 @@ struct DgramHeader {
   bool has_sack = false;     // S (requires A)
   bool syn = false;          // Y: all RD types except RESET
   bool ack_request = false;  // R (RD data only)
-  uint16_t credits = 0;      // with A: peer may send seq in [ack, ack + credits)
+  // B (RD data only): the ULPDU is n >= 2 records `u16 length | DDP segment |
+  // pad to 4`, seq the first one's (docs/wire.md §3.6.1, wire/dgram_bundle.h).
+  bool bundle = false;
+  uint16_t credits = 0;  // with A: peer may send seq in [ack, ack + credits)
   uint32_t dst_qpn = 0;
   uint32_t src_qpn = 0;
   uint32_t session = 0;       // RD: sender's session, never 0
@@ -111,6 +115,10 @@ struct DecodedDgram {
   ByteSpan ulpdu_placed;
   bool crc_present = false;  // the C flag
   bool crc_checked = false;  // C set, verify_crc requested, and the CRC matched
+  // Set by rd::DgramPort on a bundle's record that has more records after it
+  // in the same datagram (docs/wire.md §3.6.1): a receiver may leave an ack
+  // it owes for the last one (never set by the decoders).
+  bool more_records = false;
 };
 
 // Header and trailer for a gather send (sendmsg iovec: header, ULPDU parts,
@@ -150,7 +158,9 @@ inline constexpr size_t kDgramMaxUlpdu = DgramMaxUlpduLength();  // 65460
 // Returns the datagram size. crc_on sets C and computes the CRC; otherwise the
 // CRC field is zero. The parts may already lie in place at out[40..] (a
 // sender that built the DDP segment in the output buffer); other overlap with
-// `out` is not allowed.
+// `out` is not allowed. With header.bundle the records must be one
+// contiguous part (empty parts aside) that CountBundleRecords accepts
+// (kInvalidArgument otherwise); EncodeDgramBundle builds them from segments.
 Result<size_t, WireError> EncodeDgram(const DgramHeader& header,
                                       std::span<const ByteSpan> ulpdu_parts, bool crc_on,
                                       MutableByteSpan out);
@@ -175,6 +185,8 @@ Result<DgramFraming, WireError> FrameDgram(const DgramHeader& header,
 //                     a ULPDU, data with less than a 14-byte DDP header)
 //   kDgramBadSegment  UD data that is not one whole DDP message (L clear, or
 //                     untagged with MO != 0 or shorter than 18 bytes)
+//   kDgramBadBundle   B set and the ULPDU is not n >= 2 well-formed records
+//                     (wire/dgram_bundle.h CountBundleRecords)
 // A datagram with C clear is accepted without a CRC check (its CRC field is
 // ignored); a receiver whose policy requires CRC checks crc_present itself.
 Result<DecodedDgram, WireError> DecodeDgram(ByteSpan bytes, bool verify_crc);
@@ -184,7 +196,8 @@ Result<DecodedDgram, WireError> DecodeDgram(ByteSpan bytes, bool verify_crc);
 // head[40..] ‖ placed (`placed` not empty) and `tail` exactly its pad and
 // CRC, else kDgramBadLength; the other checks, in the order above, are those
 // of DecodeDgram on the concatenated bytes, except that UD data is refused
-// (kDgramBadSegment: UD datagrams are never received in place). The CRC is
+// (kDgramBadSegment: UD datagrams are never received in place) and so is a
+// bundle (kDgramBadBundle). The CRC is
 // computed over the pieces where they lie. Result: `ulpdu` views head[40..],
 // `ulpdu_placed` views `placed`.
 Result<DecodedDgram, WireError> DecodeDgramSplit(ByteSpan head, ByteSpan placed, ByteSpan tail,

@@ -13,6 +13,10 @@
 //     chosen by the input agrees with DecodeDgram of the whole: whatever it
 //     accepts, DecodeDgram accepts with the same header, flags and ULPDU bytes
 //     (and its views stay inside their pieces).
+//   * Bundles (flag B, wire/dgram_bundle.h): an accepted bundle's records
+//     walk inside its ULPDU, as many as CountBundleRecords says, and
+//     EncodeDgramBundle of those segments gives the same bytes; the input
+//     read as a bare record list is walked the same way when accepted.
 //   * The one-step UD Send codec (wire/dgram_ud.h) agrees with the generic
 //     decoders both ways: DecodeUdSend accepts exactly what DecodeDgram +
 //     ParseSegment accept as a UD Send / Send with SE, with the same fields
@@ -24,6 +28,7 @@
 #include <span>
 
 #include "wire/dgram.h"
+#include "wire/dgram_bundle.h"
 #include "wire/dgram_ud.h"
 
 namespace iwarpx::wire {
@@ -46,7 +51,9 @@ void CheckReencode(ByteSpan in, const DecodedDgram& d) {
   if (!d.crc_present) Check(LoadBe32(g_out + body) == 0);
 
   // Gather framing with the ULPDU split at a point chosen by the input.
-  const size_t cut = d.ulpdu.empty() ? 0 : in.data()[size - 1] % (d.ulpdu.size() + 1);
+  // A bundle's records are framed from one piece only.
+  const size_t cut =
+      d.ulpdu.empty() || d.header.bundle ? 0 : in.data()[size - 1] % (d.ulpdu.size() + 1);
   const ByteSpan parts[2] = {d.ulpdu.first(cut), d.ulpdu.subspan(cut)};
   const auto f = FrameDgram(d.header, parts, d.crc_present);
   Check(f.ok() && f.value().datagram_size == size);
@@ -55,6 +62,40 @@ void CheckReencode(ByteSpan in, const DecodedDgram& d) {
   Check(kDgramHeaderSize + d.ulpdu.size() + fr.trailer_size == size);
   Check(std::memcmp(fr.trailer.data(), g_out + kDgramHeaderSize + d.ulpdu.size(),
                     fr.trailer_size) == 0);
+}
+
+// Walks a record list CountBundleRecords accepted; returns its segments
+// (at most kMaxSegments kept).
+constexpr size_t kMaxSegments = kDgramMaxSize / BundleRecordSize(kDgramMinDdpSegment);
+ByteSpan g_segments[kMaxSegments];
+
+size_t WalkRecords(ByteSpan records) {
+  if (records.size() > kDgramMaxSize) return 0;
+  const auto count = CountBundleRecords(records);
+  if (!count.ok()) return 0;
+  Check(*count >= kBundleMinRecords && *count <= kMaxSegments);
+  BundleReader r(records);
+  size_t n = 0;
+  ByteSpan s;
+  while (r.Next(&s)) {
+    Check(n < *count);
+    Check(s.size() >= kDgramMinDdpSegment);
+    Check(s.data() >= records.data() && s.data() + s.size() <= records.data() + records.size());
+    g_segments[n++] = s;
+  }
+  Check(n == *count);
+  return n;
+}
+
+void CheckBundle(ByteSpan in, const DecodedDgram& d) {
+  if (!d.header.bundle) return;
+  const size_t n = WalkRecords(d.ulpdu);
+  Check(n >= kBundleMinRecords);
+  const auto e = EncodeDgramBundle(d.header, std::span(g_segments, n), d.crc_present, g_out);
+  Check(e.ok() && e.value() == in.size());
+  const size_t body = in.size() - kDgramCrcSize;
+  Check(std::memcmp(g_out, in.data(), body) == 0);
+  if (d.crc_checked) Check(std::memcmp(g_out + body, in.data() + body, kDgramCrcSize) == 0);
 }
 
 void CheckSplit(ByteSpan in) {
@@ -103,6 +144,7 @@ void FuzzOne(const uint8_t* data, size_t size) {
   const ByteSpan in(data, size);
   CheckSplit(in);
   CheckUdSend(in);
+  (void)WalkRecords(in);
   const auto verified = DecodeDgram(in, /*verify_crc=*/true);
   const auto unverified = DecodeDgram(in, /*verify_crc=*/false);
   if (verified.ok()) {
@@ -112,12 +154,14 @@ void FuzzOne(const uint8_t* data, size_t size) {
     Check(verified.value().ulpdu.size() == unverified.value().ulpdu.size());
     Check(verified.value().crc_checked == verified.value().crc_present);
     CheckReencode(in, verified.value());
+    CheckBundle(in, verified.value());
   }
   if (unverified.ok()) {
     Check(!unverified.value().crc_checked);
     const ByteSpan u = unverified.value().ulpdu;
     Check(u.empty() || (u.data() >= data && u.data() + u.size() <= data + size));
     CheckReencode(in, unverified.value());
+    CheckBundle(in, unverified.value());
   }
 }
 

@@ -381,12 +381,20 @@ TEST(DgramTest, RejectsUnknownType) {
 }
 
 TEST(DgramTest, RejectsReservedFlagBitsAndReservedByte) {
-  for (unsigned bit = 0; bit < 11; ++bit) {
+  for (unsigned bit = 0; bit < 10; ++bit) {
     const auto d = Edited(RdWriteHeader(), kWrite8, [&](auto& b) {
       StoreBe16(b.data() + 4, static_cast<uint16_t>(LoadBe16(b.data() + 4) | (1u << bit)));
     });
     EXPECT_EQ(DecodeError(d), WireError::kDgramReservedBits) << bit;
   }
+  // Bit 10 is B (docs/wire.md §3.6.1): one plain DDP segment is not a record
+  // list, so the datagram is refused as a bad bundle (it was a reserved bit:
+  // a receiver from before bundles refuses it as kDgramReservedBits).
+  const auto bundled = Edited(RdWriteHeader(), kWrite8, [&](auto& bytes) {
+    StoreBe16(bytes.data() + 4,
+              static_cast<uint16_t>(LoadBe16(bytes.data() + 4) | kDgramFlagBundle));
+  });
+  EXPECT_EQ(DecodeError(bundled), WireError::kDgramBadBundle);
   const auto d = Edited(RdWriteHeader(), kWrite8, [](auto& b) { b[11] = 1; });
   EXPECT_EQ(DecodeError(d), WireError::kDgramReservedBits);
 }

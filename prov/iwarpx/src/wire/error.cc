@@ -48,6 +48,7 @@ TermCause TerminateCauseFor(WireError e) {
     case WireError::kDgramReservedBits:
     case WireError::kDgramBadLength:
     case WireError::kDgramBadSegment:
+    case WireError::kDgramBadBundle:
     case WireError::kRdmBadVersion:
     case WireError::kRdmBadOp:
     case WireError::kRdmReservedBits:
@@ -96,6 +97,7 @@ const char* ToString(WireError e) {
     case WireError::kDgramReservedBits: return "datagram: reserved bits set";
     case WireError::kDgramBadLength: return "datagram: bad length";
     case WireError::kDgramBadSegment: return "datagram: bad segmentation fields";
+    case WireError::kDgramBadBundle: return "datagram: bad bundle record";
     case WireError::kRdmBadVersion: return "RDM message: unknown version";
     case WireError::kRdmBadOp: return "RDM message: unknown op";
     case WireError::kRdmReservedBits: return "RDM message: reserved bits or unused fields set";

@@ -62,6 +62,7 @@ enum class WireError : uint8_t {
   kDgramReservedBits,
   kDgramBadLength,
   kDgramBadSegment,
+  kDgramBadBundle,  // B set: a record's length, pad or count is wrong (docs/wire.md §3.6.1)
 
   // RDM message protocol inside RDMAP Sends (docs/wire.md §3.10).
   kRdmBadVersion,
