@@ -42,6 +42,7 @@ transport::Status Engine::Add(Pollable& p) {
   if (fd >= 0) {
     if (const transport::Status s = poller_->Add(fd, interest, token); !s.ok()) return s;
     p.fd_added_ = true;
+    ++in_set_;
   }
   p.token_ = token;
   p.registered_ = interest;
@@ -57,7 +58,10 @@ transport::Status Engine::Add(Pollable& p) {
 
 void Engine::Remove(Pollable& p) {
   if (p.token_ == 0) return;
-  if (p.fd_added_) (void)poller_->Remove(p.fd());
+  if (p.fd_added_) {
+    (void)poller_->Remove(p.fd());
+    --in_set_;
+  }
   if (parked_ == &p) parked_ = nullptr;  // its fd is not in the set
   if ((p.registered_ & transport::Poller::kWritable) != 0) --writers_;
   if (hot_ == &p) hot_ = nullptr;
@@ -157,6 +161,7 @@ void Engine::MaybePark(Pollable& hot) {
   }
   if (!poller_->Remove(hot.fd()).ok()) return;
   hot.fd_added_ = false;
+  --in_set_;
   parked_ = &hot;
   ++parks_;
 }
@@ -171,6 +176,7 @@ void Engine::Unpark() {
   parked_ = nullptr;
   ++unparks_;
   p->fd_added_ = true;
+  ++in_set_;
   const uint32_t before = p->registered_ & transport::Poller::kWritable;
   const uint32_t after = interest & transport::Poller::kWritable;
   if (before == 0 && after != 0) ++writers_;
@@ -221,9 +227,18 @@ size_t Engine::RunOnce(int timeout_ms) {
   // callbacks of this pass lower it through Update(), so RunTimers (a second
   // scan) runs only when some deadline is really due.
   pass_deadline_ = NextDeadline();
-  const int until_timer = MsUntil(pass_deadline_);
-  if (until_timer >= 0 && (timeout_ms < 0 || until_timer < timeout_ms)) timeout_ms = until_timer;
-  auto w = poller_->Wait(timeout_ms, events_);
+  if (timeout_ms != 0) {
+    const int until_timer = MsUntil(pass_deadline_);
+    if (until_timer >= 0 && (timeout_ms < 0 || until_timer < timeout_ms)) timeout_ms = until_timer;
+  }
+  // A poll of a set that holds no descriptor (only the wakeup eventfd: the
+  // one busy socket parked) could report nothing but a wakeup, which a pass
+  // that does not sleep has no use for: no system call then.
+  Result<transport::WaitResult, transport::IoError> w = transport::WaitResult{};
+  if (timeout_ms != 0 || in_set_ != 0) {
+    w = poller_->Wait(timeout_ms, events_);
+    ++waits_;
+  }
   if (yielders_ != 0 && timeout_ms == 0 && w.ok() && w->count == 0) {
     ++idle_yields_;
     sched_yield();  // "Yielding when idle" (engine.h)

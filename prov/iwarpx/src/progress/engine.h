@@ -30,7 +30,10 @@
 //   in a row (it then stops being hot), so no other descriptor starves.
 //   Timers are run in the epoll passes only (at least every
 //   kDirectPassesMax + 1 passes), so a busy poll does not scan every timed
-//   Pollable's deadline.
+//   Pollable's deadline. A zero-timeout epoll pass skips epoll_wait itself
+//   while no descriptor is in the set (the only one parked, below): such a
+//   poll could report nothing but a Wakeup(), which only sleepers need (a
+//   Wakeup left undrained makes the next sleep return at once, once).
 // - Parking (set_parking, on by default): a hot descriptor that had input in
 //   kParkAfterHits direct reads since it became hot (or since the last pass
 //   that could sleep: RunOnce with a timeout, WaitForEvents) leaves the epoll set, so
@@ -145,6 +148,8 @@ class Engine {
   [[nodiscard]] bool parked() const { return parked_ != nullptr; }
   [[nodiscard]] uint64_t parks() const { return parks_; }
   [[nodiscard]] uint64_t unparks() const { return unparks_; }
+  // epoll_wait calls made by passes so far (tests).
+  [[nodiscard]] uint64_t waits() const { return waits_; }
   [[nodiscard]] size_t registered() const { return live_.size(); }
   // Registered Pollables that yield when idle, and the yields made so far.
   [[nodiscard]] size_t idle_yielders() const { return yielders_; }
@@ -193,6 +198,8 @@ class Engine {
   Pollable* parked_ = nullptr;  // null or hot_, its fd out of the epoll set
   uint64_t parks_ = 0;
   uint64_t unparks_ = 0;
+  uint64_t waits_ = 0;
+  size_t in_set_ = 0;                  // registered descriptors in the epoll set now
   std::atomic<uint32_t> sleepers_{0};  // threads inside WaitForEvents
   uint32_t direct_passes_ = 0;         // passes since the last epoll_wait
   uint32_t writers_ = 0;               // Pollables registered for writability

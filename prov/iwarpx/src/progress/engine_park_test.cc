@@ -92,6 +92,43 @@ TEST_F(EngineParkTest, ParkedAfterFourHitsOutOfTheSetAndStillReadEveryPass) {
   EXPECT_EQ(engine_->parks(), 1u);  // no churn while it stays busy
 }
 
+TEST_F(EngineParkTest, NoEpollWaitWhileTheParkedOneIsAllThereIs) {
+  HeatAndPark();
+  // The set holds nothing but the wakeup eventfd: a busy poll's epoll passes
+  // (every kDirectPassesMax + 1) make no epoll_wait, yet still read it.
+  const uint64_t waits = engine_->waits();
+  for (int i = 0; i < 100; ++i) {
+    p_.Put();
+    EXPECT_EQ(Pass(), 1u) << "pass " << i;
+  }
+  for (int i = 0; i < 20; ++i) Pass();  // empty reads, not yet cold
+  EXPECT_EQ(engine_->waits(), waits);
+  EXPECT_TRUE(Parked());
+  // A Wakeup meanwhile is left for the next sleep, which returns at once.
+  engine_->Wakeup();
+  const auto start = std::chrono::steady_clock::now();
+  engine_->WaitForEvents(5000);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+TEST_F(EngineParkTest, EpollPassesStillPollWhenAnotherDescriptorIsInTheSet) {
+  Add(other_);
+  HeatAndPark();
+  const uint64_t waits = engine_->waits();
+  for (int i = 0; i < 20; ++i) {
+    p_.Put();
+    Pass();
+  }
+  EXPECT_GE(engine_->waits(), waits + 1);  // one epoll pass in 17 at least
+  // ... and the other one is served through them.
+  other_.Put();
+  for (int i = 0; i < 20 && other_.consumed == 0; ++i) {
+    p_.Put();
+    Pass();
+  }
+  EXPECT_EQ(other_.consumed, 1);
+}
+
 TEST_F(EngineParkTest, ASleeperInWaitForEventsWakesForAParkedDescriptor) {
   HeatAndPark();
   std::atomic<bool> woke{false};

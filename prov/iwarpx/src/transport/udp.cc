@@ -31,6 +31,18 @@ Result<std::unique_ptr<UdpSocket>, IoError> UdpSocket::Bind(const SockAddr& loca
 
 IoResult UdpSocket::SendTo(const SockAddr& to, std::span<const iovec> iov) {
   if (iov.size() > kMaxIov) return IoResult::Error(EMSGSIZE);
+  if (iov.size() == 1) {
+    // One piece: sendto, which the kernel takes without copying in a
+    // msghdr and an iovec array (the udp provider's call, too).
+    for (;;) {
+      const ssize_t n =
+          ::sendto(fd_.get(), iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL, to.sa(), to.length());
+      if (n >= 0) return IoResult::Ok(static_cast<size_t>(n));
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return IoResult::WouldBlock();
+      return IoResult::Error(errno);
+    }
+  }
   msghdr msg{};
   msg.msg_name = const_cast<sockaddr*>(to.sa());  // read only by sendmsg
   msg.msg_namelen = to.length();
@@ -81,6 +93,7 @@ BatchResult UdpSocket::RecvBatch(std::span<DgramMessage> msgs) {
   std::array<mmsghdr, kMaxBatch> hdrs;  // NOLINT(cppcoreguidelines-pro-type-member-init)
   const size_t n = msgs.size() < kMaxBatch ? msgs.size() : kMaxBatch;
   if (n == 0) return {};
+  if (n == 1 && msgs[0].iov.size() == 1) return RecvOne(msgs[0]);
   for (size_t i = 0; i < n; ++i) {
     hdrs[i] = mmsghdr{};
     msghdr& h = hdrs[i].msg_hdr;
@@ -113,6 +126,27 @@ BatchResult UdpSocket::RecvBatch(std::span<DgramMessage> msgs) {
         msgs[i].truncated = (hdrs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0;
       }
       return {static_cast<size_t>(got), IoStatus::kOk, 0};
+    }
+    if (errno == EINTR) continue;
+    return BatchError(errno);
+  }
+}
+
+BatchResult UdpSocket::RecvOne(DgramMessage& m) {
+  // recvfrom: no msghdr or iovec array to copy in and out, the cheapest
+  // receive (a busy poll's empty read is mostly this call). MSG_TRUNC makes
+  // it return the datagram's real length, which tells truncation apart.
+  const iovec& v = m.iov[0];
+  for (;;) {
+    socklen_t len = SockAddr::capacity();
+    const ssize_t got =
+        ::recvfrom(fd_.get(), v.iov_base, v.iov_len, MSG_DONTWAIT | MSG_TRUNC, m.addr.raw(), &len);
+    if (got >= 0) {
+      const auto real = static_cast<size_t>(got);
+      m.addr.Adopt(len);
+      m.truncated = real > v.iov_len;
+      m.bytes = m.truncated ? v.iov_len : real;
+      return {1, IoStatus::kOk, 0};
     }
     if (errno == EINTR) continue;
     return BatchError(errno);

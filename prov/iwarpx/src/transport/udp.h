@@ -5,14 +5,16 @@
 //   family and binds it (port 0 = ephemeral; read it back with
 //   local_address()). One socket sends to and receives from any peer of its
 //   family (an IPv6 socket also reaches IPv4-mapped peers unless v6only).
-// - SendTo: one sendmsg (MSG_NOSIGNAL); the datagram goes whole or not at
+// - SendTo: one sendto (one iovec) or sendmsg (MSG_NOSIGNAL); the datagram goes whole or not at
 //   all: kOk with bytes = its size, kWouldBlock (socket buffer full), or
 //   kError (EMSGSIZE above 65507/65527 bytes, ECONNREFUSED reported for an
 //   earlier datagram by ICMP, ...). Datagrams with more than kMaxIov iovecs
 //   are refused with EMSGSIZE rather than silently cut.
 // - SendBatch / RecvBatch: one sendmmsg / recvmmsg of at most kMaxBatch
-//   messages (see BatchResult); a RecvBatch of one message is one recvmsg
-//   (cheaper in the kernel than a recvmmsg of one, ~0.05 us per empty poll). RecvBatch fills each
+//   messages (see BatchResult); a RecvBatch of one message is one recvfrom
+//   when it has one iovec, else one recvmsg (both cheaper in the kernel than a
+//   recvmmsg of one, ~0.05 us per empty poll; recvfrom copies no msghdr or
+//   iovec array in or out). RecvBatch fills each
 //   message's addr (source), bytes and truncated (MSG_TRUNC: the datagram did not fit in its iovecs
 //   and the rest was discarded by the kernel). RecvBatch never waits for more datagrams than are
 //   already queued.
@@ -45,6 +47,8 @@ class UdpSocket final : public DatagramSocket {
 
  private:
   UdpSocket(UniqueFd fd, SockAddr local) : fd_(std::move(fd)), local_(local) {}
+  // RecvBatch of one message with one iovec.
+  BatchResult RecvOne(DgramMessage& m);
 
   UniqueFd fd_;
   SockAddr local_;

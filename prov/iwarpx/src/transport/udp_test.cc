@@ -107,6 +107,77 @@ TEST_P(UdpTest, TruncationIsReported) {
   EXPECT_EQ(got[0].addr, a->local_address());
 }
 
+// One message, one iovec (recvfrom) and one message, two iovecs (recvmsg):
+// the same bytes, sizes, truncation and source either way.
+TEST_P(UdpTest, OneMessageWithOneOrTwoIovecs) {
+  auto a = Open();
+  auto b = Open();
+  ASSERT_TRUE(a && b);
+  std::array<uint8_t, 48> data{};
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i + 1);
+  const iovec whole{data.data(), data.size()};
+  const std::array<iovec, 2> halves{iovec{data.data(), 20}, iovec{data.data() + 20, 28}};
+  for (int round = 0; round < 2; ++round) {
+    const IoResult s = round == 0 ? a->SendTo(b->local_address(), {&whole, 1})
+                                  : a->SendTo(b->local_address(), halves);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s.bytes, data.size());
+  }
+  std::array<uint8_t, 64> one{};
+  std::array<uint8_t, 30> first{};
+  std::array<uint8_t, 30> second{};
+  const iovec in_one{one.data(), one.size()};
+  const std::array<iovec, 2> in_two{iovec{first.data(), first.size()},
+                                    iovec{second.data(), second.size()}};
+  DgramMessage m1;
+  m1.iov = {&in_one, 1};
+  DgramMessage m2;
+  m2.iov = in_two;
+  ASSERT_TRUE(WaitFor(b->fd(), Poller::kReadable));
+  BatchResult r = b->RecvBatch({&m1, 1});
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r.count, 1u);
+  EXPECT_EQ(m1.bytes, data.size());
+  EXPECT_FALSE(m1.truncated);
+  EXPECT_EQ(m1.addr, a->local_address());
+  EXPECT_EQ(0, std::memcmp(one.data(), data.data(), data.size()));
+  ASSERT_TRUE(WaitFor(b->fd(), Poller::kReadable));
+  r = b->RecvBatch({&m2, 1});
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r.count, 1u);
+  EXPECT_EQ(m2.bytes, data.size());
+  EXPECT_FALSE(m2.truncated);
+  EXPECT_EQ(m2.addr, a->local_address());
+  EXPECT_EQ(0, std::memcmp(first.data(), data.data(), 30));
+  EXPECT_EQ(0, std::memcmp(second.data(), data.data() + 30, 18));
+  // Too long for two iovecs of 30 + 30: cut at 60, reported.
+  std::array<uint8_t, 100> big{};
+  const iovec v{big.data(), big.size()};
+  ASSERT_TRUE(a->SendTo(b->local_address(), {&v, 1}).ok());
+  ASSERT_TRUE(WaitFor(b->fd(), Poller::kReadable));
+  r = b->RecvBatch({&m2, 1});
+  ASSERT_EQ(r.count, 1u);
+  EXPECT_EQ(m2.bytes, 60u);
+  EXPECT_TRUE(m2.truncated);
+}
+
+TEST_P(UdpTest, EmptyDatagramIsReceivedAsZeroBytes) {
+  auto a = Open();
+  auto b = Open();
+  ASSERT_TRUE(a && b);
+  const iovec none{nullptr, 0};
+  const IoResult s = a->SendTo(b->local_address(), {&none, 1});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s.bytes, 0u);
+  std::vector<std::vector<uint8_t>> bufs(1, std::vector<uint8_t>(16));
+  std::vector<iovec> iovs(1);
+  auto got = RecvN(*b, bufs, iovs, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].bytes, 0u);
+  EXPECT_FALSE(got[0].truncated);
+  EXPECT_EQ(got[0].addr, a->local_address());
+}
+
 TEST_P(UdpTest, EmptyReceiveWouldBlockAndOversizeFails) {
   auto a = Open();
   ASSERT_TRUE(a);
