@@ -82,6 +82,29 @@ int osc_iwarpx_post_rma(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool wri
   return osc_iwarpx_post_rma_key(m, t, write, local, remote, len, &w, req);
 }
 
+/* One fi_writemsg (write) or fi_readmsg of `len` bytes between `local` and the target's
+ * `addr` under `key`, with `flags` and `context`, retried while the provider says
+ * -FI_EAGAIN (progressing meanwhile). Returns what the post finally returned. */
+static ssize_t post_rma(osc_iwarpx_fabric_t* f, osc_iwarpx_target_t* t, bool write, void* local,
+                        uint64_t addr, size_t len, uint64_t key, void* context, uint64_t flags) {
+  struct iovec iov = {.iov_base = local, .iov_len = len};
+  struct fi_rma_iov rma = {.addr = addr, .len = len, .key = key};
+  struct fi_msg_rma msg = {.msg_iov = &iov,
+                           .desc = NULL,
+                           .iov_count = 1,
+                           .addr = t->addr,
+                           .rma_iov = &rma,
+                           .rma_iov_count = 1,
+                           .context = context,
+                           .data = 0};
+  ssize_t ret;
+  while ((ret = write ? fi_writemsg(f->ep, &msg, flags) : fi_readmsg(f->ep, &msg, flags)) ==
+         -FI_EAGAIN) {
+    opal_progress();
+  }
+  return ret;
+}
+
 /* A small MPI_Put write: fi_writemsg(FI_INJECT | FI_MORE) without a context or FI_COMPLETION
  * copies the bytes at the call and writes no completion (as fi_inject_write), so there is no
  * context to allocate, nothing counted in `outstanding` and no CQ entry to reap; like every
@@ -94,20 +117,7 @@ int osc_iwarpx_post_rma(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool wri
  * context (counted in osc_iwarpx_fabric.c). */
 static int post_put_inject(osc_iwarpx_fabric_t* f, osc_iwarpx_target_t* t, const void* local,
                            uint64_t addr, size_t len, uint64_t key) {
-  struct iovec iov = {.iov_base = (void*)local, .iov_len = len};
-  struct fi_rma_iov rma = {.addr = addr, .len = len, .key = key};
-  struct fi_msg_rma msg = {.msg_iov = &iov,
-                           .desc = NULL,
-                           .iov_count = 1,
-                           .addr = t->addr,
-                           .rma_iov = &rma,
-                           .rma_iov_count = 1,
-                           .context = NULL,
-                           .data = 0};
-  ssize_t ret;
-  while ((ret = fi_writemsg(f->ep, &msg, FI_INJECT | FI_MORE)) == -FI_EAGAIN) {
-    opal_progress();
-  }
+  const ssize_t ret = post_rma(f, t, true, (void*)local, addr, len, key, NULL, FI_INJECT | FI_MORE);
   if (ret != 0) {
     opal_output_verbose(1, mca_osc_iwarpx_component.output,
                         "osc:iwarpx: fi_writemsg (FI_INJECT | FI_MORE): %s (%zd)",
@@ -130,24 +140,8 @@ int osc_iwarpx_post_rma_key(osc_iwarpx_module_t* m, osc_iwarpx_target_t* t, bool
     const size_t chunk = len < f->max_msg ? len : f->max_msg;
     osc_iwarpx_op_t* op = op_new(m, t, req, NULL);
     if (op == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
-    struct iovec iov = {.iov_base = p, .iov_len = chunk};
-    struct fi_rma_iov rma = {
-        .addr = f->virt_addr ? remote : remote - w->base, .len = chunk, .key = w->key};
-    struct fi_msg_rma msg = {.msg_iov = &iov,
-                             .desc = NULL,
-                             .iov_count = 1,
-                             .addr = t->addr,
-                             .rma_iov = &rma,
-                             .rma_iov_count = 1,
-                             .context = op,
-                             .data = 0};
-    ssize_t ret;
-    for (;;) {
-      ret =
-          write ? fi_writemsg(f->ep, &msg, FI_COMPLETION) : fi_readmsg(f->ep, &msg, FI_COMPLETION);
-      if (ret != -FI_EAGAIN) break;
-      opal_progress();
-    }
+    const ssize_t ret = post_rma(f, t, write, p, f->virt_addr ? remote : remote - w->base, chunk,
+                                 w->key, op, FI_COMPLETION);
     const int rc = check_post(ret, write ? "fi_writemsg" : "fi_readmsg", op);
     if (rc != OMPI_SUCCESS) return rc;
     if (write) OPAL_THREAD_ADD_FETCH64(&t->unflushed, 1); /* after the post */
