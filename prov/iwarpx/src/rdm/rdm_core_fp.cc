@@ -87,7 +87,8 @@ uint32_t RdmCore::FpCreditsNow(const FpLink& fp) {
 
 qp::QpStatus RdmCore::SendFp(Peer& p, uint32_t index, const iovec* iov, size_t count) {
   TxOp& op = tx_[index];
-  FpLink& fp = *p.link->fp;
+  RcLink* l = p.link.get();
+  FpLink& fp = *l->fp;
   FpTx& tx = *fp.tx;
   size_t len = wire::kRdmHeaderSize;
   for (size_t i = 0; i < count; ++i) len += iov[i].iov_len;
@@ -100,7 +101,10 @@ qp::QpStatus RdmCore::SendFp(Peer& p, uint32_t index, const iovec* iov, size_t c
   wr.remote_to = slot.to;
   wr.sgl.Add(op.header.data(), kFpSlotHeaderSize + wire::kRdmHeaderSize);
   for (size_t i = 0; i < count; ++i) wr.sgl.Add(iov[i].iov_base, iov[i].iov_len);
-  const qp::QpStatus st = p.link->qp->PostWrite(wr);
+  const qp::QpStatus st = l->qp->PostWrite(wr);
+  // A post that fails the connection has dropped the link and freed `fp`
+  // (see FlushFpCredit); the fall-back resends what the link did not deliver.
+  if (l->dead) return st;
   if (st == qp::QpStatus::kOk) {
     fp.rx->Reported(credits);
   } else {
@@ -197,8 +201,11 @@ void RdmCore::FlushFpCredit(Peer& p) {
   wr.remote_to = fp.tx->ring().credit_word();
   wr.sgl.Add(fp.credit_out.data(), kFpCreditWordSize);
   // Our first use of the link may be this credit: SWITCH first (rdm_core_rma.cc).
-  if (SwitchFirst(p, Via::kRc) != qp::QpStatus::kOk) return;
+  if (SwitchFirst(p, Via::kRc) != qp::QpStatus::kOk || l->dead) return;
   const qp::QpStatus st = l->qp->PostWrite(wr);
+  // A post that fails the connection (Terminate -> RcDown -> FallBack ->
+  // DropLink) has freed `fp`; the link itself stays readable (graveyard).
+  if (l->dead) return;
   if (st == qp::QpStatus::kQueueFull) return;  // again after the link's next completion
   fp.credit_wanted = false;
   if (st == qp::QpStatus::kOk) {
