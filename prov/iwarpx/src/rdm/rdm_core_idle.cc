@@ -67,7 +67,9 @@ void RdmCore::SendBack(Peer& p) {
   if (l == nullptr || l->dead || l->back_sent || l->qp == nullptr) return;
   // A side that never used the link says SWITCH on RD first: the peer holds
   // the link until then (rdm_core_rma.cc). Full: the next timer tries again.
-  if (SwitchFirst(p, Via::kRc) != qp::QpStatus::kOk) return;
+  // A post can fail the connection inside the call (rdm_core_fp.cc
+  // FlushFpCredit): the link is then dead and stays readable, nothing more.
+  if (SwitchFirst(p, Via::kRc) != qp::QpStatus::kOk || l->dead) return;
   wire::RdmHeader h;
   h.op = wire::RdmOp::kSwitch;
   if (!wire::EncodeRdmHeader(h, l->back_header).ok()) return;
@@ -75,6 +77,7 @@ void RdmCore::SendBack(Peer& p) {
   wr.sgl.Add(l->back_header.data(), wire::kRdmHeaderSize);
   wr.context = Ctx(Kind::kSwitch, p.id);
   if (l->qp->PostSend(wr) != qp::QpStatus::kOk) return;  // full: the next timer tries again
+  if (l->dead) return;
   l->back_sent = true;
   p.tx_on_rc = false;  // later sends take RD
   Kick(p, Via::kRc);

@@ -166,11 +166,6 @@ Result<NewSocket, IoError> OpenConfigured(int family, const SctpOptions& options
   return NewSocket{so.Release(), std::move(bell).value()};
 }
 
-void CloseRegistered(struct socket* so) {
-  UsrsctpStack::Unregister(so);
-  usrsctp_close(so);
-}
-
 SockAddr FirstAddress(struct socket* so, bool peer) {
   struct sockaddr* addrs = nullptr;
   const int n = peer ? usrsctp_getpaddrs(so, 0, &addrs) : usrsctp_getladdrs(so, 0, &addrs);
@@ -214,16 +209,6 @@ SockAddr LocalAddressFacing(struct socket* so, const SockAddr& peer) {
   }
   if (addrs != nullptr) usrsctp_freeladdrs(addrs);
   return best.valid() ? best : first;
-}
-
-// Association state and outbound stream count, or errno.
-Result<sctp_status, IoError> AssocStatus(struct socket* so) {
-  sctp_status st{};
-  socklen_t len = sizeof(st);
-  if (usrsctp_getsockopt(so, IPPROTO_SCTP, SCTP_STATUS, &st, &len) != 0) {
-    return Err{IoError{IoStatus::kError, errno}};
-  }
-  return st;
 }
 
 // What ReadNotification found: the SCTP_ASSOC_CHANGE state or the
@@ -309,7 +294,7 @@ UsrsctpConnection::UsrsctpConnection(struct socket* so, UniqueFd doorbell, bool 
 }
 
 UsrsctpConnection::~UsrsctpConnection() {
-  CloseRegistered(so_);
+  UsrsctpStack::Close(so_);
   UsrsctpStack::Release();
 }
 
@@ -317,7 +302,7 @@ void UsrsctpConnection::LearnAssociation() {
   const SockAddr peer = FirstAddress(so_, true);
   if (peer.valid()) peer_ = peer;
   local_ = LocalAddressFacing(so_, peer_);
-  if (auto st = AssocStatus(so_); st.ok()) outbound_streams_ = st->sstat_outstrms;
+  if (auto st = UsrsctpStack::Status(so_); st.ok()) outbound_streams_ = st->sstat_outstrms;
 }
 
 void UsrsctpConnection::Rearm() {
@@ -373,7 +358,7 @@ Result<std::unique_ptr<UsrsctpConnection>, IoError> UsrsctpConnection::Connect(
 IoResult UsrsctpConnection::FinishConnect() {
   if (connected_) return IoResult::Ok(0);
   if (const int e = PendingError(so_); e != 0) return IoResult::Error(e);
-  auto st = AssocStatus(so_);
+  auto st = UsrsctpStack::Status(so_);
   if (!st.ok()) {
     // No association any more: it was aborted (refused) or timed out.
     return IoResult::Error(st.error().err == EINVAL ? ECONNREFUSED : st.error().err);
@@ -586,8 +571,23 @@ Result<std::unique_ptr<UsrsctpListener>, IoError> UsrsctpListener::Listen(
   return l;
 }
 
+constexpr int kMaxBacklogDrain = 1024;
+
 UsrsctpListener::~UsrsctpListener() {
-  CloseRegistered(so_);
+  // usrsctp's threads also take a reference on the listener, through
+  // so_head, for each packet of an association still queued on it, without
+  // checking that the listener is closing (usrsctp_stack.h "Quiet close").
+  // Accepting first detaches what the stack completed (accept clears
+  // so_head under the accept lock); each such association then closes
+  // quietly on its own. Only a handshake finishing during the close is
+  // still exposed. Bounded: a peer that keeps connecting cannot hold the
+  // close up.
+  for (int i = 0; i < kMaxBacklogDrain; ++i) {
+    struct socket* queued = usrsctp_accept(so_, nullptr, nullptr);
+    if (queued == nullptr) break;
+    UsrsctpStack::Close(queued);
+  }
+  UsrsctpStack::Close(so_);
   UsrsctpStack::Release();
 }
 

@@ -23,12 +23,19 @@
 namespace iwarpx::transport {
 namespace {
 
+// A closed socket whose association may still receive packets ("Quiet close").
+struct Closing {
+  struct socket* so = nullptr;
+  std::chrono::steady_clock::time_point deadline;
+};
+
 struct StackState {
   std::mutex mu;
   int users = 0;
   bool initialised = false;
   uint16_t port = 0;
   int encaps_rcvbuf = 0;
+  std::vector<Closing> closing;
 };
 
 StackState& State() {
@@ -84,6 +91,24 @@ void Upcall(struct socket* so, void* /*arg*/, int /*flags*/) {
   if (ring) UsrsctpStack::Ring(it->second.fd);
 }
 
+// Whether usrsctp may still hand `so` a packet of its association: one
+// that got past COOKIE-WAIT and is not gone.
+bool MayReceive(struct socket* so) {
+  auto st = UsrsctpStack::Status(so);
+  return st.ok() && st->sstat_state != SCTP_CLOSED && st->sstat_state != SCTP_COOKIE_WAIT;
+}
+
+// Closes the waiting sockets that are quiet or out of time (all of them
+// when `all`). Caller holds s.mu.
+void SweepClosing(StackState& s, bool all) {
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(s.closing, [&](const Closing& c) {
+    if (!all && now < c.deadline && MayReceive(c.so)) return false;
+    usrsctp_close(c.so);
+    return true;
+  });
+}
+
 }  // namespace
 
 Result<uint16_t, IoError> UsrsctpStack::Acquire(uint16_t preferred_port) {
@@ -98,6 +123,7 @@ Result<uint16_t, IoError> UsrsctpStack::Acquire(uint16_t preferred_port) {
     s.port = *port;
     s.encaps_rcvbuf = usrsctp_encaps::GrowReceiveBuffers(before, *port, kEncapsReceiveBuffer);
   }
+  SweepClosing(s, false);
   ++s.users;
   return s.port;
 }
@@ -107,6 +133,11 @@ void UsrsctpStack::Release() {
   std::lock_guard lock(s.mu);
   if (s.users == 0) return;
   if (--s.users > 0) return;
+  // The waiting sockets first: their shutdowns take a round trip or two.
+  while (!s.closing.empty()) {
+    SweepClosing(s, false);
+    if (!s.closing.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   // usrsctp_finish() refuses (-1) while closed associations are still being
   // shut down; give them a bounded time.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
@@ -144,6 +175,27 @@ Result<UniqueFd, IoError> UsrsctpStack::MakeDoorbell() {
   UniqueFd fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!fd.valid()) return Err{IoError{IoStatus::kError, errno}};
   return fd;
+}
+
+void UsrsctpStack::Close(struct socket* so) {
+  Unregister(so);
+  StackState& s = State();
+  std::lock_guard lock(s.mu);
+  if (MayReceive(so) && usrsctp_shutdown(so, SHUT_RDWR) == 0) {
+    s.closing.push_back(Closing{so, std::chrono::steady_clock::now() + kQuietCloseLimit});
+  } else {
+    usrsctp_close(so);
+  }
+  SweepClosing(s, false);
+}
+
+Result<sctp_status, IoError> UsrsctpStack::Status(struct socket* so) {
+  sctp_status st{};
+  socklen_t len = sizeof(st);
+  if (usrsctp_getsockopt(so, IPPROTO_SCTP, SCTP_STATUS, &st, &len) != 0) {
+    return Err{IoError{IoStatus::kError, errno}};
+  }
+  return st;
 }
 
 int UsrsctpStack::Register(struct socket* so, int doorbell_fd) {

@@ -26,6 +26,23 @@
 //   socket it is called for, under the registry's mutex, so Unregister()
 //   followed by closing the eventfd can never race with a write. Upcalls for
 //   a socket no longer registered are ignored.
+// - Quiet close (usrsctp 0.9.5 race, upstream sctplab/usrsctp#709): the
+//   stack's threads take a reference on a socket for each inbound packet of
+//   its association, checking only without a lock that the socket is not
+//   closing, so a usrsctp_close() that drops the last reference while a
+//   packet is on its way frees the socket twice (seen under ASan). Close()
+//   therefore never closes a socket whose association can still send it
+//   packets: it unregisters the doorbell, shuts the association down
+//   gracefully (SHUT_RDWR: what was queued is still delivered, what
+//   arrives is acknowledged and dropped, so a peer still sending cannot
+//   hold the SHUTDOWN up; an SCTP peer answers it without its application)
+//   and keeps the socket until the association is gone (SCTP_STATUS
+//   fails), at most kQuietCloseLimit.
+//   A socket without an association past COOKIE-WAIT (a listener, a
+//   connect nobody answered, an association already gone) closes at once.
+//   Waiting sockets are closed by later stack calls (Acquire, Close) and
+//   by the last Release, which waits for them (bounded) before
+//   usrsctp_finish().
 // - Filtered rings: usrsctp calls the upcall after every inbound packet when
 //   the socket is readable or writeable, and a socket with send space is
 //   always writeable. The upcall rings only when usrsctp_get_events() shows
@@ -35,13 +52,14 @@
 //   rang ~75 times per round trip (docs/PERFORMANCE.md, SCTP section).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+
+#include <usrsctp.h>
 
 #include "base/result.h"
 #include "transport/fd.h"
 #include "transport/transport.h"
-
-struct socket;  // usrsctp's opaque socket
 
 namespace iwarpx::transport {
 
@@ -75,6 +93,12 @@ class UsrsctpStack {
   static void Unregister(struct socket* so);
   // Whether send space alone rings the doorbell (see "Filtered rings").
   static void SetWantWrite(struct socket* so, bool want);
+  // Unregisters `so` and closes it as "Quiet close" says. The caller's
+  // stack reference is its own to Release (after this call).
+  static void Close(struct socket* so);
+  static constexpr std::chrono::milliseconds kQuietCloseLimit{500};
+  // SCTP_STATUS of `so`'s association, or errno (EINVAL: none).
+  static Result<sctp_status, IoError> Status(struct socket* so);
   // Makes `doorbell_fd` readable.
   static void Ring(int doorbell_fd);
   // Empties `doorbell_fd`.
