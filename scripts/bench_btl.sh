@@ -13,7 +13,8 @@
 #   --build DIR      build tree (default build); builds mpi_bench, mca_btl_iwarpx, iwarpx-fi
 #   --no-build       use DIR's programs as they are
 #   --sizes LIST     message sizes (default 1:4m; see mpi_bench --help)
-#   --repeat N       runs per BTL, alternating, median reported (default 3)
+#   --repeat N       runs per BTL, alternating, median reported (default 3); with N > 1
+#                    the ratios within each round follow as "# paired: ..." lines
 #   --tests LIST     latency,bw and/or bibw (default latency,bw); bibw adds two columns
 #   --iters N / --warmup N / -w N / --budget SIZE   passed to mpi_bench
 #   --bind POLICY    mpirun --bind-to (default none; core pins the two ranks)
@@ -146,10 +147,15 @@ run() {
   bench_mpirun "$name" "$log" "$timeout_s" "${cmd[@]}" || return 1
   awk -F, -v n="$name" '$1 == "mpi_bench" && $2 == n { print $3, $4, $6 }' "$log.out" \
     >>"$work/data/$name"
+  # The same, per test as "size value round", for the ratios within a round (bench_paired).
+  mkdir -p "$work/rounds"
+  awk -F, -v n="$name" -v r="$round" -v d="$work/rounds" \
+    '$1 == "mpi_bench" && $2 == n { print $4, $6, r >>(d "/" n "." $3) }' "$log.out"
   echo "== $name: ok" >&2
 }
 
 for ((r = 0; r < repeat; ++r)); do
+  round=$r  # run() tags its lines with it
   if ((run_tcp)); then run tcp || failures=$((failures + 1)); fi
   if ((run_iwarpx)); then
     for i in "${!iw_names[@]}"; do run "${iw_names[i]}" "${iw_modes[i]}" || failures=$((failures + 1)); done
@@ -212,6 +218,19 @@ spread_line=$(printf '%s; ' "${spreads[@]}" | sed 's/^\(; \)*//; s/\(; \)*$//; s
 if [[ -n $spread_line ]]; then
   echo
   echo "# spread: $spread_line"
+fi
+if ((run_tcp)) && ((run_iwarpx)) && ((repeat > 1)); then
+  echo "# paired: iwarpx/tcp within each round, median (min-max)"
+  for t in latency bw bibw; do
+    has $t || continue
+    for s in $size_list; do
+      line="#   $t $s B:"
+      for name in "${iw_names[@]}"; do
+        line+=" $name $(bench_paired "$work/rounds/$name.$t" "$work/rounds/tcp.$t" "$s" 2 3);"
+      done
+      echo "${line%;}"
+    done
+  done
 fi
 if ((failures)); then
   echo

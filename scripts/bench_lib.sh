@@ -70,6 +70,21 @@ bench_spread() {
     printf "%s: min %.2f, max %.2f %s over %d run(s)\n", what, v[1], v[NR], unit, NR }'
 }
 
+# bench_paired A B SIZE VCOL RCOL: the ratio A/B of column VCOL between the lines of files
+# A and B for SIZE (column 1) from the same round (column RCOL), as "median (min-max) over
+# N rounds", or n/a. This host's bandwidth moves in phases of minutes (docs/PERFORMANCE.md
+# "After it, on the same host"); a round's runs are seconds apart, so its ratio compares
+# like with like where a ratio of two medians may not.
+bench_paired() {
+  [[ -f $1 && -f $2 ]] || { echo n/a; return; }
+  awk -v s="$3" -v c="$4" -v r="$5" 'FNR == NR { if ($1 == s) a[$r] = $c; next }
+    $1 == s && ($r in a) && $c > 0 { print a[$r] / $c }' "$1" "$2" | sort -g |
+    awk '{ v[NR] = $1 } END {
+      if (NR == 0) { print "n/a"; exit }
+      m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+      printf "%.2f (%.2f-%.2f) over %d rounds\n", m, v[1], v[NR], NR }'
+}
+
 # bench_mpirun NAME LOG SECONDS CMD...: runs CMD (an mpirun) in the background under
 # `timeout -k 10 SECONDS`, root allowed, output in LOG.out / LOG.err, its PID recorded in
 # started_pids; sets cmd_NAME to the quoted command for the report. On failure prints why

@@ -18,7 +18,9 @@
 #   --budget BYTES  at most BYTES (k, m, g suffixes) per run and size: -I is
 #                   min(N, max(100, BYTES / size)), so large sizes over a slow
 #                   transport finish inside the run timeout (default: no budget)
-#   --repeat N      runs per provider, alternating, median reported (default 3)
+#   --repeat N      runs per provider, alternating, median reported (default 3); with
+#                   N > 1 the ratios within each round follow the table as comment lines
+#                   ("# paired: ..."), median (min-max) over the rounds
 #   --subject PROV  the provider measured against the anchors (default iwarpx; e.g.
 #                   --ep msg --subject iwarpx+sctp --anchors iwarpx+tcp: SCTP against TCP)
 #
@@ -109,7 +111,7 @@ run() {
     sleep 0.1
   done
   "${env_args[@]}" timeout 120 "$pingpong" -p "$prov" -e "$ep" -I "$n" -S "$size" -P "$port" 127.0.0.1 2>&1 |
-    awk -v s="$size" '$1 ~ /^[0-9]/ && $3 ~ /^=/ { print s, $7, $6 }' >>"$out"
+    awk -v s="$size" -v r="$round" '$1 ~ /^[0-9]/ && $3 ~ /^=/ { print s, $7, $6, r }' >>"$out"
   wait "$srv" 2>/dev/null
 }
 
@@ -124,6 +126,7 @@ done
 file_of() { tr ';' '_' <<<"$1"; }
 subj_file=$work/subject.$(file_of "$subject")
 for ((r = 0; r < repeat; ++r)); do
+  round=$r  # run() tags its lines with it
   for s in "${size_list[@]}"; do
     for a in "${anchor_list[@]}"; do run "$a" "$s" "$work/$(file_of "$a")"; done
     run "$subject" "$s" "$subj_file"
@@ -161,3 +164,14 @@ for s in "${size_list[@]}"; do
   line+=" $(median "$subj_file" "$s" 3) |"
   echo "$line"
 done
+if ((${#anchor_list[@]})) && ((repeat > 1)); then
+  echo
+  echo "# paired: $subject/anchor latency within each round, median (min-max)"
+  for s in "${size_list[@]}"; do
+    line="#   $s B:"
+    for a in "${anchor_list[@]}"; do
+      line+=" $a $(bench_paired "$subj_file" "$work/$(file_of "$a")" "$s" 2 4);"
+    done
+    echo "${line%;}"
+  done
+fi

@@ -15,7 +15,9 @@
 #                    --anchors "iwarpx+ud,iwarpx+rc,tcp;ofi_rxm" with FI_IWARPX_SEND_RULES set
 #                    for the iwarpx column compares channel choices in one run
 #   --sizes LIST     message sizes (default 8,1k,16k,64k,1m,4m; see tagged_bw --help)
-#   --repeat N       runs per provider, alternating, median reported (default 3)
+#   --repeat N       runs per provider, alternating, median reported (default 3); with
+#                    N > 1 the ratios within each round follow the table as comment lines
+#                    ("# paired: ..."), median (min-max) over the rounds
 #   --min-time SEC / --iters N / --warmup N / -w N   passed to tagged_bw
 #   --timeout SEC    tagged_bw's bound on every single wait (default here 120: one
 #                    window of 64 x 4 MiB takes seconds through udp;ofi_rxd)
@@ -84,7 +86,7 @@ bench_work_start bench_rdm_bw
 failures=0
 runs=0
 # run PROV NAME: one server + client pair over all sizes; appends the client's
-# "size MB/s" lines to $work/data/NAME. Returns non-zero on any failure.
+# "size MB/s round" lines to $work/data/NAME. Returns non-zero on any failure.
 run() {
   runs=$((runs + 1))
   local prov=$1 name=$2 mode_env
@@ -101,7 +103,7 @@ run() {
   pair_client=("${env_args[@]}" "$prog" -p "$prov" --sizes "$sizes" "${prog_args[@]}"
                "${client_args[@]}")
   bench_pair "$prov" "$log" || return 1
-  awk -F, 'NR > 1 { print $4, $6 }' "$log.client.out" >>"$work/data/$name"
+  awk -F, -v r="$round" 'NR > 1 { print $4, $6, r }' "$log.client.out" >>"$work/data/$name"
 }
 
 anchor_list=()
@@ -114,6 +116,7 @@ for a in "${anchor_list[@]}"; do
 done
 file_of() { tr ';' '_' <<<"$1"; }
 for ((r = 0; r < repeat; ++r)); do
+  round=$r  # run() tags its lines with it
   for a in "${anchor_list[@]}"; do
     run "$a" "$(file_of "$a")" || failures=$((failures + 1))
   done
@@ -151,6 +154,17 @@ for s in $size_list; do
   for a in "${anchor_list[@]}"; do line+=" $(ratio "$i" "$(median "$work/data/$(file_of "$a")" "$s")") |"; done
   echo "$line"
 done
+if ((${#anchor_list[@]})) && ((run_iwarpx)) && ((repeat > 1)); then
+  echo
+  echo "# paired: iwarpx/anchor within each round, median (min-max)"
+  for s in $size_list; do
+    line="#   $s B:"
+    for a in "${anchor_list[@]}"; do
+      line+=" $a $(bench_paired "$work/data/iwarpx" "$work/data/$(file_of "$a")" "$s" 2 3);"
+    done
+    echo "${line%;}"
+  done
+fi
 if ((failures)); then
   echo
   echo "# $failures run(s) failed (see stderr)"

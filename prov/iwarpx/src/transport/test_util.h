@@ -1,12 +1,15 @@
-// Helpers for the transport tests: bounded readiness waits on a Poller.
+// Helpers for the transport tests: bounded readiness waits on a Poller, a
+// usrsctp connect waited for.
 // Test-only (included by *_test.cc of this directory).
 #pragma once
 
 #include <chrono>
+#include <memory>
 
 #include <gtest/gtest.h>
 
 #include "transport/poller.h"
+#include "transport/sctp.h"
 
 namespace iwarpx::transport {
 
@@ -27,6 +30,20 @@ inline bool WaitFor(int fd, uint32_t events, int timeout_ms = kTestTimeoutMs) {
     }
   }
   return false;
+}
+
+// A usrsctp association to `to`, waited for (bounded), or nullptr.
+inline std::unique_ptr<SctpConnection> ConnectUsrsctp(const SockAddr& to,
+                                                      const SctpOptions& options) {
+  auto c = SctpConnect(SctpBackend::kUsrsctp, to, options);
+  if (!c.ok()) return nullptr;
+  std::unique_ptr<SctpConnection> conn = std::move(c).value();
+  IoResult done = conn->FinishConnect();
+  while (done.status == IoStatus::kWouldBlock) {
+    if (!WaitFor(conn->fd(), Poller::kReadable)) return nullptr;
+    done = conn->FinishConnect();
+  }
+  return done.ok() ? std::move(conn) : nullptr;
 }
 
 }  // namespace iwarpx::transport

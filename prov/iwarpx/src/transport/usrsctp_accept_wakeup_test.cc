@@ -45,15 +45,7 @@ SctpOptions QuietOptions() {
 }
 
 std::unique_ptr<SctpConnection> ConnectedClient(const SctpListener& listener) {
-  auto c = SctpConnect(SctpBackend::kUsrsctp, listener.local_address(), QuietOptions());
-  if (!c.ok()) return nullptr;
-  std::unique_ptr<SctpConnection> client = std::move(c).value();
-  IoResult done = client->FinishConnect();
-  while (done.status == IoStatus::kWouldBlock) {
-    if (!WaitFor(client->fd(), Poller::kReadable)) return nullptr;
-    done = client->FinishConnect();
-  }
-  return done.ok() ? std::move(client) : nullptr;
+  return ConnectUsrsctp(listener.local_address(), QuietOptions());
 }
 
 // Empties an eventfd doorbell (it is non-blocking).

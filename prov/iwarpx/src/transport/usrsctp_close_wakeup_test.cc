@@ -52,23 +52,21 @@ struct Pair {
   std::unique_ptr<SctpConnection> server;
 };
 
+// A connected usrsctp association to `to`, or nullptr.
+std::unique_ptr<SctpConnection> ConnectTo(const SockAddr& to) {
+  SctpOptions opt;
+  opt.peer_encaps_port = UsrsctpStack::encaps_port();
+  return ConnectUsrsctp(to, opt);
+}
+
 // A connected usrsctp pair on loopback, or an empty member on failure.
 Pair ConnectPair() {
   Pair p;
   auto l = SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4());
   if (!l.ok()) return p;
   p.listener = std::move(l).value();
-  SctpOptions opt;
-  opt.peer_encaps_port = UsrsctpStack::encaps_port();
-  auto c = SctpConnect(SctpBackend::kUsrsctp, p.listener->local_address(), opt);
-  if (!c.ok()) return p;
-  p.client = std::move(c).value();
-  IoResult done = p.client->FinishConnect();
-  while (done.status == IoStatus::kWouldBlock) {
-    if (!WaitFor(p.client->fd(), Poller::kReadable)) return p;
-    done = p.client->FinishConnect();
-  }
-  if (!done.ok()) return p;
+  p.client = ConnectTo(p.listener->local_address());
+  if (!p.client) return p;
   for (;;) {
     auto s = p.listener->AcceptSctp();
     if (s.ok()) {
@@ -178,48 +176,38 @@ TEST(UsrsctpCloseWakeupTest, AssociationFreedLateAfterShutdownStillWakesTheReade
 // stack up (its last release takes ~300 ms in usrsctp_finish).
 constexpr int kCloseRaceRounds = 100;
 
-std::unique_ptr<SctpListener> HoldStack() {
-  auto l = SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4());
-  return l.ok() ? std::move(l).value() : nullptr;
-}
-
-TEST(UsrsctpCloseRaceTest, ConnectionClosedWhileDataArrives) {
-  const auto hold = HoldStack();
-  ASSERT_TRUE(hold);
+// kCloseRaceRounds times: a fresh pair, then `close_it` with it.
+template <class CloseIt>
+void CloseRaceRounds(CloseIt close_it) {
+  auto hold = SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4());
+  ASSERT_TRUE(hold.ok());
   for (int round = 0; round < kCloseRaceRounds; ++round) {
     SCOPED_TRACE(round);
     Pair p = ConnectPair();
     ASSERT_TRUE(p.client && p.server) << "no usrsctp association on loopback";
+    close_it(p);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(UsrsctpCloseRaceTest, ConnectionClosedWhileDataArrives) {
+  CloseRaceRounds([](Pair& p) {
     ASSERT_GT(FillClient(*p.client), 0u);
     p.server.reset();
     p.client.reset();
     p.listener.reset();
-  }
+  });
 }
 
 TEST(UsrsctpCloseRaceTest, ListenerClosedWhileItsQueuedAssociationReceives) {
-  const auto hold = HoldStack();
-  ASSERT_TRUE(hold);
-  for (int round = 0; round < kCloseRaceRounds; ++round) {
-    SCOPED_TRACE(round);
-    Pair p = ConnectPair();
-    ASSERT_TRUE(p.client && p.server) << "no usrsctp association on loopback";
+  CloseRaceRounds([](Pair& p) {
     // A second association that stays in the accept queue.
-    SctpOptions opt;
-    opt.peer_encaps_port = UsrsctpStack::encaps_port();
-    auto c = SctpConnect(SctpBackend::kUsrsctp, p.listener->local_address(), opt);
-    ASSERT_TRUE(c.ok());
-    std::unique_ptr<SctpConnection> queued = std::move(c).value();
-    IoResult done = queued->FinishConnect();
-    while (done.status == IoStatus::kWouldBlock) {
-      ASSERT_TRUE(WaitFor(queued->fd(), Poller::kReadable));
-      done = queued->FinishConnect();
-    }
-    ASSERT_TRUE(done.ok()) << done.err;
+    std::unique_ptr<SctpConnection> queued = ConnectTo(p.listener->local_address());
+    ASSERT_TRUE(queued);
     ASSERT_GT(FillClient(*queued), 0u);
     p.listener.reset();
     queued.reset();
-  }
+  });
 }
 
 }  // namespace
