@@ -20,7 +20,8 @@
 #   --tests LIST       osc_bench tests (default all)
 #   --sync LIST        lock,fence,pscw (default all)
 #   --win KIND         allocate (default) or create
-#   --repeat N         runs per component, alternating, median reported (default 3)
+#   --repeat N         runs per component, alternating, median reported (default 3); with
+#                      N > 1 a "# paired:" line gives the two targets' ratios within a round
 #   --iwarpx-btl BTL   the BTL next to osc iwarpx (pml traffic, barriers): tcp (default) or
 #                      iwarpx; osc iwarpx does its RMA on its own endpoint either way
 #   --iters N / --warmup N / -w N / --budget SIZE   passed to osc_bench
@@ -138,10 +139,15 @@ run() {
   # osc_bench,label,test,sync,win,size,iters,value,unit
   awk -F, -v n="$name" '$1 == "osc_bench" && $2 == n { print $3, $4, $6, $8 }' "$log.out" \
     >>"$work/data/$name"
+  # Per test and sync as "size value round", for the ratios within a round (bench_paired).
+  mkdir -p "$work/rounds"
+  awk -F, -v n="$name" -v r="$round" -v d="$work/rounds" \
+    '$1 == "osc_bench" && $2 == n { print $6, $8, r >>(d "/" n "." $3 "." $4) }' "$log.out"
   echo "== $name: ok" >&2
 }
 
 for ((r = 0; r < repeat; ++r)); do
+  round=$r  # run() tags its lines with it
   if ((run_pt2pt)); then run pt2pt || failures=$((failures + 1)); fi
   if ((run_iwarpx)); then run iwarpx || failures=$((failures + 1)); fi
 done
@@ -183,6 +189,11 @@ table() {
   local line
   line=$(printf '%s; ' "${spreads[@]}" | sed 's/^\(; \)*//; s/\(; \)*$//; s/; \(; \)*/; /g')
   [[ -n $line ]] && echo "# spread: $line"
+  if ((run_pt2pt)) && ((run_iwarpx)) && ((repeat > 1)); then
+    echo "# paired: iwarpx/pt2pt within each round, median (min-max): put_latency lock 8 B" \
+      "$(bench_paired "$work/rounds/iwarpx.put_latency.lock" "$work/rounds/pt2pt.put_latency.lock" 8 2 3);" \
+      "get_bw lock 1 MiB $(bench_paired "$work/rounds/iwarpx.get_bw.lock" "$work/rounds/pt2pt.get_bw.lock" 1048576 2 3)"
+  fi
   return 0
 }
 

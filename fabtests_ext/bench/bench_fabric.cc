@@ -17,8 +17,6 @@
 namespace bench {
 namespace {
 
-constexpr int kCqBatch = 16;
-
 const char* EventName(uint32_t event) {
   switch (event) {
     case FI_CONNREQ: return "FI_CONNREQ";
@@ -254,30 +252,15 @@ void Connection::PostRead(Region* r, size_t len, uint64_t remote_addr, uint64_t 
 }
 
 void Connection::Progress() {
-  fi_cq_msg_entry entries[kCqBatch];
-  ssize_t n = fi_cq_read(tx_cq_, entries, kCqBatch);
-  if (n > 0) {
-    for (ssize_t i = 0; i < n; ++i) {
-      free_contexts_.push_back(static_cast<OpContext*>(entries[i].op_context));
-    }
-    tx_done_ += static_cast<uint64_t>(n);
-  } else if (n == -FI_EAVAIL) {
-    CqFail(o_, tx_cq_, "transmit");
-  } else if (n != -FI_EAGAIN) {
-    Check(o_, n, "fi_cq_read (transmit)");
-  }
-  n = fi_cq_read(rx_cq_, entries, kCqBatch);
-  if (n > 0) {
-    for (ssize_t i = 0; i < n; ++i) {
-      auto* c = static_cast<OpContext*>(entries[i].op_context);
-      rx_done_.push_back(RxDone{c->kind, entries[i].len});
-      free_contexts_.push_back(c);
-    }
-  } else if (n == -FI_EAVAIL) {
-    CqFail(o_, rx_cq_, "receive");
-  } else if (n != -FI_EAGAIN) {
-    Check(o_, n, "fi_cq_read (receive)");
-  }
+  ReadCq<fi_cq_msg_entry>(o_, tx_cq_, "transmit", [&](const fi_cq_msg_entry& e) {
+    free_contexts_.push_back(static_cast<OpContext*>(e.op_context));
+    ++tx_done_;
+  });
+  ReadCq<fi_cq_msg_entry>(o_, rx_cq_, "receive", [&](const fi_cq_msg_entry& e) {
+    auto* c = static_cast<OpContext*>(e.op_context);
+    rx_done_.push_back(RxDone{c->kind, e.len});
+    free_contexts_.push_back(c);
+  });
 }
 
 void Connection::WaitTx(uint64_t count) {

@@ -28,6 +28,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 
 #include "bench_args.h"
@@ -81,6 +82,25 @@ void CheckMrMode(const Options& o, const fi_info* info);
 
 // Reads the CQ's error entry and exits 1 with it ("<which> completion error").
 [[noreturn]] void CqFail(const Options& o, fid_cq* cq, const char* which);
+
+// Completions one fi_cq_read takes at most.
+inline constexpr int kCqBatch = 16;
+
+// One fi_cq_read of up to kCqBatch `Entry`s from `cq` ("transmit" or
+// "receive" in the messages): each(entry) for every one read. An error entry
+// exits 1 through CqFail; -FI_EAGAIN (nothing there) returns.
+template <typename Entry, typename Each>
+void ReadCq(const Options& o, fid_cq* cq, const char* which, const Each& each) {
+  Entry entries[kCqBatch];
+  const ssize_t n = fi_cq_read(cq, entries, kCqBatch);
+  if (n > 0) {
+    for (ssize_t i = 0; i < n; ++i) each(entries[i]);
+  } else if (n == -FI_EAVAIL) {
+    CqFail(o, cq, which);
+  } else if (n != -FI_EAGAIN) {
+    Check(o, n, (std::string("fi_cq_read (") + which + ")").c_str());
+  }
+}
 
 // fi_close with a warning on failure; nullptr is ignored.
 void Close(fid* f, const char* what);

@@ -21,7 +21,6 @@
 namespace bench {
 namespace {
 
-constexpr int kCqBatch = 16;
 constexpr size_t kMaxNameBytes = kCtlBytes - sizeof(Ctl);
 
 }  // namespace
@@ -240,30 +239,15 @@ void RdmEndpoint::PostCtlRecv() {
 }
 
 void RdmEndpoint::Progress() {
-  fi_cq_tagged_entry entries[kCqBatch];
-  ssize_t n = fi_cq_read(tx_cq_, entries, kCqBatch);
-  if (n > 0) {
-    for (ssize_t i = 0; i < n; ++i) {
-      free_contexts_.push_back(static_cast<OpContext*>(entries[i].op_context));
-    }
-    tx_done_ += static_cast<uint64_t>(n);
-  } else if (n == -FI_EAVAIL) {
-    CqFail(o_, tx_cq_, "transmit");
-  } else if (n != -FI_EAGAIN) {
-    Check(o_, n, "fi_cq_read (transmit)");
-  }
-  n = fi_cq_read(rx_cq_, entries, kCqBatch);
-  if (n > 0) {
-    for (ssize_t i = 0; i < n; ++i) {
-      auto* c = static_cast<OpContext*>(entries[i].op_context);
-      rx_done_.push_back(RdmRxDone{c->control, entries[i].len, entries[i].tag, c->slot});
-      free_contexts_.push_back(c);
-    }
-  } else if (n == -FI_EAVAIL) {
-    CqFail(o_, rx_cq_, "receive");
-  } else if (n != -FI_EAGAIN) {
-    Check(o_, n, "fi_cq_read (receive)");
-  }
+  ReadCq<fi_cq_tagged_entry>(o_, tx_cq_, "transmit", [&](const fi_cq_tagged_entry& e) {
+    free_contexts_.push_back(static_cast<OpContext*>(e.op_context));
+    ++tx_done_;
+  });
+  ReadCq<fi_cq_tagged_entry>(o_, rx_cq_, "receive", [&](const fi_cq_tagged_entry& e) {
+    auto* c = static_cast<OpContext*>(e.op_context);
+    rx_done_.push_back(RdmRxDone{c->control, e.len, e.tag, c->slot});
+    free_contexts_.push_back(c);
+  });
 }
 
 void RdmEndpoint::WaitTx(uint64_t count) {
