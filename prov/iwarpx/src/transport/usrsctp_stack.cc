@@ -181,7 +181,10 @@ void UsrsctpStack::Close(struct socket* so) {
   Unregister(so);
   StackState& s = State();
   std::lock_guard lock(s.mu);
-  if (MayReceive(so) && usrsctp_shutdown(so, SHUT_RDWR) == 0) {
+  if (MayReceive(so)) {
+    // Refused when a shutdown is already under way (the peer's, or an
+    // earlier ShutdownWrite): the association still ends by itself.
+    (void)usrsctp_shutdown(so, SHUT_RDWR);
     s.closing.push_back(Closing{so, std::chrono::steady_clock::now() + kQuietCloseLimit});
   } else {
     usrsctp_close(so);
