@@ -15,10 +15,16 @@ total_fail=0
 total_skip=0
 failed_stages=()
 failed_tests=() # "stage: test name", repeated at the end (CI logs keep only the tail)
+stage_times=()  # "stage Ns": the whole command must stay under 30 minutes on 2 cores
+
+# timed STAGE START: records how long STAGE took since START (a $SECONDS value).
+timed() {
+  stage_times+=("$1 $((SECONDS - $2))s")
+}
 
 # run_ctest STAGE BUILD_DIR [ctest args...]: runs ctest, adds its counts to the totals.
 run_ctest() {
-  local stage=$1 dir=$2
+  local stage=$1 dir=$2 start=$SECONDS
   shift 2
   local log
   log=$(mktemp)
@@ -47,11 +53,12 @@ run_ctest() {
     ((total == 0)) && { failed_stages+=("$stage (no tests)"); total_fail=$((total_fail + 1)); }
   fi
   rm -f "$log"
+  timed "$stage" "$start"
 }
 
 # stage STAGE CMD...: a non-ctest step that counts as one test.
 stage() {
-  local name=$1
+  local name=$1 start=$SECONDS
   shift
   echo "=== [$name] $*"
   if "$@"; then
@@ -60,6 +67,7 @@ stage() {
     total_fail=$((total_fail + 1))
     failed_stages+=("$name")
   fi
+  timed "$name" "$start"
 }
 
 configure_and_build() {
@@ -73,9 +81,9 @@ configure_and_build() {
 stage build configure_and_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 run_ctest main build --timeout 600
 
-# 2. Sanitizers over the unit tests.
+# 2. Sanitizers over the unit tests (only they are built there).
 stage build-asan configure_and_build build-asan -DCMAKE_BUILD_TYPE=Debug -DIWARPX_SANITIZE=ON \
-  -DIWARPX_BUILD_MCA=OFF
+  -DIWARPX_BUILD_MCA=OFF -DIWARPX_BUILD_FUNCTIONAL=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_ctest asan build-asan -L unit --timeout 600
 
@@ -89,6 +97,7 @@ run_ctest fuzz build-fuzz -L fuzz
 stage lint scripts/lint.sh build
 
 echo
+echo "stage times: ${stage_times[*]/%/,} total $((SECONDS / 60))m$((SECONDS % 60))s"
 if ((${#failed_stages[@]})); then
   echo "failed stages: ${failed_stages[*]}"
 fi
