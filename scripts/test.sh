@@ -7,7 +7,7 @@
 # Prints one "N passed, N failed" line at the end; exits non-zero if anything failed.
 # Run ./autogen.sh first (the README's test command does).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 jobs=$(nproc)
 fuzz_seconds=${IWARPX_FUZZ_SECONDS:-20}
 total_pass=0
