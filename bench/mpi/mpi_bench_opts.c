@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MB_LIST_MAX = 512 };
 static const uint64_t kMinIters = 2;
 
 void mb_opts_init(struct mb_opts* o) {
@@ -39,76 +38,21 @@ void mb_usage(void* out, const char* prog) {
           prog);
 }
 
-static int parse_tests(const char* text, unsigned* out) {
-  char buf[MB_LIST_MAX];
-  if (text == NULL || strlen(text) >= sizeof(buf)) return -1;
-  strcpy(buf, text);
-  unsigned mask = 0;
-  char* save = NULL;
-  for (char* t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
-    if (strcmp(t, "latency") == 0) {
-      mask |= MB_TEST_LATENCY;
-    } else if (strcmp(t, "bw") == 0) {
-      mask |= MB_TEST_BW;
-    } else if (strcmp(t, "bibw") == 0) {
-      mask |= MB_TEST_BIBW;
-    } else {
-      return -1;
-    }
-  }
-  if (mask == 0) return -1;
-  *out = mask;
-  return 0;
+static const char* const kTestNames[] = {"latency", "bw", "bibw"}; /* bit i: enum mb_test */
+
+static int own_option(const char* arg, const char* val, void* ctx) {
+  struct mb_opts* o = ctx;
+  if (strcmp(arg, "--tests") == 0)
+    return mb_parse_names(val, kTestNames, sizeof(kTestNames) / sizeof(kTestNames[0]), &o->tests) ==
+           0;
+  return -1;
 }
 
 int mb_parse_args(int argc, char** argv, struct mb_opts* o) {
-  for (int i = 1; i < argc; ++i) {
-    const char* arg = argv[i];
-    const char* val = i + 1 < argc ? argv[i + 1] : NULL;
-    uint64_t n = 0;
-    int ok = 0;
-    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) return 1;
-    if (strcmp(arg, "--csv") == 0) {
-      o->csv = 1;
-      continue;
-    }
-    if (val == NULL) {
-      fprintf(stderr, "mpi_bench: %s needs a value (or is unknown)\n", arg);
-      return -1;
-    }
-    ++i;
-    if (strcmp(arg, "--tests") == 0) {
-      ok = parse_tests(val, &o->tests) == 0;
-    } else if (strcmp(arg, "--sizes") == 0) {
-      ok = mb_parse_sizes(val, o->sizes, &o->nsizes) == 0;
-    } else if (strcmp(arg, "--iters") == 0) {
-      ok = mb_parse_u64(val, &n) == 0 && n >= kMinIters && n <= 100000000;
-      if (ok) o->lat_iters = o->bw_iters = n;
-    } else if (strcmp(arg, "--warmup") == 0) {
-      ok = mb_parse_u64(val, &n) == 0 && n >= 1 && n <= 100000000;
-      if (ok) o->warmup = n;
-    } else if (strcmp(arg, "--budget") == 0) {
-      ok = mb_parse_size(val, strlen(val), &n) == 0;
-      if (ok) o->budget = n;
-    } else if (strcmp(arg, "-w") == 0) {
-      ok = mb_parse_u64(val, &n) == 0 && n >= 1 && n <= 1024;
-      if (ok) o->window = (size_t)n;
-    } else if (strcmp(arg, "--label") == 0) {
-      ok = *val != '\0' && strpbrk(val, ",\n") == NULL;
-      if (ok) o->label = val;
-    } else if (strcmp(arg, "--corrupt") == 0) {
-      ok = mb_parse_size(val, strlen(val), &n) == 0;
-      if (ok) o->corrupt = (size_t)n;
-    } else {
-      fprintf(stderr, "mpi_bench: unknown option %s\n", arg);
-      return -1;
-    }
-    if (!ok) {
-      fprintf(stderr, "mpi_bench: bad value for %s: %s\n", arg, val);
-      return -1;
-    }
-  }
-  return 0;
+  const struct mb_common_opts c = {"mpi_bench",   kMinIters,    o->sizes,   &o->nsizes,
+                                   &o->lat_iters, &o->bw_iters, &o->warmup, &o->budget,
+                                   &o->window,    &o->csv,      &o->label,  &o->corrupt};
+  return mb_parse_argv(argc, argv, &c, own_option, o);
 }
 
 size_t mb_max_size(const struct mb_opts* o) {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { OB_LIST_MAX = 512, OB_ATOMIC_SIZE = 8 };
+enum { OB_ATOMIC_SIZE = 8 };
 
 static const char* const kTestNames[OB_NTESTS] = {"put_latency",  "get_latency", "put_bw",
                                                   "get_bw",       "acc_latency", "fop_latency",
@@ -41,77 +41,24 @@ void ob_usage(void* out, const char* prog) {
           prog);
 }
 
-/* "a,b,c" of names[0..n) -> bit mask; -1 on an unknown name or an empty list. */
-static int parse_names(const char* text, const char* const* names, unsigned n, unsigned* out) {
-  char buf[OB_LIST_MAX];
-  if (text == NULL || strlen(text) >= sizeof(buf)) return -1;
-  strcpy(buf, text);
-  unsigned mask = 0;
-  char* save = NULL;
-  for (char* t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
-    unsigned i = 0;
-    while (i < n && strcmp(t, names[i]) != 0) ++i;
-    if (i == n) return -1;
-    mask |= 1u << i;
+static int own_option(const char* arg, const char* val, void* ctx) {
+  struct ob_opts* o = ctx;
+  if (strcmp(arg, "--tests") == 0)
+    return mb_parse_names(val, kTestNames, OB_NTESTS, &o->tests) == 0;
+  if (strcmp(arg, "--sync") == 0) return mb_parse_names(val, kSyncNames, OB_NSYNCS, &o->syncs) == 0;
+  if (strcmp(arg, "--win") == 0) {
+    if (strcmp(val, "allocate") != 0 && strcmp(val, "create") != 0) return 0;
+    o->win_create = strcmp(val, "create") == 0;
+    return 1;
   }
-  if (mask == 0) return -1;
-  *out = mask;
-  return 0;
+  return -1;
 }
 
 int ob_parse_args(int argc, char** argv, struct ob_opts* o) {
-  for (int i = 1; i < argc; ++i) {
-    const char* arg = argv[i];
-    const char* val = i + 1 < argc ? argv[i + 1] : NULL;
-    uint64_t n = 0;
-    int ok = 0;
-    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) return 1;
-    if (strcmp(arg, "--csv") == 0) {
-      o->csv = 1;
-      continue;
-    }
-    if (val == NULL) {
-      fprintf(stderr, "osc_bench: %s needs a value (or is unknown)\n", arg);
-      return -1;
-    }
-    ++i;
-    if (strcmp(arg, "--tests") == 0) {
-      ok = parse_names(val, kTestNames, OB_NTESTS, &o->tests) == 0;
-    } else if (strcmp(arg, "--sync") == 0) {
-      ok = parse_names(val, kSyncNames, OB_NSYNCS, &o->syncs) == 0;
-    } else if (strcmp(arg, "--win") == 0) {
-      ok = strcmp(val, "allocate") == 0 || strcmp(val, "create") == 0;
-      if (ok) o->win_create = strcmp(val, "create") == 0;
-    } else if (strcmp(arg, "--sizes") == 0) {
-      ok = mb_parse_sizes(val, o->sizes, &o->nsizes) == 0;
-    } else if (strcmp(arg, "--iters") == 0) {
-      ok = mb_parse_u64(val, &n) == 0 && n >= 2 && n <= 100000000;
-      if (ok) o->lat_iters = o->bw_iters = n;
-    } else if (strcmp(arg, "--warmup") == 0) {
-      ok = mb_parse_u64(val, &n) == 0 && n >= 1 && n <= 100000000;
-      if (ok) o->warmup = n;
-    } else if (strcmp(arg, "--budget") == 0) {
-      ok = mb_parse_size(val, strlen(val), &n) == 0;
-      if (ok) o->budget = n;
-    } else if (strcmp(arg, "-w") == 0) {
-      ok = mb_parse_u64(val, &n) == 0 && n >= 1 && n <= 1024;
-      if (ok) o->window = (size_t)n;
-    } else if (strcmp(arg, "--label") == 0) {
-      ok = *val != '\0' && strpbrk(val, ",\n") == NULL;
-      if (ok) o->label = val;
-    } else if (strcmp(arg, "--corrupt") == 0) {
-      ok = mb_parse_size(val, strlen(val), &n) == 0;
-      if (ok) o->corrupt = (size_t)n;
-    } else {
-      fprintf(stderr, "osc_bench: unknown option %s\n", arg);
-      return -1;
-    }
-    if (!ok) {
-      fprintf(stderr, "osc_bench: bad value for %s: %s\n", arg, val);
-      return -1;
-    }
-  }
-  return 0;
+  const struct mb_common_opts c = {"osc_bench",  2,          o->sizes,   &o->nsizes, &o->lat_iters,
+                                   &o->bw_iters, &o->warmup, &o->budget, &o->window, &o->csv,
+                                   &o->label,    &o->corrupt};
+  return mb_parse_argv(argc, argv, &c, own_option, o);
 }
 
 static int bit_index(unsigned bit, unsigned n) {
