@@ -98,31 +98,13 @@ fi
 [[ $timeout_s =~ ^[1-9][0-9]*$ ]] || { echo "bench_btl.sh: bad --timeout $timeout_s" >&2; exit 2; }
 
 [[ $build = /* ]] || build=$root/$build
-if ((do_build)); then
-  targets=(mpi_bench)
-  ((run_iwarpx)) && targets+=(mca_btl_iwarpx iwarpx-fi)
-  cmake --build "$build" -j1 --target "${targets[@]}" >&2 ||
-    { echo "bench_btl.sh: build failed" >&2; exit 1; }
-fi
-prog=$build/bench/mpi/mpi_bench
-mca_dir=$build/mca
-fi_dir=$build/prov/iwarpx/src/ofi
-mpirun=${MPIRUN:-mpirun}
-[[ -x $prog ]] || { echo "bench_btl.sh: $prog missing (build it first)" >&2; exit 1; }
-if ((run_iwarpx)); then
-  for f in "$mca_dir/mca_btl_iwarpx.so" "$fi_dir/libiwarpx-fi.so"; do
-    [[ -f $f ]] || { echo "bench_btl.sh: $f missing (build it first)" >&2; exit 1; }
-  done
-fi
-ompi_dir=$(ompi_info --path pkglibdir --parsable 2>/dev/null | sed -n 's/^path:pkglibdir://p')
-[[ -d $ompi_dir ]] || { echo "bench_btl.sh: ompi_info gives no pkglibdir" >&2; exit 1; }
+# shellcheck source=scripts/bench_lib.sh
+. scripts/bench_lib.sh  # the scripts run from the repository root (cd above)
+bench_mpi_setup bench_btl.sh mpi_bench mca_btl_iwarpx.so mca_btl_iwarpx iwarpx-fi
 if ((run_iwarpx)) && [[ -e $ompi_dir/mca_btl_iwarpx.so ]]; then
   echo "bench_btl.sh: WARNING: $ompi_dir/mca_btl_iwarpx.so is installed and may shadow the build tree's" >&2
 fi
-for v in $(env | sed -n 's/^\(OMPI_MCA_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 
-# shellcheck source=scripts/bench_lib.sh
-. scripts/bench_lib.sh  # the scripts run from the repository root (cd above)
 bench_work_start bench_btl
 
 common=(--allow-run-as-root --oversubscribe --bind-to "$bind" -np 2 --mca oob_tcp_if_include lo

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # scripts/bench_lib.sh - sourced by the benchmark scripts (bench_msg.sh, bench_rdm_bw.sh,
 # bench_btl.sh, bench_osc.sh, bench_scale.sh): the per-run work directory, the processes a
-# script started, server + client pairs (bench_pair), mpirun runs (bench_mpirun) and the
+# script started, server + client pairs (bench_pair), the MPI benchmarks' start (bench_mpi_setup),
+# mpirun runs (bench_mpirun) and the
 # medians / ratios / spreads of the tables.
 #
 #   bench_work_start NAME   makes $work (/tmp/NAME.XXXXXX, with logs/ and data/), empties
@@ -24,6 +25,37 @@ bench_work_start() {
   started_pids=()
   trap bench_cleanup EXIT
   trap 'exit 130' INT TERM
+}
+
+# bench_mpi_setup SCRIPT PROG MCA_SO [TARGET...]: the MPI benchmarks' common start (bench_btl.sh,
+# bench_osc.sh). With do_build=1 builds PROG and, when run_iwarpx=1, the TARGETs; sets prog
+# ($build/bench/mpi/PROG), mca_dir, fi_dir, mpirun (${MPIRUN:-mpirun}) and ompi_dir (Open MPI's
+# component directory); checks that PROG and, with run_iwarpx=1, MCA_SO and the provider exist;
+# unsets every OMPI_MCA_* variable so only the command line decides. Exits 1 with a message
+# naming SCRIPT on any failure. Reads $build, $do_build, $run_iwarpx.
+bench_mpi_setup() {
+  local script=$1 name=$2 mca_so=$3 f v
+  shift 3
+  if ((${do_build:-1})); then
+    local targets=("$name")
+    ((${run_iwarpx:-1})) && targets+=("$@")
+    cmake --build "${build:?}" -j1 --target "${targets[@]}" >&2 ||
+      { echo "$script: build failed" >&2; exit 1; }
+  fi
+  prog=$build/bench/mpi/$name
+  mca_dir=$build/mca
+  fi_dir=$build/prov/iwarpx/src/ofi
+  # shellcheck disable=SC2034 # the callers' mpirun command
+  mpirun=${MPIRUN:-mpirun}
+  [[ -x $prog ]] || { echo "$script: $prog missing (build it first)" >&2; exit 1; }
+  if ((${run_iwarpx:-1})); then
+    for f in "$mca_dir/$mca_so" "$fi_dir/libiwarpx-fi.so"; do
+      [[ -f $f ]] || { echo "$script: $f missing (build it first)" >&2; exit 1; }
+    done
+  fi
+  ompi_dir=$(ompi_info --path pkglibdir --parsable 2>/dev/null | sed -n 's/^path:pkglibdir://p')
+  [[ -d $ompi_dir ]] || { echo "$script: ompi_info gives no pkglibdir" >&2; exit 1; }
+  for v in $(env | sed -n 's/^\(OMPI_MCA_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 }
 
 # bench_show_cmd ARGS...: the command as one line a shell reads back (quotes only where needed,

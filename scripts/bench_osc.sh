@@ -94,28 +94,10 @@ prog_args=(--win "$win" --sizes "$sizes" --sync "$syncs")
 for k in "${!pass[@]}"; do prog_args+=("$k" "${pass[$k]}"); done
 
 [[ $build = /* ]] || build=$root/$build
-if ((do_build)); then
-  targets=(osc_bench)
-  ((run_iwarpx)) && targets+=(mca_osc_iwarpx mca_btl_iwarpx iwarpx-fi)
-  cmake --build "$build" -j1 --target "${targets[@]}" >&2 ||
-    { echo "bench_osc.sh: build failed" >&2; exit 1; }
-fi
-prog=$build/bench/mpi/osc_bench
-mca_dir=$build/mca
-fi_dir=$build/prov/iwarpx/src/ofi
-mpirun=${MPIRUN:-mpirun}
-[[ -x $prog ]] || { echo "bench_osc.sh: $prog missing (build it first)" >&2; exit 1; }
-if ((run_iwarpx)); then
-  for f in "$mca_dir/mca_osc_iwarpx.so" "$fi_dir/libiwarpx-fi.so"; do
-    [[ -f $f ]] || { echo "bench_osc.sh: $f missing (build it first)" >&2; exit 1; }
-  done
-fi
-ompi_dir=$(ompi_info --path pkglibdir --parsable 2>/dev/null | sed -n 's/^path:pkglibdir://p')
-[[ -d $ompi_dir ]] || { echo "bench_osc.sh: ompi_info gives no pkglibdir" >&2; exit 1; }
-for v in $(env | sed -n 's/^\(OMPI_MCA_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
-
 # shellcheck source=scripts/bench_lib.sh
 . scripts/bench_lib.sh  # the scripts run from the repository root (cd above)
+bench_mpi_setup bench_osc.sh osc_bench mca_osc_iwarpx.so mca_osc_iwarpx mca_btl_iwarpx iwarpx-fi
+
 bench_work_start bench_osc
 
 common=(--allow-run-as-root --oversubscribe --bind-to "$bind" -np 2 --mca oob_tcp_if_include lo
