@@ -34,6 +34,24 @@ void CheckMrMode(const Options& o, const fi_info* info) {
               fi_tostr(&extra, FI_TYPE_MR_MODE));
 }
 
+EndpointParts OpenEndpointWithCqs(const Options& o, fid_domain* domain, fi_info* info,
+                                  fi_cq_format cq_format, fid* first, const char* first_name) {
+  EndpointParts p;
+  fi_cq_attr cq_attr{};
+  cq_attr.format = cq_format;
+  cq_attr.wait_obj = FI_WAIT_NONE;
+  cq_attr.size = info->tx_attr->size;
+  Check(o, fi_cq_open(domain, &cq_attr, &p.tx_cq, nullptr), "fi_cq_open (transmit)");
+  cq_attr.size = info->rx_attr->size;
+  Check(o, fi_cq_open(domain, &cq_attr, &p.rx_cq, nullptr), "fi_cq_open (receive)");
+  Check(o, fi_endpoint(domain, info, &p.ep, nullptr), "fi_endpoint");
+  Check(o, fi_ep_bind(p.ep, first, 0), first_name);
+  Check(o, fi_ep_bind(p.ep, &p.tx_cq->fid, FI_TRANSMIT), "fi_ep_bind (transmit cq)");
+  Check(o, fi_ep_bind(p.ep, &p.rx_cq->fid, FI_RECV), "fi_ep_bind (receive cq)");
+  Check(o, fi_enable(p.ep), "fi_enable");
+  return p;
+}
+
 void CqFail(const Options& o, fid_cq* cq, const char* which) {
   fi_cq_err_entry err{};
   const ssize_t ret = fi_cq_readerr(cq, &err, 0);

@@ -102,6 +102,20 @@ void ReadCq(const Options& o, fid_cq* cq, const char* which, const Each& each) {
   }
 }
 
+// What OpenEndpointWithCqs made.
+struct EndpointParts {
+  fid_cq* tx_cq = nullptr;
+  fid_cq* rx_cq = nullptr;
+  fid_ep* ep = nullptr;
+};
+
+// Opens a transmit and a receive CQ of `cq_format` (no wait object, sized
+// from info's tx/rx attributes) and an endpoint on `domain`, binds `first`
+// (the connected endpoint's EQ or the RDM endpoint's AV) and both CQs, and
+// enables it. Any failure exits 1 naming the call.
+EndpointParts OpenEndpointWithCqs(const Options& o, fid_domain* domain, fi_info* info,
+                                  fi_cq_format cq_format, fid* first, const char* first_name);
+
 // fi_close with a warning on failure; nullptr is ignored.
 void Close(fid* f, const char* what);
 

@@ -73,18 +73,11 @@ void RdmEndpoint::Open(fi_info* hints) {
   av_attr.type = hints->domain_attr->av_type;
   av_attr.count = 4;
   Check(o_, fi_av_open(domain_, &av_attr, &av_, nullptr), "fi_av_open");
-  fi_cq_attr cq_attr{};
-  cq_attr.format = FI_CQ_FORMAT_TAGGED;
-  cq_attr.wait_obj = FI_WAIT_NONE;
-  cq_attr.size = info_->tx_attr->size;
-  Check(o_, fi_cq_open(domain_, &cq_attr, &tx_cq_, nullptr), "fi_cq_open (transmit)");
-  cq_attr.size = info_->rx_attr->size;
-  Check(o_, fi_cq_open(domain_, &cq_attr, &rx_cq_, nullptr), "fi_cq_open (receive)");
-  Check(o_, fi_endpoint(domain_, info_, &ep_, nullptr), "fi_endpoint");
-  Check(o_, fi_ep_bind(ep_, &av_->fid, 0), "fi_ep_bind (av)");
-  Check(o_, fi_ep_bind(ep_, &tx_cq_->fid, FI_TRANSMIT), "fi_ep_bind (transmit cq)");
-  Check(o_, fi_ep_bind(ep_, &rx_cq_->fid, FI_RECV), "fi_ep_bind (receive cq)");
-  Check(o_, fi_enable(ep_), "fi_enable");
+  const EndpointParts parts =
+      OpenEndpointWithCqs(o_, domain_, info_, FI_CQ_FORMAT_TAGGED, &av_->fid, "fi_ep_bind (av)");
+  tx_cq_ = parts.tx_cq;
+  rx_cq_ = parts.rx_cq;
+  ep_ = parts.ep;
 
   contexts_.resize(info_->tx_attr->size + info_->rx_attr->size + 4);
   for (auto& c : contexts_) free_contexts_.push_back(&c);
