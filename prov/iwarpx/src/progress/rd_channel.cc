@@ -182,6 +182,7 @@ rd::InboundSessions RdChannel::TombOf(const RdPeerKey& key) const {
 }
 
 void RdChannel::RefuseSession(const wire::DecodedDgram& d, const transport::SockAddr& from) {
+  if (d.later_record) return;  // its bundle's first record answered already
   uint32_t session = 0;
   while (session == 0) session = random_.Next32();
   const wire::DgramHeader reset =

@@ -364,6 +364,7 @@ void DgramPort::DeliverBundle(const wire::DecodedDgram& d, const transport::Sock
       return;
     }
     r->OnDatagram(one, from);
+    one.later_record = true;
     // The ack fields count once, with the first record.
     one.header.has_ack = one.header.has_sack = false;
     one.header.credits = 0;

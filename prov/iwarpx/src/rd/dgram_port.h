@@ -8,7 +8,8 @@
 // docs/wire.md §3.6.1; its records all checked by the decoder) is handed to
 // the receiver as the data datagrams its records stand for, one call each,
 // in record order: record i with seq + i, the ack fields on the first only,
-// R on the last only, more_records on all but the last. A bad record drops
+// R on the last only, more_records on all but the last, later_record on all
+// but the first (only the first may draw a RESET). A bad record drops
 // the whole datagram (malformed).
 //
 // Contract:

@@ -946,5 +946,74 @@ TEST_F(RdQpLendTest, WithoutLendingEveryPayloadIsCopied) {
   EXPECT_EQ(b_->Qp().stream().stats().lent, 0u);
 }
 
+// A corked stream numbers the ULPDUs it holds (AcceptUlpdu) but sends none
+// of them before Uncork(): an ack that reaches one (forged, or from a
+// confused peer) is ignored whole. Before that rule it released the held
+// records and their buffer bytes, and Uncork() then sent the released slots,
+// whose bytes belonged to later messages (found by review25).
+TEST_F(RdQpTest, AnAckOfHeldRecordsIsIgnoredAndUncorkSendsEachMessageOnce) {
+  constexpr size_t kRx = 8;
+  std::vector<std::vector<uint8_t>> rx(kRx, std::vector<uint8_t>(16, 0));
+  for (size_t i = 0; i < kRx; ++i) {
+    ASSERT_EQ(b_->Qp().qp().PostRecv({i, Sgl(rx[i].data(), rx[i].size())}), qp::QpStatus::kOk);
+  }
+  std::vector<uint8_t> rx_a(16);
+  ASSERT_EQ(a_->Qp().qp().PostRecv({50, Sgl(rx_a.data(), rx_a.size())}), qp::QpStatus::kOk);
+  // Both sessions adopted: one message each way.
+  std::vector<uint8_t> warm(8, 0x01);
+  qp::SendWr s;
+  s.context = 100;
+  s.sgl = Sgl(warm.data(), warm.size());
+  ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  ASSERT_EQ(b_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  ASSERT_TRUE(Run([&] {
+    return a_->Qp().stream().settled() && b_->Qp().stream().settled() &&
+           a_->sink.Count(Completion::Kind::kRecv) == 1;
+  }));
+  std::vector<std::vector<uint8_t>> msgs;
+  for (uint8_t v = 0x11; v <= 0x66; v += 0x11) msgs.emplace_back(8, v);
+  a_->Qp().stream().Cork();
+  for (size_t i = 0; i < 3; ++i) {
+    s.context = 200 + i;
+    s.sgl = Sgl(msgs[i].data(), msgs[i].size());
+    ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  }
+  const uint32_t una = a_->Qp().stream().send_window().snd_una();
+  // An ack of everything numbered, the held records included, then one that
+  // acks none of them but SACKs the last: both reach held records.
+  wire::DecodedDgram d;
+  d.header.type = wire::DgramType::kRdAck;
+  d.header.dst_qpn = a_->Qp().stream().local_qpn();
+  d.header.src_qpn = a_->Qp().stream().peer_qpn();
+  d.header.session = a_->Qp().stream().sessions().current();
+  d.header.has_ack = true;
+  d.header.echo_session = b_->Qp().stream().sessions().current();
+  d.header.ack = a_->Qp().stream().send_window().snd_nxt();
+  d.header.credits = 16;
+  d.header.seq = b_->Qp().stream().send_window().snd_nxt();
+  (void)a_->Qp().OnDatagram(d);
+  EXPECT_EQ(a_->Qp().stream().send_window().snd_una(), una);
+  d.header.ack = una;
+  d.header.has_sack = true;
+  d.header.sack = 1u << 1;  // seq una + 2: the last held record
+  (void)a_->Qp().OnDatagram(d);
+  EXPECT_EQ(a_->Qp().stream().send_window().snd_una(), una);
+  for (size_t i = 3; i < 6; ++i) {
+    s.context = 200 + i;
+    s.sgl = Sgl(msgs[i].data(), msgs[i].size());
+    ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  }
+  a_->Qp().stream().Uncork();
+  ASSERT_TRUE(Run(
+      [&] { return b_->sink.Count(Completion::Kind::kRecv) == 7 && a_->Qp().stream().settled(); }));
+  for (size_t i = 1; i < 7; ++i) {
+    EXPECT_TRUE(std::equal(msgs[i - 1].begin(), msgs[i - 1].end(), rx[i].begin()))
+        << "message " << i;
+  }
+  EXPECT_FALSE(a_->Qp().failed());
+  EXPECT_EQ(b_->Qp().stream().stats().duplicates, 0u);
+  EXPECT_EQ(b_->sink.Count(Completion::Kind::kRecv), 7u);
+}
+
 }  // namespace
 }  // namespace iwarpx::rd

@@ -326,7 +326,9 @@ void RdStream::Uncork() {
   held_ = false;
   owner_.OnStreamUsed();
   if (failed()) return;
-  TransmitFrom(held_from_, clock_.NowNs());
+  // Held records are never acked (AckReachesHeld), so none is released; the
+  // max keeps a released slot from being sent even so.
+  TransmitFrom(std::max(held_from_, tx_head_), clock_.NowNs());
 }
 
 uint64_t RdStream::BundleEnd(uint64_t first) const {
@@ -565,6 +567,18 @@ wire::DgramHeader ResetHeader(uint32_t local_qpn, uint32_t peer_qpn, uint32_t se
   return h;
 }
 
+bool RdStream::AckReachesHeld(const wire::DgramHeader& h) const {
+  if (!held_) return false;
+  const uint32_t first_held = tx_[held_from_].seq;
+  if (wire::SeqGt(h.ack, first_held)) return true;
+  if (!h.has_sack) return false;
+  // SACK bit i stands for seq ack + 1 + i: bits from first_held - ack - 1 on
+  // name held records (all of them when the ack is first_held itself).
+  const uint32_t gap = first_held - h.ack;
+  if (gap == 0) return h.sack != 0;
+  return gap - 1 < wire::kDgramSackBits && (h.sack >> (gap - 1)) != 0;
+}
+
 void RdStream::SendReset(uint32_t session) {
   if (SendControl(ResetHeader(local_qpn_, peer_qpn_, out_session_.id(), session))) {
     ++rare_stats().resets_sent;
@@ -613,7 +627,9 @@ RdStream::Input RdStream::OnDatagram(const wire::DecodedDgram& d) {
   }
   switch (in_sessions_.Classify(h.session, h.syn)) {
     case SessionVerdict::kRetired: ++rare_stats().stale; return Input::kOk;
-    case SessionVerdict::kReset: SendReset(h.session); return Input::kOk;
+    case SessionVerdict::kReset:
+      if (!d.later_record) SendReset(h.session);  // one per datagram, bundled or not
+      return Input::kOk;
     case SessionVerdict::kAdopted:
       if (had_inbound_) return Input::kPeerRestarted;
       had_inbound_ = true;
@@ -622,7 +638,7 @@ RdStream::Input RdStream::OnDatagram(const wire::DecodedDgram& d) {
   }
   last_heard_ = now;
   const bool was_writable = writable();
-  if (h.has_ack && out_session_.OnAckEcho(h.echo_session)) {
+  if (h.has_ack && !AckReachesHeld(h) && out_session_.OnAckEcho(h.echo_session)) {
     (void)send_.OnAck(AckFields{h.ack, h.has_sack, h.sack, h.credits}, now);
     ReleaseAcked();
   }

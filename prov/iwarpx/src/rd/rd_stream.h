@@ -338,6 +338,11 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   void SendAck();
   void SendProbe();
   void SendReset(uint32_t session);
+  // True when the ack fields of `h` reach a record this corked stream holds:
+  // numbered at AcceptUlpdu but never sent, so no honest peer can ack it.
+  // Such an ack is ignored whole (it would release records Uncork() still
+  // transmits).
+  [[nodiscard]] bool AckReachesHeld(const wire::DgramHeader& h) const;
   bool SendControl(const wire::DgramHeader& h);
   void CheckProbe(uint64_t now);
 

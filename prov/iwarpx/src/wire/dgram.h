@@ -119,6 +119,11 @@ struct DecodedDgram {
   // in the same datagram (docs/wire.md §3.6.1): a receiver may leave an ack
   // it owes for the last one (never set by the decoders).
   bool more_records = false;
+  // Set by rd::DgramPort on every record of a bundle after the first (never
+  // set by the decoders): such a record draws no RESET, so one datagram
+  // draws at most one whatever its record count (no amplification toward an
+  // unchecked source address).
+  bool later_record = false;
 };
 
 // Header and trailer for a gather send (sendmsg iovec: header, ULPDU parts,
