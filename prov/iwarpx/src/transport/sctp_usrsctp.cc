@@ -40,12 +40,14 @@ class StackRef {
   bool held_ = false;
 };
 
-// Owns a usrsctp socket until released into an object.
+// Owns a usrsctp socket until released into an object; an error path
+// closes it as UsrsctpStack::Close does (an accepted or connecting socket may
+// already have an association that receives).
 class SocketGuard {
  public:
   explicit SocketGuard(struct socket* so) : so_(so) {}
   ~SocketGuard() {
-    if (so_ != nullptr) usrsctp_close(so_);
+    if (so_ != nullptr) UsrsctpStack::Close(so_);
   }
   SocketGuard(const SocketGuard&) = delete;
   SocketGuard& operator=(const SocketGuard&) = delete;
