@@ -24,10 +24,9 @@ namespace {
 
 TEST_F(RdChannelTest, AForgedBundleOfAnUnknownSessionDrawsOneReset) {
   Open();
-  const int raw = socket(AF_INET, SOCK_DGRAM, 0);
-  ASSERT_GE(raw, 0);
-  const transport::SockAddr local = transport::SockAddr::Loopback4(0);
-  ASSERT_EQ(bind(raw, local.sa(), local.length()), 0);
+  const transport::UniqueFd raw_fd = RawLoopbackSocket();
+  ASSERT_TRUE(raw_fd.valid());
+  const int raw = raw_fd.get();
   const transport::SockAddr to = b_->local_address();
   constexpr size_t kRecords = 100;
   std::vector<std::vector<uint8_t>> segs(kRecords, std::vector<uint8_t>(14, 0));
@@ -58,7 +57,6 @@ TEST_F(RdChannelTest, AForgedBundleOfAnUnknownSessionDrawsOneReset) {
       if (d.ok() && d->header.ctrl_op == wire::DgramControlOp::kReset) ++resets;
     }
   }
-  close(raw);
   std::lock_guard<std::mutex> lock(engine_->mu());
   EndpointStats st;
   b_->CollectStats(&st);

@@ -1,8 +1,10 @@
 // The fixture of the RdChannel tests (rd_channel_test.cc,
-// rd_channel_place_test.cc): a real engine and two RdChannels A and B on
-// loopback UDP sockets, each with its own STag table (PD kPd) and a client
-// recording the QPs made and failed and every completion.
+// rd_channel_place_test.cc, rd_channel_bundle_reset_test.cc): a real engine and two RdChannels A
+// and B on loopback UDP sockets, each with its own STag table (PD kPd) and a client recording the
+// QPs made and failed and every completion.
 #pragma once
+
+#include <sys/socket.h>
 
 #include <deque>
 #include <memory>
@@ -19,6 +21,7 @@
 #include "testing/engine_fixture.h"
 #include "testing/qp_harness.h"
 #include "transport/fault.h"
+#include "transport/fd.h"
 
 namespace iwarpx::progress {
 
@@ -79,6 +82,16 @@ class RdChannelTest : public testing::EngineFixture<::testing::Test, 10> {
   }
 
   RdPeerKey KeyOf(const RdChannel& ch) const { return {ch.local_address(), 9}; }
+
+  // A UDP socket of the test's own bound to 127.0.0.1 (any port), for
+  // datagrams no RdChannel would send (forged, stale); invalid if it could
+  // not be made or bound (the caller asserts valid()).
+  static transport::UniqueFd RawLoopbackSocket() {
+    transport::UniqueFd fd(socket(AF_INET, SOCK_DGRAM, 0));
+    const transport::SockAddr local = transport::SockAddr::Loopback4(0);
+    if (fd.valid() && bind(fd.get(), local.sa(), local.length()) != 0) fd = transport::UniqueFd();
+    return fd;
+  }
 
   size_t send_buffer_bytes_ = 0;  // RdStreamConfig::send_buffer_bytes for Open (0: default)
   uint64_t idle_release_ns_ = 0;  // RdChannelConfig::idle_release_ns for Open (0: no sweep)

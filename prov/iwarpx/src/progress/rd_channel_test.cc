@@ -275,10 +275,9 @@ TEST_F(RdChannelTest, VanishedPeerIsReportedOnceAndANewQpFollows) {
 // None of them makes a QP.
 TEST_F(RdChannelTest, UnknownSessionsDrawAResetAndMakeNoQp) {
   Open();
-  const int raw = socket(AF_INET, SOCK_DGRAM, 0);
-  ASSERT_GE(raw, 0);
-  const transport::SockAddr local = transport::SockAddr::Loopback4(0);
-  ASSERT_EQ(bind(raw, local.sa(), local.length()), 0);
+  const transport::UniqueFd raw_fd = RawLoopbackSocket();
+  ASSERT_TRUE(raw_fd.valid());
+  const int raw = raw_fd.get();
   timeval tv{.tv_sec = 0, .tv_usec = 20'000};
   ASSERT_EQ(setsockopt(raw, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
   const transport::SockAddr to = b_->local_address();
@@ -340,7 +339,6 @@ TEST_F(RdChannelTest, UnknownSessionsDrawAResetAndMakeNoQp) {
   }
   EXPECT_EQ(got[0].echo_session, 0x5e55u);
   EXPECT_EQ(got[1].echo_session, 0x5e56u);
-  close(raw);
   std::lock_guard<std::mutex> lock(engine_->mu());
   EXPECT_EQ(b_->peers(), 0u);
   EXPECT_TRUE(cb_.made.empty());
