@@ -15,6 +15,8 @@ total_fail=0
 total_skip=0
 failed_stages=()
 failed_tests=() # "stage: test name", repeated at the end (CI logs keep only the tail)
+excerpts=$(mktemp) # the head and tail of each failed test's output, also repeated at the end
+trap 'rm -f "$excerpts"' EXIT
 stage_times=()  # "stage Ns": the whole command must stay under 30 minutes on 2 cores
 
 # timed STAGE START: records how long STAGE took since START (a $SECONDS value).
@@ -51,9 +53,30 @@ run_ctest() {
     done < <(sed -n '/The following tests FAILED:/,/^$/p' "$log" | grep -E '^[[:space:]]+[0-9]+ - ' |
       sed -E 's/^[[:space:]]+//')
     ((total == 0)) && { failed_stages+=("$stage (no tests)"); total_fail=$((total_fail + 1)); }
+    ((fail)) && failure_excerpts "$stage" "$log" >>"$excerpts"
   fi
   rm -f "$log"
   timed "$stage" "$start"
+}
+
+# failure_excerpts STAGE LOG: for at most 3 failed tests of a ctest log (--output-on-failure), the
+# first 30 and last 10 lines of the output ctest printed under the test's result line.
+failure_excerpts() {
+  awk -v stage="$1" '
+    function flush() {
+      if (name == "" || shown >= 3) { name = ""; return }
+      shown++
+      printf "--- %s: %s (%d lines of output; first 30, last 10)\n", stage, name, n
+      for (i = 1; i <= n; i++) if (i <= 30 || i > n - 10) print "    " buf[i]; else if (i == 31) print "    ..."
+      name = ""
+    }
+    /^ *[0-9]+\/[0-9]+ Test +#[0-9]+: / || /^ *Start +[0-9]+: / || /tests passed, / {
+      flush()
+      if ($0 ~ /Test +#/ && $0 !~ /Passed|Skipped|Not Run/) { name = $0; sub(/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: /, "", name); sub(/ +[.]+.*/, "", name); n = 0 }
+      next
+    }
+    name != "" { buf[++n] = $0 }
+    END { flush() }' "$2"
 }
 
 # stage STAGE CMD...: a non-ctest step that counts as one test.
@@ -104,6 +127,7 @@ fi
 if ((${#failed_tests[@]})); then
   echo "failed tests (their output is above, under the stage's ctest run):"
   printf '  %s\n' "${failed_tests[@]}"
+  cat "$excerpts"
 fi
 echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 ((total_fail == 0))

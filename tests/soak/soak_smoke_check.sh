@@ -47,6 +47,10 @@ case $mode in
   *) echo "usage: $0 pass|break BUILD_DIR"; exit 2 ;;
 esac
 if ((rc)); then
+  # The violations first: scripts/test.sh repeats only the first 30 lines of a failed test.
+  echo "--- the report's verdict and failure lines"
+  sed -n '/^## Verdict/,$p' "$report" 2>/dev/null | sed -n '3,12p'
+  awk '/^Failure lines/ { f = 1; print; next } f && /^    / { print } f && /^## / { exit }' "$report" 2>/dev/null
   echo "--- soak.sh output"
   cat "$tmp/out"
   # The generators' own last lines (each side's stderr: progress, the failure, the
