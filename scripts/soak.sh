@@ -226,9 +226,18 @@ while (($(date +%s) < deadline + 90)); do
     ((now % 60 < interval)) && echo "soak.sh: ${now} s"
   fi
 done
-status() { wait "$1" 2>/dev/null; echo $?; }
-rc_msg_client=$(status "$msg_client") rc_msg_server=$(status "$msg_server")
-rc_rdm_client=$(status "$rdm_client") rc_rdm_server=$(status "$rdm_server")
+# Each exit status from a wait in this shell, not in $(...): a subshell cannot wait for its
+# parent's jobs, and bash then returns -1 at once for one still running, such as a server
+# lingering in its close for a last ack (FI_IWARPX_RD_LINGER, up to 2 s after its client
+# ended). Bounded: every generator runs under timeout(1).
+wait "$msg_client" 2>/dev/null
+rc_msg_client=$?
+wait "$msg_server" 2>/dev/null
+rc_msg_server=$?
+wait "$rdm_client" 2>/dev/null
+rc_rdm_client=$?
+wait "$rdm_server" 2>/dev/null
+rc_rdm_server=$?
 ((mpi)) && wait "$mpi_pid"
 elapsed=$(($(date +%s) - begin))
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
