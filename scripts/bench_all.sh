@@ -15,7 +15,8 @@
 #          "not available: <reason>" when the provider offers no FI_IWARPX_LLP (an old build)
 #   scale  one RDM endpoint and N peers: memory per peer, hot-peer latency  scripts/bench_scale.sh
 #   floor  raw kernel sockets, no libfabric: UDP round trip, one TCP stream  scripts/bench_floor.sh;
-#          the report sets the issue targets against it (what any socket transport can reach)
+#          the report sets the issue targets against it (what any socket transport can reach);
+#          the full run adds --anchors: the anchors of those targets in the same rounds
 #
 #   --quick        small sizes, few iterations, one run each (minutes; numbers are a smoke
 #                  check, not figures); default: the sizes and repeats of PERFORMANCE.md
@@ -144,7 +145,7 @@ fi
 # from the runs' sizes, repeats and PERFORMANCE.md's timings); the ETA scales them by how long
 # the finished sections really took against their estimates.
 declare -A est_full=([dgram]=90 [rdm]=600 [msg]=120 [btl]=180 [osc]=400 [sctp]=180 [scale]=900
-                     [floor]=20)
+                     [floor]=100)
 declare -A est_quick=([dgram]=25 [rdm]=180 [msg]=40 [btl]=20 [osc]=15 [sctp]=30 [scale]=20
                       [floor]=5)
 estimate() { if ((quick)); then echo "${est_quick[$1]}"; else echo "${est_full[$1]}"; fi; }

@@ -160,6 +160,6 @@ section_cmd() {
       fi ;;
     floor)
       printf '%s\n' scripts/bench_floor.sh "${b[@]}" --strict --repeat 5
-      if ((quick)); then printf '%s\n' --repeat 1 --min-time 0.05; fi ;;
+      if ((quick)); then printf '%s\n' --repeat 1 --min-time 0.05; else printf '%s\n' --anchors; fi ;;
   esac
 }

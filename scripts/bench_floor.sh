@@ -24,6 +24,14 @@
 #   --min-time SEC      measured seconds per run (raw_floor --min-time, default 0.5)
 #   --strict            exit 1 if any run failed (its cells read "n/a")
 #   --keep-logs         keep the server/client logs (path printed)
+#   --anchors           also run, in every round between the raw measures, the anchors of the
+#                       issue targets that sockets bound (osc pt2pt Put 8 B and Get 1 MiB with
+#                       lock/flush, btl tcp latency 8 B and bandwidth 1 MiB, `tcp;ofi_rxm`
+#                       tagged bandwidth 1 MiB), and print a second table, "Ceilings": per
+#                       target, the raw sockets' ratio to the anchor within each round (the
+#                       round trip or one-way time for latency, the best of the four flows for
+#                       bandwidth). This host's speed moves in phases of minutes, so only
+#                       ratios within a round say what the sockets leave a transport here.
 #
 # Every server runs in the background under `timeout` with its PID recorded, binds port 0 on
 # 127.0.0.1 and reports its port through a file; on exit only those PIDs are stopped.
@@ -38,6 +46,7 @@ stream_size=1m
 min_time=0.5
 strict=0
 keep_logs=0
+anchors=0
 cmdline="${IWARPX_BENCH_NAME:-scripts/bench_floor.sh} $*"
 
 while (($#)); do
@@ -50,6 +59,7 @@ while (($#)); do
     --min-time) min_time=$2; shift ;;
     --strict) strict=1 ;;
     --keep-logs) keep_logs=1 ;;
+    --anchors) anchors=1 ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_floor.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -67,8 +77,26 @@ prog=$build/fabtests_ext/bench/raw_floor
 . scripts/bench_lib.sh  # the scripts run from the repository root (cd above)
 bench_work_start bench_floor
 
+if ((anchors)); then
+  # shellcheck disable=SC2034 # read by bench_mpi_setup: only Open MPI's own components
+  run_iwarpx=0
+  if ((do_build)); then
+    cmake --build "$build" -j1 --target osc_bench tagged_bw >&2 || { echo "bench_floor.sh: build failed" >&2; exit 1; }
+  fi
+  raw_prog=$prog
+  bench_mpi_setup bench_floor.sh mpi_bench unused  # sets prog (mpi_bench), mpirun
+  prog_mpi=$prog
+  prog=$raw_prog
+  osc_prog=$build/bench/mpi/osc_bench
+  bw_prog=$build/fabtests_ext/bench/tagged_bw
+  for f in "$osc_prog" "$bw_prog"; do
+    [[ -x $f ]] || { echo "bench_floor.sh: $f missing (build it first)" >&2; exit 1; }
+  done
+fi
+
 failures=0
 runs=0
+round=0
 # measure KEY ARGS...: one raw_floor pair; appends "KEY VALUE" to $work/data/floor.
 measure() {
   local key=$1
@@ -85,14 +113,61 @@ measure() {
   v=$(awk -F, 'NR == 2 { print $6 }' "$log.client.out")
   [[ $v =~ ^[0-9.]+$ ]] || { echo "== $key: no result in its output" >&2; failures=$((failures + 1)); return; }
   echo "$key $v" >>"$work/data/floor"
-  [[ $key == udp_oneway_us ]] && awk -v v="$v" 'BEGIN { printf "udp_rtt_us %.3f\n", 2 * v }' >>"$work/data/floor"
+  echo "$key $round $v" >>"$work/data/rounds"
+  if [[ $key == udp_oneway_us ]]; then
+    v=$(awk -v v="$v" 'BEGIN { printf "%.3f", 2 * v }')
+    echo "udp_rtt_us $v" >>"$work/data/floor"
+    echo "udp_rtt_us $round $v" >>"$work/data/rounds"
+  fi
 }
 
-for ((r = 0; r < repeat; ++r)); do  # alternating, so drift hits every measure alike
+# anchor_mpi NAME CSV_TESTS... -- MPIRUN_ARGS...: one mpirun of the anchors (2 ranks, pml ob1,
+# btl self,tcp on lo); appends "KEY ROUND VALUE" for each CSV_TEST ("test,size" as the CSV
+# names them, KEY = name_test_size) to $work/data/rounds.
+anchor_mpi() {
+  local name=$1 tests=() t
+  shift
+  while [[ $1 != -- ]]; do tests+=("$1"); shift; done
+  shift
+  runs=$((runs + 1))
+  local log=$work/logs/$runs.$name
+  if ! bench_mpirun "$name" "$log" 300 "$mpirun" --allow-run-as-root --oversubscribe --bind-to none \
+    -np 2 --mca oob_tcp_if_include lo --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo "$@"; then
+    failures=$((failures + 1))
+    return
+  fi
+  for t in "${tests[@]}"; do
+    # mpi_bench: program,label,test,size,iters,value,unit; osc_bench: ...,test,sync,win,size,iters,value,unit
+    awk -F, -v t="${t%,*}" -v sz="${t#*,}" -v k="${name}_${t%,*}_${t#*,}" -v r="$round" '
+      $3 == t && $(NF - 3) == sz { print k, r, $(NF - 1); found = 1 }
+      END { if (!found) exit 1 }' "$log.out" >>"$work/data/rounds" ||
+      { echo "== $name: no $t result in its output" >&2; failures=$((failures + 1)); }
+  done
+}
+
+# anchor_rxm: one tagged_bw pair of `tcp;ofi_rxm` at the stream size.
+anchor_rxm() {
+  runs=$((runs + 1))
+  local log=$work/logs/$runs.rxm v
+  pair_server=("$bw_prog" -p "tcp;ofi_rxm" --sizes "$stream_size" --min-time "$min_time")
+  pair_client=("$bw_prog" -p "tcp;ofi_rxm" --sizes "$stream_size" --min-time "$min_time")
+  bench_pair rxm "$log" || { failures=$((failures + 1)); return; }
+  v=$(awk -F, 'NR == 2 { print $6 }' "$log.client.out")
+  [[ $v =~ ^[0-9.]+$ ]] || { echo "== rxm: no result in its output" >&2; failures=$((failures + 1)); return; }
+  echo "rxm_bw $round $v" >>"$work/data/rounds"
+}
+
+bytes=$(numfmt --from=iec "${stream_size^^}" 2>/dev/null) || { echo "bench_floor.sh: bad --stream-size" >&2; exit 2; }
+for ((round = 0; round < repeat; ++round)); do  # alternating, so drift hits every measure alike
   measure udp_oneway_us --op udp --sizes "$udp_size"
+  ((anchors)) && anchor_mpi pt2pt put_latency,"$udp_size" get_bw,"$bytes" -- --mca osc pt2pt \
+    "$osc_prog" --csv --win allocate --tests put_latency,get_bw --sync lock --sizes "$udp_size,$stream_size"
   measure tcp_w64_mbs --op stream -w 64 --sizes "$stream_size"
   measure tcp_w1_mbs --op stream -w 1 --sizes "$stream_size"
+  ((anchors)) && anchor_mpi btltcp latency,"$udp_size" bw,"$bytes" -- \
+    "$prog_mpi" --csv --tests latency,bw --sizes "$udp_size,$stream_size"
   measure udp_w64_mbs --op udpstream -w 64 --sizes "$stream_size"
+  ((anchors)) && anchor_rxm
   measure udp_w1_mbs --op udpstream -w 1 --sizes "$stream_size"
 done
 
@@ -121,6 +196,48 @@ row tcp_w64_mbs "$stream_size" "MB/s" "one TCP stream, 64 distinct buffers (cold
 row tcp_w1_mbs "$stream_size" "MB/s" "one TCP stream, one buffer (hot)"
 row udp_w64_mbs "$stream_size" "MB/s" "one UDP flow, 64 distinct buffers (cold)"
 row udp_w1_mbs "$stream_size" "MB/s" "one UDP flow, one buffer (hot)"
+# ceiling ISSUE TEXT ANCHOR_KEY OP LIMIT RAW_KEY...: one row of the Ceilings table. Within each
+# round: the best raw value (the least time for OP <=, the most MB/s for >=) over the anchor's.
+ceiling() {
+  local issue=$1 text=$2 akey=$3 op=$4 limit=$5
+  shift 5
+  awk -v a="$akey" -v raw="$*" -v op="$op" -v lim="$limit" -v issue="$issue" -v text="$text" '
+    function sort(x, n,   i, j, t) {
+      for (i = 2; i <= n; i++) for (j = i; j > 1 && x[j - 1] > x[j]; j--) { t = x[j]; x[j] = x[j - 1]; x[j - 1] = t }
+    }
+    function median(x, n) { return (n % 2) ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2 }
+    BEGIN { k = split(raw, rk, " "); for (i = 1; i <= k; i++) israw[rk[i]] = 1 }
+    $1 == a { anchor[$2] = $3 }
+    ($1 in israw) && (!($2 in best) || (op == ">=" ? $3 > best[$2] : $3 < best[$2])) { best[$2] = $3 }
+    END {
+      n = 0
+      for (r in anchor) if ((r in best) && anchor[r] > 0) { n++; q[n] = best[r] / anchor[r]; v[n] = anchor[r] }
+      if (n == 0) { printf "| %s | %s %s %.2f | n/a | n/a | n/a |\n", issue, text, op, lim; exit }
+      sort(q, n); sort(v, n)
+      m = median(q, n)
+      if (op == "<=") verdict = m > lim ? "cannot be met here: sockets alone take more" : "reachable"
+      else verdict = m < lim ? "above the best raw flow here" : "within the raw flows"
+      a = median(v, n)
+      printf "| %s | %s %s %.2f | " (a >= 100 ? "%.0f" : "%.2f") " | %.2f (%.2f-%.2f), %d round%s | %s |\n",
+        issue, text, op, lim, a, m, q[1], q[n], n, n == 1 ? "" : "s", verdict
+    }' "$work/data/rounds"
+}
+
+if ((anchors)); then
+  flows=(tcp_w64_mbs tcp_w1_mbs udp_w64_mbs udp_w1_mbs)
+  echo
+  echo "Ceilings: the raw sockets against each anchor within the same round (latency: raw time /"
+  echo "anchor time, a bound no transport over these sockets goes below; bandwidth: the best of the"
+  echo "four raw flows / anchor, what one flow with one copy each way moves here):"
+  echo
+  echo "| issue | target | anchor median | raw / anchor per round: median (min-max) | verdict |"
+  echo "|---|---|---:|---|---|"
+  ceiling 7 "MPI_Put $udp_size B lock/flush latency / osc pt2pt" "pt2pt_put_latency_$udp_size" "<=" 0.30 udp_rtt_us
+  ceiling 7 "MPI_Get $stream_size lock/flush bandwidth / osc pt2pt" "pt2pt_get_bw_$bytes" ">=" 2.00 "${flows[@]}"
+  ceiling 6 "$udp_size B latency / btl tcp" "btltcp_latency_$udp_size" "<=" 0.80 udp_oneway_us
+  ceiling 6 "$stream_size bandwidth / btl tcp" "btltcp_bw_$bytes" ">=" 1.30 "${flows[@]}"
+  ceiling 4 "$stream_size tagged bandwidth / tcp;ofi_rxm" rxm_bw ">=" 1.00 "${flows[@]}"
+fi
 if ((failures)); then
   echo
   echo "# $failures run(s) failed (see stderr)"
