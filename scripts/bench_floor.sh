@@ -226,9 +226,8 @@ ceiling() {
 if ((anchors)); then
   flows=(tcp_w64_mbs tcp_w1_mbs udp_w64_mbs udp_w1_mbs)
   echo
-  echo "Ceilings: the raw sockets against each anchor within the same round (latency: raw time /"
-  echo "anchor time, a bound no transport over these sockets goes below; bandwidth: the best of the"
-  echo "four raw flows / anchor, what one flow with one copy each way moves here):"
+  # One line: bench_report.py takes the line before a table as its caption.
+  echo "Ceilings, raw sockets / anchor within each round (latency: raw time / anchor time, a bound no transport over these sockets goes below; bandwidth: the best of the four raw flows / anchor, what one flow with one copy each way moves here):"
   echo
   echo "| issue | target | anchor median | raw / anchor per round: median (min-max) | verdict |"
   echo "|---|---|---:|---|---|"

@@ -324,8 +324,14 @@ def against_floor(t, floors):
 
 
 def floor(text):
-    return Extract([], [], ["The issue targets are set against these in the report's target "
-                            "table (column \"raw sockets\")."] if floor_values(text) else [])
+    notes = []
+    if floor_values(text):
+        notes.append("The issue targets are set against these in the report's target table "
+                     "(column \"raw sockets\").")
+    if any(t.header[:2] == ["issue", "target"] for t in parse(text)):
+        notes.append("The Ceilings table (--anchors) sets the same targets against the raw "
+                     "sockets within each round, which this host's phases of speed cannot skew.")
+    return Extract([], [], [" ".join(notes)] if notes else [])
 
 
 EXTRACTORS = {"dgram": dgram, "rdm": rdm, "msg": msg, "btl": btl, "osc": osc, "sctp": sctp,

@@ -100,6 +100,14 @@ Raw kernel sockets on 127.0.0.1 (no libfabric):
 | udp_w64_mbs | 1m | 6000 | 5900 | 6100 | MB/s | one UDP flow, 64 distinct buffers (cold) |
 """
 
+CEILINGS = FLOOR + """
+Ceilings, raw sockets / anchor within each round (latency: raw time / anchor time, a bound):
+
+| issue | target | anchor median | raw / anchor per round: median (min-max) | verdict |
+|---|---|---:|---|---|
+| 7 | MPI_Put 8 B lock/flush latency / osc pt2pt <= 0.30 | 14.07 | 0.49 (0.48-0.59), 9 rounds | cannot be met here: sockets alone take more |
+"""
+
 OSC = """# scripts/bench_osc.sh --repeat 1
 
 | test | sync | size (B) | unit | osc pt2pt | osc iwarpx | ratio |
@@ -212,6 +220,15 @@ class SectionsTest(unittest.TestCase):
                          {"udp_oneway_us": 1.7, "udp_rtt_us": 3.4, "tcp_w64_mbs": 5000.0,
                           "udp_w64_mbs": 6000.0})
         self.assertEqual(sections.floor_values("no table"), {})
+
+    def test_the_ceilings_table_keeps_its_caption_and_leaves_the_floor_alone(self):
+        self.assertEqual(sections.floor_values(CEILINGS), sections.floor_values(FLOOR))
+        caps = [t.caption for t in parse(CEILINGS)]
+        self.assertEqual(len(caps), 2)
+        self.assertTrue(caps[1].startswith("Ceilings, raw sockets / anchor within each round"),
+                        caps[1])
+        self.assertIn("The Ceilings table", sections.extract("floor", CEILINGS).extra[0])
+        self.assertNotIn("Ceilings", sections.extract("floor", FLOOR).extra[0])
 
     def test_targets_against_the_floor(self):
         floors = sections.floor_values(FLOOR)
