@@ -330,7 +330,8 @@ def floor(text):
                      "(column \"raw sockets\").")
     if any(t.header[:2] == ["issue", "target"] for t in parse(text)):
         notes.append("The Ceilings table (--anchors) sets the same targets against the raw "
-                     "sockets within each round, which this host's phases of speed cannot skew.")
+                     "sockets within each round, seconds apart, so a slow or fast phase of the "
+                     "host mostly hits both sides of a ratio.")
     return Extract([], [], [" ".join(notes)] if notes else [])
 
 
