@@ -32,6 +32,7 @@ bool QueuePair::TakeWholeFpdu(ByteSpan ulpdu) {
   auto seg = wire::ParseSegment(ByteSpan(rxf_->hdr.data(), target),
                                 wire::ParseOptions{.accept_send_imm = mpa_.send_imm});
   if (!seg.ok()) return false;
+  if (recv_source_ != nullptr && OfferSend(*seg, ulpdu.subspan(target))) return true;
   rxf_->seg = *seg;
   rx_hdr_target_ = target;
   rx_hdr_done_ = true;
@@ -79,6 +80,27 @@ bool QueuePair::TakeWholeFpdu(ByteSpan ulpdu) {
   rxf_->whole_len = 0;
   rx_running_ = false;
   return true;
+}
+
+bool QueuePair::OfferSend(const wire::Segment& seg, ByteSpan payload) {
+  if (seg.opcode != wire::RdmapOpcode::kSend && seg.opcode != wire::RdmapOpcode::kSendWithSe) {
+    return false;
+  }
+  const wire::DdpHeader& h = seg.ddp;
+  if (!h.last || h.mo != 0 || h.msn != rx_msn_send_ || seg.send_imm_follows()) return false;
+  if (rq_head_ != rq_tail_ || rx_imm_due_ || rx_send_mo_ != 0 || awaiting_rtr_ || tx_held_) {
+    return false;  // a posted receive takes it in order; or not a plain Send now
+  }
+  rx_running_ = true;  // as for a completion: a PostRecv from the source must not read
+  const bool taken = recv_source_->TakeSend(*this, payload);
+  if (taken) {
+    ++rx_msn_send_;
+    ++rx_stats_.fpdus;
+    ++rx_stats_.sends_taken;
+    ProcessTx();  // as RxFpduComplete ends
+  }
+  rx_running_ = false;
+  return taken;
 }
 
 }  // namespace iwarpx::qp

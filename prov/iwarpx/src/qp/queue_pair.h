@@ -205,6 +205,7 @@ struct RxStats {
   uint64_t staged_copies = 0;  // payload bytes copied to their destination from staging or
                                // from a whole FPDU the connection offered (TakeWholeFpdu)
   uint64_t bad_crc = 0;        // FPDUs whose MPA CRC did not match (the QP Terminates)
+  uint64_t sends_taken = 0;    // whole Sends the RecvSource consumed (TakeSend), no receive used
 };
 
 // Transmit-path counters: FPDUs framed and the payload they carry (data
@@ -272,6 +273,8 @@ class QueuePair {
   // same FPDU byte by byte and reports any error as before. Completions may
   // be reported from inside the call; the connection must not be read from
   // them (a PostRecv() made there does not read: it returns).
+  // A whole Send with no receive posted is first offered to the RecvSource
+  // (recv_source.h TakeSend): taken, it uses its MSN and completes nothing.
   bool TakeWholeFpdu(ByteSpan ulpdu);
   [[nodiscard]] bool wants_write() const;
   [[nodiscard]] bool wants_read() const;
@@ -516,6 +519,9 @@ class QueuePair {
   bool RxRead();
   size_t PayloadIov(size_t offset, size_t len, std::span<iovec> out) const;
   Dispatch DispatchHeader();
+  // TakeWholeFpdu's offer of a parsed whole Send to the RecvSource (TakeSend);
+  // true if it took `payload`.
+  bool OfferSend(const wire::Segment& seg, ByteSpan payload);
   [[nodiscard]] bool HeldByRequestHold() const;
   Dispatch DispatchSend();
   // No receive posted (TCP/RD receive queue), after asking the RecvSource.

@@ -607,6 +607,19 @@ bool RdmCore::DeliverIfPosted(Peer& p, Via via, const wire::RdmMessage& m) {
   return true;
 }
 
+bool RdmCore::TakeEager(Peer& p, ByteSpan bytes) {
+  if (bytes.size() < wire::kRdmHeaderSize ||
+      bytes[1] != static_cast<uint8_t>(wire::RdmOp::kEager)) {
+    return false;
+  }
+  if (p.rx_switched || p.rd_replaying || FbHolds(p)) return false;  // as Incoming holds it
+  const auto m = wire::DecodeRdmMessage(bytes);
+  if (!m.ok() || !DeliverIfPosted(p, Via::kRd, *m)) return false;
+  p.stats.CountReceived(CarriedOn(Via::kRd, true), m->header.size);
+  ++counters_.rd_direct;
+  return true;
+}
+
 void RdmCore::Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage& m) {
   const wire::RdmHeader& h = m.header;
   // A message taken from the RC-FP ring counts there (fp_arriving_, set by

@@ -405,6 +405,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     uint64_t rc_rma_failed = 0;     // of those, failed because their connection ended
     uint64_t rc_fallbacks = 0;      // broken connections recovered (the peer's BROKEN answered)
     uint64_t rc_resent = 0;         // messages sent again on RD after a break
+    uint64_t rd_direct = 0;         // RD EAGERs delivered from the datagram, no bounce (TakeEager)
   };
   [[nodiscard]] const Counters& counters() const { return counters_; }
   // Per-peer statistics (rdm/peer_stats.h, rdm_core_stats.cc): peers are
@@ -502,6 +503,9 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     void OnEstablished() override {}
     void OnTerminated(wire::TermCause /*cause*/, qp::TermOrigin /*origin*/) override {}
     bool Supply(qp::QueuePair& q) override { return core->SupplyBounce(*this, q); }
+    bool TakeSend(qp::QueuePair& /*q*/, ByteSpan payload) override {
+      return core->TakeEager(*this, payload);
+    }
   };
   // Work done from the engine's pending pass, outside any call into a QP:
   // destroying dropped links, and posting the Reads and FINs that waited for
@@ -845,6 +849,12 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // Matching and delivery.
   TagMatcher& MatcherFor(bool tagged) { return tagged ? tagged_ : untagged_; }
   void Arrived(Peer& p, Via via, uint32_t bounce, const wire::RdmMessage& m);
+  // An RD QP's whole Send with no bounce posted (qp::RecvSource::TakeSend):
+  // an EAGER that a posted receive matches, with nothing of p held for the
+  // order rules, is delivered from `bytes` at once (one copy, no bounce);
+  // anything else is left (false, nothing changed) to the bounce path, which
+  // also reports what does not decode.
+  bool TakeEager(Peer& p, ByteSpan bytes);
   // `m` for a posted receive (or multi-receive buffer), if one matches:
   // delivered (EAGER: copied out of m.payload) or its rendezvous started.
   bool DeliverIfPosted(Peer& p, Via via, const wire::RdmMessage& m);

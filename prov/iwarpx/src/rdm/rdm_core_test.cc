@@ -3,7 +3,8 @@
 // ignore bits and directed receives, eager and rendezvous sizes up to 64 MiB
 // bit-exact, truncation, peek/claim/discard, remote write data, and a peer
 // that vanishes failing what waits on it; each with the read and the write
-// rendezvous handshake and the copy rendezvous (rdm_core_fixture.h).
+// rendezvous handshake and the copy rendezvous (rdm_core_fixture.h). An
+// eager message for a posted receive is delivered without a bounce.
 #include "rdm/rdm_core.h"
 
 #include <cstring>
@@ -125,6 +126,32 @@ TEST_P(RdmCoreTest, TruncationReportsWhatDidNotFit) {
     EXPECT_TRUE(std::equal(rx.begin(), rx.end(), msg.begin()));
   }
   ASSERT_TRUE(RunUntil([&] { return sa_.Count(Event::kSendDone) == 2; }));
+}
+
+TEST_P(RdmCoreTest, AnEagerForAPostedReceiveSkipsTheBounceAndAnUnexpectedOneDoesNot) {
+  // Posted first, tagged then untagged: delivered from the datagram
+  // (qp::RecvSource::TakeSend), counted as rd_direct, truncation as usual.
+  std::vector<uint8_t> m1 = Pattern(200, 1), m2 = Pattern(40, 2), m3 = Pattern(64, 3);
+  std::vector<uint8_t> r1(200, 0), r2(16, 0), r3(64, 0);
+  ASSERT_EQ(Recv(*b_, r1, 1, true, 7), RdmStatus::kOk);
+  ASSERT_EQ(Recv(*b_, r2, 2), RdmStatus::kOk);
+  ASSERT_EQ(Send(*a_, *b_, m1, 3, true, 7), RdmStatus::kOk);
+  ASSERT_EQ(Send(*a_, *b_, m2, 4), RdmStatus::kOk);
+  ASSERT_TRUE(RunUntil([&] { return sb_.Count(Event::kRecvDone) == 2; }));
+  EXPECT_EQ(b_->counters().rd_direct, 2u);
+  EXPECT_EQ(b_->counters().unexpected, 0u);
+  EXPECT_TRUE(m1 == r1);
+  EXPECT_TRUE(std::equal(r2.begin(), r2.end(), m2.begin()));
+  EXPECT_EQ(sb_.ev[1].r.truncated, 24u);
+  // No receive posted: the message waits in a bounce, and is delivered from
+  // there when one is posted.
+  ASSERT_EQ(Send(*a_, *b_, m3, 5, true, 9), RdmStatus::kOk);
+  ASSERT_TRUE(RunUntil([&] { return b_->counters().unexpected == 1; }));
+  EXPECT_EQ(b_->counters().rd_direct, 2u);
+  ASSERT_EQ(Recv(*b_, r3, 6, true, 9), RdmStatus::kOk);
+  ASSERT_TRUE(RunUntil([&] { return sb_.Count(Event::kRecvDone) == 3; }));
+  EXPECT_TRUE(m3 == r3);
+  EXPECT_EQ(b_->counters().protocol_errors, 0u);
 }
 
 TEST_P(RdmCoreTest, PeekClaimAndDiscard) {

@@ -336,11 +336,18 @@ Result<size_t, WireError> EncodeSendHeader(const SendParams& params, MutableByte
   } else if (params.solicited_event) {
     opcode = Op::kSendWithSe;
   }
-  Segment seg;
-  seg.ddp = UntaggedHeader(opcode, params.msn, params.mo, params.last,
-                           params.imm_follows ? kSendImmFollows : params.invalidate_stag);
-  seg.opcode = opcode;
-  return EncodeSegmentHeader(seg, out);
+  // A Send segment's header is the untagged DDP header alone (no body), and
+  // the checks above are all EncodeSegmentHeader would make of it: written
+  // directly, once per message sent (rdmap_test compares the two).
+  if (out.size() < kDdpUntaggedHeaderSize) return Err{WireError::kNoSpace};
+  ByteWriter w(out);
+  w.WriteU8(EncodeDdpControl(DdpControl{false, params.last}));
+  w.WriteU8(EncodeRdmapControl(opcode));
+  w.WriteBe32(params.imm_follows ? kSendImmFollows : params.invalidate_stag);
+  w.WriteBe32(kQnSend);
+  w.WriteBe32(params.msn);
+  w.WriteBe32(params.mo);
+  return w.written();
 }
 
 Result<size_t, WireError> EncodeImmediateData(bool solicited_event, uint32_t msn, uint64_t data,
