@@ -360,6 +360,7 @@ ssize_t RdmEndpoint::Recv(bool tagged, const struct iovec* iov, size_t count, fi
     }
     return 0;
   }
+  bool queued = false;
   if (claim) {
     st = core_->ReceiveClaimed(r, claim_key, discard);
     if (st == rdm::RdmStatus::kNoMessage) {
@@ -368,13 +369,16 @@ ssize_t RdmEndpoint::Recv(bool tagged, const struct iovec* iov, size_t count, fi
       return -FI_EINVAL;
     }
   } else {
-    st = core_->PostRecv(r);
+    st = core_->PostRecv(r, &queued);
   }
   if (st != rdm::RdmStatus::kOk) {
     reporter_.FreeRx(index);
     return StatusToFi(st, call);
   }
-  core_->AfterPost();
+  // A receive that only joined the posted list changed no QP: the channel's
+  // deadlines and the engine's view stay as they were (a repost per message
+  // is on every small message's path). Held FI_MORE sends still go now.
+  if (!queued || core_->corked()) core_->AfterPost();
   return 0;
 }
 

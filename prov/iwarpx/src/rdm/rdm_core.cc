@@ -951,7 +951,7 @@ void RdmCore::DrainIntoMulti() {
   }
 }
 
-RdmStatus RdmCore::PostRecv(const RecvRequest& r) {
+RdmStatus RdmCore::PostRecv(const RecvRequest& r, bool* queued) {
   if (r.multi) {
     if (r.tagged || r.count != 1 || r.iov == nullptr) return RdmStatus::kInvalid;
     const std::optional<uint32_t> index = Alloc(rx_, rx_free_, kMaxRxOps);
@@ -977,6 +977,7 @@ RdmStatus RdmCore::PostRecv(const RecvRequest& r) {
   op.req.iov = nullptr;
   MatcherFor(r.tagged).AddPosted(
       {r.tagged ? r.tag : 0, r.tagged ? r.ignore : 0, r.src, static_cast<uint64_t>(*index)});
+  if (queued != nullptr) *queued = true;
   return RdmStatus::kOk;
 }
 

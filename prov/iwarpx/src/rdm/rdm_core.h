@@ -301,8 +301,11 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // iovecs must stay valid until then (copy first for FI_INJECT).
   RdmStatus Send(const transport::SockAddr& to, const iovec* iov, size_t count, bool tagged,
                  uint64_t tag, bool has_data, uint64_t data, uint64_t context);
-  // A receive; may complete at once from an unexpected message.
-  RdmStatus PostRecv(const RecvRequest& r);
+  // A receive; may complete at once from an unexpected message. `queued`
+  // (if given) is set when the receive only joined the posted list: nothing
+  // matched and no QP was touched, so AfterPost() has nothing to do for it
+  // (the caller may skip it; the next post or progress pass does it anyway).
+  RdmStatus PostRecv(const RecvRequest& r, bool* queued = nullptr);
   // fi_cancel: true if the receive was still posted (it is then gone; the
   // caller reports FI_ECANCELED).
   bool CancelRecv(bool tagged, uint64_t context);
@@ -352,6 +355,8 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     if (!more && !corked_.empty()) UncorkAll();
     channel_->AfterPost();
   }
+  // Sends held by FI_MORE wait for the next AfterPost().
+  [[nodiscard]] bool corked() const { return !corked_.empty(); }
 
   // Connected channels: whether this core listens for them (the chain names
   // one, max_links > 0 and the TCP bind worked), and the errno of the bind
