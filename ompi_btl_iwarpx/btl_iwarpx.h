@@ -163,6 +163,7 @@ typedef struct mca_btl_iwarpx_recv_t {
   mca_btl_iwarpx_ctx_t ctx;
   void* buf;
   struct mca_btl_base_endpoint_t* endpoint;
+  struct mca_btl_iwarpx_recv_t* repost_next; /* in the module's repost list */
 } mca_btl_iwarpx_recv_t;
 
 /* One outstanding RDMA or atomic operation. */
@@ -231,6 +232,10 @@ typedef struct mca_btl_iwarpx_module_t {
   opal_free_list_t rdma_ops;               /* mca_btl_iwarpx_rdma_op_t */
   mca_btl_iwarpx_recv_t* recvs;            /* posted receive buffers */
   int num_recvs;
+  /* Receives delivered and not yet posted again: reposted when the CQ is next read
+   * (mca_btl_iwarpx_reap_cq), so a message's repost is not between its delivery and the
+   * caller's return from progress. Under the progress lock. */
+  mca_btl_iwarpx_recv_t* repost;
   volatile int64_t outstanding;   /* RDMA/atomics not yet completed */
   volatile int64_t sends_pending; /* fi_senddata sends not yet completed */
   mca_btl_base_module_error_cb_fn_t error_cb;
@@ -306,7 +311,8 @@ int mca_btl_iwarpx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep
                          mca_btl_base_descriptor_t** descriptor);
 void mca_btl_iwarpx_send_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_frag_t* frag,
                                   int status);
-/* A message received on the RDM endpoint (CQ data: the tag, or an SCTP wake-up); reposts r. */
+/* A message received on the RDM endpoint (CQ data: the tag, or an SCTP wake-up); r joins
+ * the repost list (posted again by the next mca_btl_iwarpx_reap_cq). */
 void mca_btl_iwarpx_recv_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_recv_t* r, size_t len,
                                   uint64_t data);
 /* Hands len bytes at buf with `tag` to the registered active-message callback (counted). */

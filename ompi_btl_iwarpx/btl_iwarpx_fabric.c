@@ -120,6 +120,7 @@ int mca_btl_iwarpx_fabric_open(mca_btl_iwarpx_module_t* m, bool mpi_threads) {
   m->rcache = NULL;
   m->recvs = NULL;
   m->num_recvs = 0;
+  m->repost = NULL;
   m->outstanding = 0;
   m->sends_pending = 0;
   m->error_cb = NULL;
@@ -209,6 +210,7 @@ void mca_btl_iwarpx_fabric_close(mca_btl_iwarpx_module_t* m) {
   free(m->recvs);
   m->recvs = NULL;
   m->num_recvs = 0;
+  m->repost = NULL; /* receives of the closed endpoint, never to be posted again */
   OBJ_DESTRUCT(&m->rdma_ops);
   OBJ_DESTRUCT(&m->max_frags);
   OBJ_DESTRUCT(&m->eager_frags);

@@ -105,9 +105,20 @@ static int read_error(mca_btl_iwarpx_module_t* m, struct fid_cq* cq) {
   return 1;
 }
 
+/* Posts again the receives delivered since the last read of the CQ (btl_iwarpx.h, repost). */
+static void repost(mca_btl_iwarpx_module_t* m) {
+  while (m->repost != NULL) {
+    mca_btl_iwarpx_recv_t* r = m->repost;
+    m->repost = r->repost_next;
+    r->repost_next = NULL;
+    (void)mca_btl_iwarpx_post_recv(m, r);
+  }
+}
+
 int mca_btl_iwarpx_reap_cq(mca_btl_iwarpx_module_t* m, struct fid_cq* cq) {
   int count = 0;
   if (cq == NULL) return 0;
+  if (cq == m->cq) repost(m);
   struct fi_cq_data_entry entries[IWX_CQ_BATCH];
   for (;;) {
     ssize_t n = fi_cq_read(cq, entries, IWX_CQ_BATCH);

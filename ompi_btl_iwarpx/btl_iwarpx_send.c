@@ -227,5 +227,6 @@ void mca_btl_iwarpx_recv_complete(mca_btl_iwarpx_module_t* m, mca_btl_iwarpx_rec
   } else {
     mca_btl_iwarpx_deliver(m, (mca_btl_base_tag_t)data, r->buf, len);
   }
-  (void)mca_btl_iwarpx_post_recv(m, r);
+  r->repost_next = m->repost;
+  m->repost = r;
 }

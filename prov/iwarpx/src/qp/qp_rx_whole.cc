@@ -11,6 +11,7 @@
 // the byte-stream path, which reports errors as before.
 #include <array>
 #include <cstring>
+#include <optional>
 
 #include "qp/queue_pair.h"
 #include "wire/rdmap.h"
@@ -26,13 +27,16 @@ bool QueuePair::TakeWholeFpdu(ByteSpan ulpdu) {
   if (!rxf_) rxf_ = std::make_unique<RxFpdu>(RxConfig());  // first receive, or after ReleaseIdle
   const wire::FpduRxConfig& rc = rxf_->rx.config();
   if (rc.crc || rc.markers || !rxf_->rx.at_fpdu_boundary()) return false;
+  if (recv_source_ != nullptr) {
+    const std::optional<wire::PlainSend> send = wire::ParsePlainSend(ulpdu);
+    if (send && OfferSend(*send, ulpdu.subspan(wire::kDdpUntaggedHeaderSize))) return true;
+  }
   const size_t target = RxHeaderTarget(ulpdu[0], ulpdu[1], ulpdu.size());
   if (target == 0) return false;
   std::memcpy(rxf_->hdr.data(), ulpdu.data(), target);
   auto seg = wire::ParseSegment(ByteSpan(rxf_->hdr.data(), target),
                                 wire::ParseOptions{.accept_send_imm = mpa_.send_imm});
   if (!seg.ok()) return false;
-  if (recv_source_ != nullptr && OfferSend(*seg, ulpdu.subspan(target))) return true;
   rxf_->seg = *seg;
   rx_hdr_target_ = target;
   rx_hdr_done_ = true;
@@ -82,12 +86,8 @@ bool QueuePair::TakeWholeFpdu(ByteSpan ulpdu) {
   return true;
 }
 
-bool QueuePair::OfferSend(const wire::Segment& seg, ByteSpan payload) {
-  if (seg.opcode != wire::RdmapOpcode::kSend && seg.opcode != wire::RdmapOpcode::kSendWithSe) {
-    return false;
-  }
-  const wire::DdpHeader& h = seg.ddp;
-  if (!h.last || h.mo != 0 || h.msn != rx_msn_send_ || seg.send_imm_follows()) return false;
+bool QueuePair::OfferSend(const wire::PlainSend& s, ByteSpan payload) {
+  if (!s.last || s.mo != 0 || s.msn != rx_msn_send_) return false;
   if (rq_head_ != rq_tail_ || rx_imm_due_ || rx_send_mo_ != 0 || awaiting_rtr_ || tx_held_) {
     return false;  // a posted receive takes it in order; or not a plain Send now
   }

@@ -519,9 +519,9 @@ class QueuePair {
   bool RxRead();
   size_t PayloadIov(size_t offset, size_t len, std::span<iovec> out) const;
   Dispatch DispatchHeader();
-  // TakeWholeFpdu's offer of a parsed whole Send to the RecvSource (TakeSend);
+  // TakeWholeFpdu's offer of a whole plain Send to the RecvSource (TakeSend);
   // true if it took `payload`.
-  bool OfferSend(const wire::Segment& seg, ByteSpan payload);
+  bool OfferSend(const wire::PlainSend& s, ByteSpan payload);
   [[nodiscard]] bool HeldByRequestHold() const;
   Dispatch DispatchSend();
   // No receive posted (TCP/RD receive queue), after asking the RecvSource.

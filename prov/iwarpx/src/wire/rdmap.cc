@@ -280,6 +280,28 @@ Result<Segment, WireError> ParseSegment(ByteSpan ulpdu, const ParseOptions& opti
   return seg;
 }
 
+std::optional<PlainSend> ParsePlainSend(ByteSpan ulpdu) {
+  if (ulpdu.size() < kDdpUntaggedHeaderSize) return std::nullopt;
+  // Untagged, the DDP version, no reserved bit: exactly these two bytes.
+  const uint8_t ddp = ulpdu[0];
+  if (ddp != kDdpVersion && ddp != (kDdpVersion | kDdpFlagLast)) return std::nullopt;
+  const uint8_t rdmap = ulpdu[1];
+  const bool se = rdmap == EncodeRdmapControl(Op::kSendWithSe);
+  if (!se && rdmap != EncodeRdmapControl(Op::kSend)) return std::nullopt;
+  ByteReader r(ulpdu.subspan(2, kDdpUntaggedHeaderSize - 2));
+  uint32_t rsvd = 0;
+  uint32_t qn = 0;
+  PlainSend s;
+  r.ReadBe32(rsvd);
+  r.ReadBe32(qn);
+  r.ReadBe32(s.msn);
+  r.ReadBe32(s.mo);
+  if (rsvd != 0 || qn != kQnSend) return std::nullopt;
+  s.last = (ddp & kDdpFlagLast) != 0;
+  s.solicited_event = se;
+  return s;
+}
+
 Result<size_t, WireError> EncodeSegmentHeader(const Segment& segment, MutableByteSpan out) {
   const OpcodeInfo* info = FindOpcodeInfo(static_cast<uint8_t>(segment.opcode));
   if (info == nullptr) return Err{WireError::kInvalidArgument};

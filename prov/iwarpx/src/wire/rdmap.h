@@ -81,6 +81,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <variant>
 
@@ -201,6 +202,20 @@ struct ParseOptions {
 };
 
 Result<Segment, WireError> ParseSegment(ByteSpan ulpdu, const ParseOptions& options = {});
+
+// The header of a plain Send segment — Send or Send with SE, no Invalidate,
+// no Immediate Data announced — read straight from the ULPDU for receive
+// paths that take such Sends on their own (qp_rx_whole.cc). Whatever this
+// accepts, ParseSegment accepts with the same fields (rdmap_test checks it
+// and segment_fuzzer compares the two); anything else is nullopt (another
+// opcode, or a header ParseSegment would refuse), for ParseSegment to judge.
+struct PlainSend {
+  uint32_t msn = 0;
+  uint32_t mo = 0;
+  bool last = false;
+  bool solicited_event = false;
+};
+std::optional<PlainSend> ParsePlainSend(ByteSpan ulpdu);
 
 // Re-encodes a Segment's DDP header and body (not its payload) into `out`.
 // The RDMAP control byte is derived from `opcode` (ddp.rsvd_ulp0 is ignored).

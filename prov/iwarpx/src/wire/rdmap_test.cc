@@ -450,6 +450,57 @@ TEST(RdmapRoundTripTest, TypedEncodersAgreeWithGenericEncoder) {
 
 // ----------------------------------------------------------------- encoders --
 
+// ParsePlainSend (the whole-Send shortcut) against ParseSegment: every plain
+// Send header is taken with its fields, and nothing ParseSegment refuses, or
+// parses as another opcode or as a Send with Invalidate or Immediate Data.
+TEST(RdmapPlainSendTest, AgreesWithParseSegment) {
+  std::mt19937 rng(17);
+  std::vector<uint8_t> out(18);
+  for (const bool se : {false, true}) {
+    for (const bool last : {false, true}) {
+      SendParams p;
+      p.solicited_event = se;
+      p.last = last;
+      p.msn = 0x01020304;
+      p.mo = last ? 0 : 4096;
+      ASSERT_TRUE(EncodeSendHeader(p, out).ok());
+      out.push_back(0xAB);  // a payload byte
+      const auto s = ParsePlainSend(out);
+      ASSERT_TRUE(s.has_value());
+      EXPECT_EQ(s->msn, p.msn);
+      EXPECT_EQ(s->mo, p.mo);
+      EXPECT_EQ(s->last, last);
+      EXPECT_EQ(s->solicited_event, se);
+      out.resize(18);
+    }
+  }
+  size_t accepted = 0;
+  for (int i = 0; i < 200000; ++i) {
+    std::vector<uint8_t> b(18 + rng() % 4);
+    for (auto& x : b) x = static_cast<uint8_t>(rng());
+    // Mostly near-valid headers: the interesting cases differ in one field.
+    if (i % 4 != 0) {
+      b[0] = (i % 3 == 0) ? 0x41 : 0x01;
+      b[1] = (i % 5 == 0) ? 0x45 : 0x43;
+      if (i % 7 != 0) std::fill(b.begin() + 2, b.begin() + 10, 0);
+      if (i % 11 == 0) b[5] = 1;  // RsvdULP 1: Immediate Data announced
+    }
+    const auto seg = ParseSegment(b);
+    const auto s = ParsePlainSend(b);
+    const bool plain = seg.ok() && (seg->opcode == Op::kSend || seg->opcode == Op::kSendWithSe) &&
+                       seg->ddp.rsvd_ulp1_4 == 0;
+    ASSERT_EQ(s.has_value(), plain) << ToHex(b);
+    if (s) {
+      ++accepted;
+      EXPECT_EQ(s->msn, seg->ddp.msn);
+      EXPECT_EQ(s->mo, seg->ddp.mo);
+      EXPECT_EQ(s->last, seg->ddp.last);
+    }
+  }
+  EXPECT_GT(accepted, 10000u);  // the comparison saw many valid Sends
+  EXPECT_FALSE(ParsePlainSend(std::vector<uint8_t>(17, 0)).has_value());  // short
+}
+
 TEST(RdmapEncodeTest, ShortBuffersGiveNoSpace) {
   std::vector<uint8_t> out(13);
   EXPECT_EQ(EncodeWriteHeader(1, 0, true, out).error(), WireError::kNoSpace);

@@ -7,10 +7,14 @@
 // The input is parsed with and without ParseOptions::accept_send_imm: the
 // option may only add acceptance of a Send's last segment announcing
 // Immediate Data (rdmap.h), never refuse or change anything else.
+// ParsePlainSend, the receive path's shortcut for plain Sends, may accept
+// only what ParseSegment accepts as a plain Send, with the same fields, and
+// must accept every such Send.
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <variant>
 
 #include "wire/rdmap.h"
@@ -34,6 +38,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(!plain->send_imm_follows());
   } else if (parsed.ok()) {
     Check(parsed->send_imm_follows());
+  }
+  const std::optional<PlainSend> send = ParsePlainSend(input);
+  const bool plain_send =
+      plain.ok() &&
+      (plain->opcode == RdmapOpcode::kSend || plain->opcode == RdmapOpcode::kSendWithSe) &&
+      plain->ddp.rsvd_ulp1_4 == 0;
+  Check(send.has_value() == plain_send);
+  if (send) {
+    Check(send->msn == plain->ddp.msn && send->mo == plain->ddp.mo);
+    Check(send->last == plain->ddp.last);
+    Check(send->solicited_event == (plain->opcode == RdmapOpcode::kSendWithSe));
   }
   if (!parsed.ok()) return 0;
   const Segment& seg = parsed.value();
