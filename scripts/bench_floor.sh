@@ -97,21 +97,29 @@ fi
 failures=0
 runs=0
 round=0
-# measure KEY ARGS...: one raw_floor pair; appends "KEY VALUE" to $work/data/floor.
-measure() {
+pair_result=
+# pair_value KEY PROGRAM ARGS...: one server/client pair of PROGRAM (a CSV client: the value
+# in column 6 of its second line) into pair_result; else counts a failure and returns 1.
+# Not in a $(...): the counters must stay in this shell.
+pair_value() {
   local key=$1
   shift
   runs=$((runs + 1))
   local log=$work/logs/$runs.$key
-  pair_server=("$prog" --min-time "$min_time" "$@")
-  pair_client=("$prog" --min-time "$min_time" "$@")
-  if ! bench_pair "$key" "$log"; then
-    failures=$((failures + 1))
-    return
-  fi
-  local v
-  v=$(awk -F, 'NR == 2 { print $6 }' "$log.client.out")
-  [[ $v =~ ^[0-9.]+$ ]] || { echo "== $key: no result in its output" >&2; failures=$((failures + 1)); return; }
+  pair_server=("$@")
+  pair_client=("$@")
+  bench_pair "$key" "$log" || { failures=$((failures + 1)); return 1; }
+  pair_result=$(awk -F, 'NR == 2 { print $6 }' "$log.client.out")
+  [[ $pair_result =~ ^[0-9.]+$ ]] ||
+    { echo "== $key: no result in its output" >&2; failures=$((failures + 1)); return 1; }
+}
+
+# measure KEY ARGS...: one raw_floor pair; appends "KEY VALUE" to $work/data/floor.
+measure() {
+  local key=$1 v
+  shift
+  pair_value "$key" "$prog" --min-time "$min_time" "$@" || return
+  v=$pair_result
   echo "$key $v" >>"$work/data/floor"
   echo "$key $round $v" >>"$work/data/rounds"
   if [[ $key == udp_oneway_us ]]; then
@@ -147,14 +155,8 @@ anchor_mpi() {
 
 # anchor_rxm: one tagged_bw pair of `tcp;ofi_rxm` at the stream size.
 anchor_rxm() {
-  runs=$((runs + 1))
-  local log=$work/logs/$runs.rxm v
-  pair_server=("$bw_prog" -p "tcp;ofi_rxm" --sizes "$stream_size" --min-time "$min_time")
-  pair_client=("$bw_prog" -p "tcp;ofi_rxm" --sizes "$stream_size" --min-time "$min_time")
-  bench_pair rxm "$log" || { failures=$((failures + 1)); return; }
-  v=$(awk -F, 'NR == 2 { print $6 }' "$log.client.out")
-  [[ $v =~ ^[0-9.]+$ ]] || { echo "== rxm: no result in its output" >&2; failures=$((failures + 1)); return; }
-  echo "rxm_bw $round $v" >>"$work/data/rounds"
+  pair_value rxm "$bw_prog" -p "tcp;ofi_rxm" --sizes "$stream_size" --min-time "$min_time" || return
+  echo "rxm_bw $round $pair_result" >>"$work/data/rounds"
 }
 
 bytes=$(numfmt --from=iec "${stream_size^^}" 2>/dev/null) || { echo "bench_floor.sh: bad --stream-size" >&2; exit 2; }
