@@ -126,11 +126,22 @@ TEST(RdmInfo, AttributesOfTheRdmEndpoint) {
 
 TEST_F(RdmTest, SendRecvEagerAndRendezvousSizes) {
   const size_t sizes[] = {0, 1, kEagerLimit, kEagerLimit + 1, kMiB, 16 * kMiB};
+  const std::optional<fi_iwarpx_ep_stats> a0 = fttest::EpStats(a_->domain, a_->ep);
+  const std::optional<fi_iwarpx_ep_stats> b0 = fttest::EpStats(b_->domain, b_->ep);
   uint64_t seed = 1;
   for (const size_t size : sizes) {
     SendOne(size, seed++);
     ASSERT_FALSE(HasFatalFailure()) << size;
   }
+  // The three eager messages went on the datagrams and found their receive
+  // posted: the two that fit one datagram were delivered from it, no bounce
+  // (rdm_rd_direct); the one of kEagerLimit bytes took several datagrams and
+  // a bounce.
+  const std::optional<fi_iwarpx_ep_stats> a1 = fttest::EpStats(a_->domain, a_->ep);
+  const std::optional<fi_iwarpx_ep_stats> b1 = fttest::EpStats(b_->domain, b_->ep);
+  ASSERT_TRUE(a0 && b0 && a1 && b1);
+  EXPECT_EQ(a1->rdm_ud_sr_msgs - a0->rdm_ud_sr_msgs, 3u);
+  EXPECT_EQ(b1->rdm_rd_direct - b0->rdm_rd_direct, 2u);
   // And back from B to A.
   const Bytes m = Pattern(kEagerLimit + 100, 77);
   Bytes dst(m.size());

@@ -29,7 +29,7 @@ extern "C" {
 #define FI_IWARPX_PROV_NAME "iwarpx"
 
 /* Version of this extension interface (major << 16 | minor). */
-#define FI_IWARPX_EXT_VERSION ((0 << 16) | 9)
+#define FI_IWARPX_EXT_VERSION ((0 << 16) | 11)
 
 /*
  * Provider-specific protocol (fi_ep_attr.protocol, FI_PROV_SPECIFIC range of
@@ -180,6 +180,11 @@ struct fi_iwarpx_ep_stats {
   uint64_t rd_bundles_sent;
   uint64_t rd_bundled_records;
   uint64_t rd_bundles_received;
+  /* RDM eager messages received over the reliable datagrams and delivered
+   * straight from the datagram into a posted receive, without a bounce
+   * buffer (docs/design.md, "RD queue pairs"). Added in version 0.11, after
+   * the fields above: a shorter len still gets the prefix. */
+  uint64_t rdm_rd_direct;
 };
 
 /*

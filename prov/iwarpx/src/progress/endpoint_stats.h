@@ -91,7 +91,9 @@ namespace iwarpx::progress {
   /* Bundles: several segments in one RD data datagram (docs/wire.md 3.6.1). */   \
   X(rd_bundles_sent)                                                              \
   X(rd_bundled_records)                                                           \
-  X(rd_bundles_received)
+  X(rd_bundles_received)                                                          \
+  /* RDM eager messages delivered from the datagram, no bounce (rdm_core.h). */   \
+  X(rdm_rd_direct)
 
 struct EndpointStats {
 #define IWARPX_STAT_FIELD(name) uint64_t name = 0;

@@ -60,6 +60,7 @@ void RdmCore::CollectStats(progress::EndpointStats* out) const {
   out->rdm_copy_fallbacks += counters_.copy_fallbacks;
   out->rdm_rc_fallbacks += counters_.rc_fallbacks;
   out->rdm_rc_resent += counters_.rc_resent;
+  out->rdm_rd_direct += counters_.rd_direct;
   out->rc_opened += counters_.rc_opened;
   out->rc_accepted += counters_.rc_accepted;
   out->rc_rejected += counters_.rc_rejected;
