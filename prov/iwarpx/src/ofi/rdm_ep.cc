@@ -377,7 +377,7 @@ ssize_t RdmEndpoint::Recv(bool tagged, const struct iovec* iov, size_t count, fi
   }
   // A receive that only joined the posted list changed no QP: the channel's
   // deadlines and the engine's view stay as they were (a repost per message
-  // is on every small message's path). Held FI_MORE sends still go now.
+  // is on every small message's path). RMA held by FI_MORE still goes now.
   if (!queued || core_->corked()) core_->AfterPost();
   return 0;
 }

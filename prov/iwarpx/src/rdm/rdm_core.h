@@ -355,7 +355,7 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     if (!more && !corked_.empty()) UncorkAll();
     channel_->AfterPost();
   }
-  // Sends held by FI_MORE wait for the next AfterPost().
+  // RMA held by FI_MORE (CorkRma) waits for the next AfterPost().
   [[nodiscard]] bool corked() const { return !corked_.empty(); }
 
   // Connected channels: whether this core listens for them (the chain names
