@@ -92,9 +92,10 @@ Result<size_t, WireError> EncodeRdmHeader(const RdmHeader& h, MutableByteSpan ou
 
 namespace {
 
-// An EAGER (the one op every small message is): the checks of the general
-// path below that apply to it, in an order that gives the same error, without
-// the reader; rdm_msg_test's known answers and the fuzzer's round trip cover it.
+// An EAGER (the one op every small message is), once DecodeRdmMessage has
+// checked its version, op and header length: the flag, tag, data and length
+// checks that apply to it, without the reader; rdm_msg_test's known answers
+// and the fuzzer's round trip cover it.
 Result<RdmMessage, WireError> DecodeEager(ByteSpan bytes) {
   const uint8_t* p = bytes.data();
   const uint16_t flags = LoadBe16(p + 2);
@@ -119,10 +120,6 @@ Result<RdmMessage, WireError> DecodeEager(ByteSpan bytes) {
 }  // namespace
 
 Result<RdmMessage, WireError> DecodeRdmMessage(ByteSpan bytes) {
-  if (bytes.size() >= kRdmHeaderSize && bytes[0] == kRdmVersion &&
-      bytes[1] == static_cast<uint8_t>(RdmOp::kEager)) {
-    return DecodeEager(bytes);
-  }
   ByteReader r(bytes);
   uint8_t version = 0;
   uint8_t op = 0;
@@ -137,6 +134,7 @@ Result<RdmMessage, WireError> DecodeRdmMessage(ByteSpan bytes) {
     return Err{WireError::kRdmBadOp};
   }
   if (bytes.size() < kRdmHeaderSize) return Err{WireError::kTruncated};
+  if (op == static_cast<uint8_t>(RdmOp::kEager)) return DecodeEager(bytes);
   r.Skip(2);
   r.ReadBe16(flags);
   r.ReadBe32(h.msg_id);
@@ -181,11 +179,8 @@ Result<RdmMessage, WireError> DecodeRdmMessage(ByteSpan bytes) {
   if (!h.tagged && h.tag != 0) return Err{WireError::kRdmReservedBits};
   if (!h.has_data && h.data != 0) return Err{WireError::kRdmReservedBits};
   switch (h.op) {
-    case RdmOp::kEager:
-      if (h.msg_id != 0) return Err{WireError::kRdmReservedBits};
-      if (bytes.size() - kRdmHeaderSize != h.size) return Err{WireError::kRdmBadLength};
-      m.payload = bytes.subspan(kRdmHeaderSize);
-      return m;
+    case RdmOp::kEager:  // decoded by DecodeEager above; cannot reach here
+      return Err{WireError::kRdmBadOp};
     case RdmOp::kData:
       if (h.tagged || h.has_data || h.write) return Err{WireError::kRdmReservedBits};
       if (bytes.size() - kRdmHeaderSize != h.size || !Valid(h)) {
