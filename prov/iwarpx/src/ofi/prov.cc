@@ -106,6 +106,12 @@ void DefineParams() {
                   "received straight into the Read's buffer (a datagram that turns out to be "
                   "another one is copied out, as without this); off receives every datagram "
                   "into the endpoint's buffers and copies. (default: true)");
+  fi_param_define(&g_provider, "rd_hot_socket", FI_PARAM_BOOL,
+                  "A second UDP socket for the first peer of a reliable-datagram (FI_EP_RDM) "
+                  "endpoint: bound to the same address and port and connected to that peer, so "
+                  "its datagrams skip the kernel's per-datagram route lookup (~0.5 us less per "
+                  "datagram on loopback); the endpoint's socket then allows SO_REUSEPORT "
+                  "sharing with sockets of the same user. (default: true)");
   fi_param_define(&g_provider, "rdm_eager", FI_PARAM_INT,
                   "Bytes of the bounce receives of RDM endpoints, 256..1048576: messages up to "
                   "this minus the 32-byte RDM header are sent eagerly (copied); larger ones by "
@@ -243,6 +249,7 @@ void ReadParams() {
   ReadBool("stats", &g_params.stats);
   ReadBool("rd_lend", &g_params.rd_lend);
   ReadBool("rd_place", &g_params.rd_place);
+  ReadBool("rd_hot_socket", &g_params.rd_hot_socket);
   char* fault = nullptr;
   if (fi_param_get_str(&g_provider, "fault", &fault) == FI_SUCCESS && fault != nullptr) {
     auto spec = transport::FaultSpec::Parse(fault);
@@ -305,7 +312,7 @@ void LogParams() {
            "FI_IWARPX_MAX_MR=%zu "
            "FI_IWARPX_DGRAM_CRC=%d FI_IWARPX_FAULT=%s FI_IWARPX_RD_TIMEOUT=%d "
            "FI_IWARPX_RD_LINGER=%d FI_IWARPX_RD_IDLE_RELEASE=%d FI_IWARPX_RD_LEND=%d "
-           "FI_IWARPX_RD_PLACE=%d FI_IWARPX_RD_SEGMENT=%d "
+           "FI_IWARPX_RD_PLACE=%d FI_IWARPX_RD_HOT_SOCKET=%d FI_IWARPX_RD_SEGMENT=%d "
            "FI_IWARPX_RDM_EAGER=%d "
            "FI_IWARPX_RNDV=%s "
            "FI_IWARPX_SEND_RULES=%s FI_IWARPX_RC_THRESHOLD_MSGS=%d "
@@ -313,8 +320,8 @@ void LogParams() {
            p.mpa_crc, p.mpa_rev, p.mpa_markers, p.ird, p.ord, p.mulpdu, p.progress_thread,
            p.busy_poll, p.busy_poll_park, p.max_mr, p.dgram_crc,
            p.fault_invalid ? "(invalid)" : (p.fault.any() ? "(set)" : "none"), p.rd_timeout_ms,
-           p.rd_linger_ms, p.rd_idle_release_ms, p.rd_lend, p.rd_place, p.rd_segment, p.rdm_eager,
-           p.rndv_write ? "write" : "read",
+           p.rd_linger_ms, p.rd_idle_release_ms, p.rd_lend, p.rd_place, p.rd_hot_socket,
+           p.rd_segment, p.rdm_eager, p.rndv_write ? "write" : "read",
            p.send_rules.empty() ? "(default)" : p.send_rules.c_str(), p.rc_threshold_msgs,
            p.rc_threshold_bytes, p.max_rc, p.stats);
 }

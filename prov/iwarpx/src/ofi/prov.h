@@ -32,6 +32,7 @@ struct Params {
   int rd_idle_release_ms = 10;       // FI_IWARPX_RD_IDLE_RELEASE (0: never)
   bool rd_lend = true;               // FI_IWARPX_RD_LEND: Read Responses sent zero-copy
   bool rd_place = true;              // FI_IWARPX_RD_PLACE: Read Responses received in place
+  bool rd_hot_socket = true;         // FI_IWARPX_RD_HOT_SOCKET: connected socket, first peer
   int rdm_eager = 65536;             // FI_IWARPX_RDM_EAGER (bounce receive size)
   bool rndv_write = false;           // FI_IWARPX_RNDV=write: RDMA-write rendezvous handshake
   int rd_segment = 0;                // FI_IWARPX_RD_SEGMENT (0: by path)

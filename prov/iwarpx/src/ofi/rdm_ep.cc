@@ -53,6 +53,7 @@ int RdmEndpoint::Open(struct fid_domain* domain, struct fi_info* info, struct fi
   c.channel.qp.stream.send.dead_after_ns = uint64_t(p.rd_timeout_ms) * 1'000'000;
   c.channel.qp.stream.lend_reads = p.rd_lend;
   c.channel.place_reads = p.rd_place;
+  c.channel.hot_socket = p.rd_hot_socket;
   c.channel.idle_release_ns = uint64_t(p.rd_idle_release_ms) * 1'000'000;
   c.channel.qp.stream.max_segment = static_cast<size_t>(p.rd_segment);  // 0: by path
   c.channel.qp.sq_size = kPerPeerSq;

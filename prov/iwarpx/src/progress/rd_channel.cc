@@ -24,18 +24,31 @@ Result<std::unique_ptr<RdChannel>, transport::IoError> RdChannel::Open(
   auto socket = transport::UdpSocket::Bind(local);
   if (!socket.ok()) return Err{socket.error()};
   std::unique_ptr<RdChannel> ch(new RdChannel(engine, config, stags, client));
+  std::unique_ptr<transport::DatagramSocket> base;
   if (config.socket_buffer_bytes > 0) {
     // Best effort: a smaller buffer only costs retransmissions.
     (void)socket.value()->SetSendBufferSize(config.socket_buffer_bytes);
     auto got = socket.value()->SetRecvBufferSize(config.socket_buffer_bytes);
     if (got.ok()) ch->rcvbuf_bytes_ = *got / 2;  // Linux reports twice what it grants
   }
+  if (config.hot_socket) {
+    auto hot = transport::HotPeerSocket::Create(std::move(socket).value());
+    if (!hot.ok()) return Err{hot.error()};  // the main socket is gone with it
+    if (config.socket_buffer_bytes > 0) {
+      (void)hot.value()->SetSendBufferSize(config.socket_buffer_bytes);
+      (void)hot.value()->SetRecvBufferSize(config.socket_buffer_bytes);
+    }
+    ch->hot_socket_ = hot.value().get();
+    base = std::move(hot).value();
+  } else {
+    base = std::move(socket).value();
+  }
   if (faults.any()) {
-    auto injector = std::make_unique<transport::FaultInjector>(std::move(socket).value(), faults);
+    auto injector = std::make_unique<transport::FaultInjector>(std::move(base), faults);
     ch->faults_ = injector.get();
     ch->socket_ = std::move(injector);
   } else {
-    ch->socket_ = std::move(socket).value();
+    ch->socket_ = std::move(base);
   }
   ch->port_ = std::make_unique<rd::DgramPort>(*ch->socket_, config.port);
   if (config.place_reads) ch->port_->SetPredictor(ch.get());
@@ -52,6 +65,7 @@ RdChannel::~RdChannel() {
   hot_ = nullptr;
   last_qp_ = nullptr;
   port_->SetPredictor(nullptr);
+  if (hot_added_) engine_.Remove(hot_poll_);
   engine_.Remove(*this);
   port_->Detach(config_.qpn);
   peers_.clear();  // QPs go before the port they send through
@@ -70,8 +84,57 @@ rd::RdQp* RdChannel::Make(const RdPeerKey& key, const rd::InboundSessions& sessi
   p->SetWatcher(this);
   peers_[key].qp = std::move(q).value();
   ++gone_.rd_peers;
+  MaybeConnectHot(key.addr);
   client_.PeerCreated(key, *p);
   return p;
+}
+
+void RdChannel::MaybeConnectHot(const transport::SockAddr& peer) {
+  if (hot_socket_ == nullptr || hot_socket_->connected() || peer == socket_->local_address()) {
+    return;
+  }
+  if (!hot_socket_->Connect(peer).ok()) {
+    hot_socket_ = nullptr;  // no second try: go on with the one socket
+    return;
+  }
+  if (!engine_.Add(hot_poll_).ok()) {
+    // Nobody would wait on it: its datagrams (none yet, or a few, which the
+    // RD streams resend) must come to the main socket again.
+    hot_socket_->Disconnect();
+    hot_socket_ = nullptr;
+    return;
+  }
+  hot_added_ = true;
+}
+
+void RdChannel::UpdateHot() {
+  if (hot_added_) engine_.Update(hot_poll_);
+}
+
+bool RdChannel::WantsWrite() const {
+  return std::any_of(active_.begin(), active_.end(),
+                     [](const rd::RdQp* q) { return q->wants_socket_write(); });
+}
+
+uint32_t RdChannel::HotPoll::interest() const {
+  uint32_t want = transport::Poller::kReadable;
+  if (ch_.hot_socket_ != nullptr && ch_.hot_socket_->hot_blocked() && ch_.WantsWrite()) {
+    want |= transport::Poller::kWritable;
+  }
+  return want;
+}
+
+void RdChannel::HotPoll::OnReady(uint32_t events) {
+  ch_.OnReady(events);
+  ch_.engine_.Update(ch_);  // the engine updates this one itself
+}
+
+bool RdChannel::HotPoll::PollDirect() {
+  ch_.hot_socket_->set_hot_only(++direct_polls_ % kMainEvery != 0);
+  const bool got = ch_.PollDirect();
+  if (ch_.hot_socket_ != nullptr) ch_.hot_socket_->set_hot_only(false);
+  ch_.engine_.Update(ch_);
+  return got;
 }
 
 rd::RdQp* RdChannel::Find(const RdPeerKey& key) {
@@ -202,12 +265,11 @@ void RdChannel::CollectStats(EndpointStats* out) const {
 
 uint32_t RdChannel::interest() const {
   uint32_t want = transport::Poller::kReadable;
-  for (const rd::RdQp* q : active_) {
-    if (q->wants_socket_write()) {
-      want |= transport::Poller::kWritable;
-      break;
-    }
-  }
+  // With a hot socket, only the socket that refused a datagram is waited on
+  // (the other one is writable and would wake every pass); neither flagged
+  // (a refusal before the hot socket existed): this one.
+  const bool hot_only = hot_added_ && hot_socket_->hot_blocked() && !hot_socket_->main_blocked();
+  if (!hot_only && WantsWrite()) want |= transport::Poller::kWritable;
   return want;
 }
 
@@ -223,6 +285,7 @@ void RdChannel::OnReady(uint32_t events) {
   }
   in_callback_ = false;
   Reap(true);
+  UpdateHot();
 }
 
 bool RdChannel::PollDirect() {
@@ -230,6 +293,7 @@ bool RdChannel::PollDirect() {
   const bool got = port_->OnReadable(kReadBudget) > 0;
   in_callback_ = false;
   Reap(true);
+  UpdateHot();
   return got;
 }
 
@@ -251,6 +315,7 @@ void RdChannel::OnTimer() {
   if (sweep_.due() <= now) sweep_.Run(now);
   in_callback_ = false;
   Reap(true);
+  UpdateHot();  // a resend may have been refused by the hot socket
 }
 
 bool RdChannel::Settled() const {
@@ -270,6 +335,7 @@ void RdChannel::AfterPost() {
   // QP may still be on the stack, so it is only retired, not destroyed.
   Reap(!in_callback_);
   engine_.Update(*this);
+  UpdateHot();
 }
 
 }  // namespace iwarpx::progress

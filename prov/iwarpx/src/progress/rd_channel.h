@@ -41,6 +41,17 @@
 //   of the channel); the next message makes them again.
 // - With a FaultSpec that has any fault (FI_IWARPX_FAULT) the socket is
 //   wrapped in a transport::FaultInjector.
+// - Hot socket (config.hot_socket, FI_IWARPX_RD_HOT_SOCKET): the socket is a
+//   transport::HotPeerSocket, connected to the first peer other than itself
+//   that gets a QP; that peer's datagrams then travel on a second socket of
+//   the same address and port (the fault injector, when set, wraps both).
+//   The channel registers that socket's descriptor with the engine as a
+//   second Pollable (HotPoll) that forwards to it, so waits cover both;
+//   writability is asked of the socket that refused a datagram. A direct
+//   poll through HotPoll (the engine's busy poll of the hot descriptor) reads
+//   the hot socket alone, and the main one too every kMainEvery-th time. If the
+//   second socket cannot be opened or registered the channel goes on with
+//   the one socket.
 #pragma once
 
 #include <cstdint>
@@ -60,6 +71,7 @@
 #include "rd/dgram_port.h"
 #include "rd/rd_qp.h"
 #include "transport/fault.h"
+#include "transport/hot_peer_socket.h"
 #include "transport/sock_addr.h"
 
 namespace iwarpx::progress {
@@ -110,6 +122,8 @@ struct RdChannelConfig {
   // QPs idle this long (at most twice that) give their buffers back
   // (progress/idle_sweep.h; FI_IWARPX_RD_IDLE_RELEASE); 0: never.
   uint64_t idle_release_ns = 0;
+  // A connected second socket for the first peer (see the file comment).
+  bool hot_socket = true;
 };
 
 inline constexpr size_t kLoopbackSegment = wire::kDgramMaxUlpdu;
@@ -148,6 +162,11 @@ class RdChannel final : public Pollable,
   void CollectStats(EndpointStats* out) const;
   // The receive buffer the kernel granted (0: not asked, or unknown).
   [[nodiscard]] int rcvbuf_bytes() const { return rcvbuf_bytes_; }
+  // The peer the hot socket is connected to (none: no hot socket yet, or off).
+  [[nodiscard]] std::optional<transport::SockAddr> hot_peer() const {
+    if (!hot_added_) return std::nullopt;
+    return hot_socket_->peer();
+  }
 
   // Pollable.
   [[nodiscard]] int fd() const override { return socket_->fd(); }
@@ -161,6 +180,23 @@ class RdChannel final : public Pollable,
   struct Entry {
     std::unique_ptr<rd::RdQp> qp;
   };
+  // The hot socket's descriptor in the engine: everything goes to the channel.
+  class HotPoll final : public Pollable {
+   public:
+    explicit HotPoll(RdChannel& ch) : ch_(ch) {}
+    [[nodiscard]] int fd() const override { return ch_.hot_socket_->hot_fd(); }
+    [[nodiscard]] uint32_t interest() const override;
+    void OnReady(uint32_t events) override;
+    bool PollDirect() override;
+
+   private:
+    RdChannel& ch_;
+    uint32_t direct_polls_ = 0;
+  };
+  // Direct polls of the hot socket read the main one too once in this many
+  // (its datagrams are also found by the engine's epoll passes, where the
+  // main socket stays registered).
+  static constexpr uint32_t kMainEvery = 16;
 
   RdChannel(Engine& engine, const RdChannelConfig& config, mem::StagTable& stags,
             RdChannelClient& client);
@@ -183,6 +219,12 @@ class RdChannel final : public Pollable,
   void Reap(bool destroy);
   // A copy of the active set (callbacks may change it while it is visited).
   [[nodiscard]] std::vector<rd::RdQp*> Snapshot() const { return active_; }
+  // Some QP waits for the socket to take a datagram it refused.
+  [[nodiscard]] bool WantsWrite() const;
+  // Connects the hot socket to `peer` if it has none yet and registers HotPoll.
+  void MaybeConnectHot(const transport::SockAddr& peer);
+  // Interest of HotPoll may have changed with the channel's.
+  void UpdateHot();
 
   Engine& engine_;
   RdChannelConfig config_;
@@ -190,7 +232,10 @@ class RdChannel final : public Pollable,
   RdChannelClient& client_;
   Random random_;
   std::unique_ptr<transport::DatagramSocket> socket_;
-  transport::FaultInjector* faults_ = nullptr;  // socket_ itself when FI_IWARPX_FAULT is set
+  transport::FaultInjector* faults_ = nullptr;      // socket_ itself when FI_IWARPX_FAULT is set
+  transport::HotPeerSocket* hot_socket_ = nullptr;  // socket_ or under faults_; config.hot_socket
+  HotPoll hot_poll_{*this};
+  bool hot_added_ = false;  // hot_poll_ is registered with the engine
   std::unique_ptr<rd::DgramPort> port_;
   std::unordered_map<RdPeerKey, Entry, RdPeerKeyHash> peers_;
   std::vector<std::unique_ptr<rd::RdQp>> retired_;

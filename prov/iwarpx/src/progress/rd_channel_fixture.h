@@ -67,6 +67,7 @@ class RdChannelTest : public testing::EngineFixture<::testing::Test, 10> {
     c.place_reads = place_reads;
     if (send_buffer_bytes_ != 0) c.qp.stream.send_buffer_bytes = send_buffer_bytes_;
     c.idle_release_ns = idle_release_ns_;
+    c.hot_socket = hot_socket_;
     c.qpn = 9;
     c.pd = kPd;
     c.qp.stream.send.dead_after_ns = dead_after_ns;
@@ -95,6 +96,7 @@ class RdChannelTest : public testing::EngineFixture<::testing::Test, 10> {
 
   size_t send_buffer_bytes_ = 0;  // RdStreamConfig::send_buffer_bytes for Open (0: default)
   uint64_t idle_release_ns_ = 0;  // RdChannelConfig::idle_release_ns for Open (0: no sweep)
+  bool hot_socket_ = true;        // RdChannelConfig::hot_socket for Open
 
   mem::StagTable stags_a_{Random(1), 16};
   mem::StagTable stags_b_{Random(2), 16};

@@ -29,14 +29,42 @@ Result<std::unique_ptr<UdpSocket>, IoError> UdpSocket::Bind(const SockAddr& loca
   return std::unique_ptr<UdpSocket>(new UdpSocket(std::move(fd), bound));
 }
 
+Result<std::unique_ptr<UdpSocket>, IoError> UdpSocket::BindConnected(const SockAddr& local,
+                                                                     const SockAddr& peer) {
+  if (!local.valid() || !peer.valid()) return Err{IoError{IoStatus::kError, EAFNOSUPPORT}};
+  auto sock = OpenSocket(local.family(), SOCK_DGRAM);
+  if (!sock.ok()) return Err{sock.error()};
+  UniqueFd fd = std::move(sock).value();
+  const int one = 1;
+  if (::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 ||
+      ::bind(fd.get(), local.sa(), local.length()) != 0 ||
+      ::connect(fd.get(), peer.sa(), peer.length()) != 0) {
+    return Err{IoError{IoStatus::kError, errno}};
+  }
+  SockAddr bound = LocalAddressOf(fd.get());
+  return std::unique_ptr<UdpSocket>(new UdpSocket(std::move(fd), bound, true));
+}
+
+Status UdpSocket::ShareAddress() {
+  const int one = 1;
+  if (::setsockopt(fd_.get(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+    return Status{errno};
+  }
+  return Status{};
+}
+
 IoResult UdpSocket::SendTo(const SockAddr& to, std::span<const iovec> iov) {
   if (iov.size() > kMaxIov) return IoResult::Error(EMSGSIZE);
+  // A connected socket sends without an address: with one, the kernel would
+  // look the route up again (the cost BindConnected exists to save).
+  const sockaddr* name = connected_ ? nullptr : to.sa();
+  const socklen_t name_len = connected_ ? 0 : to.length();
   if (iov.size() == 1) {
     // One piece: sendto, which the kernel takes without copying in a
     // msghdr and an iovec array (the udp provider's call, too).
     for (;;) {
       const ssize_t n =
-          ::sendto(fd_.get(), iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL, to.sa(), to.length());
+          ::sendto(fd_.get(), iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL, name, name_len);
       if (n >= 0) return IoResult::Ok(static_cast<size_t>(n));
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return IoResult::WouldBlock();
@@ -44,8 +72,8 @@ IoResult UdpSocket::SendTo(const SockAddr& to, std::span<const iovec> iov) {
     }
   }
   msghdr msg{};
-  msg.msg_name = const_cast<sockaddr*>(to.sa());  // read only by sendmsg
-  msg.msg_namelen = to.length();
+  msg.msg_name = const_cast<sockaddr*>(name);  // read only by sendmsg
+  msg.msg_namelen = name_len;
   msg.msg_iov = const_cast<iovec*>(iov.data());
   msg.msg_iovlen = iov.size();
   for (;;) {
@@ -69,8 +97,10 @@ BatchResult UdpSocket::SendBatch(std::span<DgramMessage> msgs) {
       return SendBatch(msgs.first(i));  // send the valid prefix; the bad one fails next call
     }
     msghdr& h = hdrs[i].msg_hdr;
-    h.msg_name = const_cast<sockaddr*>(msgs[i].addr.sa());
-    h.msg_namelen = msgs[i].addr.length();
+    if (!connected_) {
+      h.msg_name = const_cast<sockaddr*>(msgs[i].addr.sa());
+      h.msg_namelen = msgs[i].addr.length();
+    }
     h.msg_iov = const_cast<iovec*>(msgs[i].iov.data());
     h.msg_iovlen = msgs[i].iov.size();
   }

@@ -20,6 +20,15 @@
 //   already queued.
 // - Set{Send,Recv}BufferSize return the effective size (Linux doubles the
 //   request and caps it at net.core.[rw]mem_max).
+// - Sharing the address (transport/hot_peer_socket.h): ShareAddress() sets
+//   SO_REUSEPORT on a bound socket, so that a socket of BindConnected() may
+//   join it on the same address and port (the kernel groups only sockets of
+//   one user, and only those that set the option: setting it after the bind
+//   keeps an ephemeral port from being given to a stranger's group).
+//   BindConnected(local, peer) opens such a socket and connects it to `peer`:
+//   the kernel then delivers `peer`'s datagrams to it, not to the unconnected
+//   one, and its sends skip the per-datagram route lookup of sendto (they go
+//   without an address; the `to` of SendTo/SendBatch is ignored).
 // - Thread-safety as in transport.h.
 #pragma once
 
@@ -35,6 +44,9 @@ namespace iwarpx::transport {
 class UdpSocket final : public DatagramSocket {
  public:
   static Result<std::unique_ptr<UdpSocket>, IoError> Bind(const SockAddr& local);
+  static Result<std::unique_ptr<UdpSocket>, IoError> BindConnected(const SockAddr& local,
+                                                                   const SockAddr& peer);
+  Status ShareAddress();
 
   IoResult SendTo(const SockAddr& to, std::span<const iovec> iov) override;
   BatchResult SendBatch(std::span<DgramMessage> msgs) override;
@@ -46,12 +58,14 @@ class UdpSocket final : public DatagramSocket {
   Result<int, IoError> SetRecvBufferSize(int bytes);
 
  private:
-  UdpSocket(UniqueFd fd, SockAddr local) : fd_(std::move(fd)), local_(local) {}
+  UdpSocket(UniqueFd fd, SockAddr local, bool connected = false)
+      : fd_(std::move(fd)), local_(local), connected_(connected) {}
   // RecvBatch of one message with one iovec.
   BatchResult RecvOne(DgramMessage& m);
 
   UniqueFd fd_;
   SockAddr local_;
+  bool connected_ = false;  // BindConnected: sends carry no address
 };
 
 }  // namespace iwarpx::transport
