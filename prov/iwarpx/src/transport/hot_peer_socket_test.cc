@@ -27,6 +27,18 @@ class HotPeerSocketTest : public ::testing::TestWithParam<bool> {
     EXPECT_TRUE(s.ok());
     return s.ok() ? std::move(s).value() : nullptr;
   }
+  // hot_ connected to peer_, and other_ beside them.
+  void ConnectedTrio() {
+    hot_ = Hot();
+    peer_ = Plain();
+    other_ = Plain();
+    ASSERT_TRUE(hot_ && peer_ && other_);
+    ASSERT_TRUE(hot_->Connect(peer_->local_address()).ok());
+  }
+
+  std::unique_ptr<HotPeerSocket> hot_;
+  std::unique_ptr<UdpSocket> peer_;
+  std::unique_ptr<UdpSocket> other_;
 };
 
 IoResult Send(DatagramSocket& s, const SockAddr& to, const std::string& text) {
@@ -85,11 +97,10 @@ TEST_P(HotPeerSocketTest, ThePeersDatagramsTakeTheHotSocketAndOthersTheMainOne) 
 }
 
 TEST_P(HotPeerSocketTest, HotOnlyLeavesTheMainSocketAlone) {
-  auto hot = Hot();
-  auto peer = Plain();
-  auto other = Plain();
-  ASSERT_TRUE(hot && peer && other);
-  ASSERT_TRUE(hot->Connect(peer->local_address()).ok());
+  ASSERT_NO_FATAL_FAILURE(ConnectedTrio());
+  auto& hot = hot_;
+  auto& peer = peer_;
+  auto& other = other_;
   ASSERT_TRUE(Send(*other, hot->local_address(), "x").ok());
   ASSERT_TRUE(WaitFor(hot->fd(), Poller::kReadable));
   std::array<char, 8> buf{};
@@ -103,11 +114,10 @@ TEST_P(HotPeerSocketTest, HotOnlyLeavesTheMainSocketAlone) {
 }
 
 TEST_P(HotPeerSocketTest, ABatchStopsWhereTheSocketChanges) {
-  auto hot = Hot();
-  auto peer = Plain();
-  auto other = Plain();
-  ASSERT_TRUE(hot && peer && other);
-  ASSERT_TRUE(hot->Connect(peer->local_address()).ok());
+  ASSERT_NO_FATAL_FAILURE(ConnectedTrio());
+  auto& hot = hot_;
+  auto& peer = peer_;
+  auto& other = other_;
   const std::array<std::string, 3> text{"a", "b", "c"};
   std::array<iovec, 3> v{};
   std::array<DgramMessage, 3> out{};
