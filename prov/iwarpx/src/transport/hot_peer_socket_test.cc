@@ -99,7 +99,6 @@ TEST_P(HotPeerSocketTest, ThePeersDatagramsTakeTheHotSocketAndOthersTheMainOne) 
 TEST_P(HotPeerSocketTest, HotOnlyLeavesTheMainSocketAlone) {
   ASSERT_NO_FATAL_FAILURE(ConnectedTrio());
   auto& hot = hot_;
-  auto& peer = peer_;
   auto& other = other_;
   ASSERT_TRUE(Send(*other, hot->local_address(), "x").ok());
   ASSERT_TRUE(WaitFor(hot->fd(), Poller::kReadable));
