@@ -24,23 +24,23 @@ Result<std::unique_ptr<RdChannel>, transport::IoError> RdChannel::Open(
   auto socket = transport::UdpSocket::Bind(local);
   if (!socket.ok()) return Err{socket.error()};
   std::unique_ptr<RdChannel> ch(new RdChannel(engine, config, stags, client));
-  std::unique_ptr<transport::DatagramSocket> base;
-  if (config.socket_buffer_bytes > 0) {
-    // Best effort: a smaller buffer only costs retransmissions.
-    (void)socket.value()->SetSendBufferSize(config.socket_buffer_bytes);
-    auto got = socket.value()->SetRecvBufferSize(config.socket_buffer_bytes);
+  // Best effort: a smaller buffer only costs retransmissions. HotPeerSocket
+  // sizes its main socket and every connected socket it opens later.
+  auto size_buffers = [&](auto& sock) {
+    if (config.socket_buffer_bytes <= 0) return;
+    (void)sock.SetSendBufferSize(config.socket_buffer_bytes);
+    auto got = sock.SetRecvBufferSize(config.socket_buffer_bytes);
     if (got.ok()) ch->rcvbuf_bytes_ = *got / 2;  // Linux reports twice what it grants
-  }
+  };
+  std::unique_ptr<transport::DatagramSocket> base;
   if (config.hot_socket) {
     auto hot = transport::HotPeerSocket::Create(std::move(socket).value());
     if (!hot.ok()) return Err{hot.error()};  // the main socket is gone with it
-    if (config.socket_buffer_bytes > 0) {
-      (void)hot.value()->SetSendBufferSize(config.socket_buffer_bytes);
-      (void)hot.value()->SetRecvBufferSize(config.socket_buffer_bytes);
-    }
+    size_buffers(*hot.value());
     ch->hot_socket_ = hot.value().get();
     base = std::move(hot).value();
   } else {
+    size_buffers(*socket.value());
     base = std::move(socket).value();
   }
   if (faults.any()) {
@@ -118,7 +118,7 @@ bool RdChannel::WantsWrite() const {
 
 uint32_t RdChannel::HotPoll::interest() const {
   uint32_t want = transport::Poller::kReadable;
-  if (ch_.hot_socket_ != nullptr && ch_.hot_socket_->hot_blocked() && ch_.WantsWrite()) {
+  if (ch_.hot_socket_->hot_blocked() && ch_.WantsWrite()) {
     want |= transport::Poller::kWritable;
   }
   return want;
@@ -132,7 +132,7 @@ void RdChannel::HotPoll::OnReady(uint32_t events) {
 bool RdChannel::HotPoll::PollDirect() {
   ch_.hot_socket_->set_hot_only(++direct_polls_ % kMainEvery != 0);
   const bool got = ch_.PollDirect();
-  if (ch_.hot_socket_ != nullptr) ch_.hot_socket_->set_hot_only(false);
+  ch_.hot_socket_->set_hot_only(false);
   ch_.engine_.Update(ch_);
   return got;
 }

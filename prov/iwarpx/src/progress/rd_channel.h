@@ -181,6 +181,7 @@ class RdChannel final : public Pollable,
     std::unique_ptr<rd::RdQp> qp;
   };
   // The hot socket's descriptor in the engine: everything goes to the channel.
+  // Registered only while hot_socket_ is set, so its members use it unchecked.
   class HotPoll final : public Pollable {
    public:
     explicit HotPoll(RdChannel& ch) : ch_(ch) {}
