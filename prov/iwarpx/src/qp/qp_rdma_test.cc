@@ -451,6 +451,56 @@ TEST(QpReadMiscTest, RepeatedStallsAcrossManyReadResponses) {
   for (const Bytes& s : sinks) EXPECT_EQ(s, source);
 }
 
+// The Read Responses of a Read go out many to a send, as Writes do (one send
+// per 64 KiB FPDU made a Read over TCP far slower than a Write), and those
+// the connection refused whole are built again later, from the region as
+// it is then.
+TEST(QpReadMiscTest, ReadResponsesShareSendsAndRefusedOnesAreRebuilt) {
+  QpConfig cfg;
+  cfg.max_fpdu_payload = 256;
+  QpPair p(0, true, cfg);
+  p.Start();
+  p.Pump();
+  Bytes source(4096, 0x5a);  // 16 Read Response FPDUs
+  const uint32_t src_stag = p.b.Register(source, mem::kRemoteRead, 0);
+  Bytes sink(4096, 0);
+  const uint32_t sink_stag = p.a.Register(sink, mem::kLocalWrite, 0);
+  ReadWr wr;
+  wr.context = 1;
+  wr.local_stag = sink_stag;
+  wr.length = static_cast<uint32_t>(source.size());
+  wr.remote_stag = src_stag;
+  ASSERT_EQ(p.a.qp->PostRead(wr), QpStatus::kOk);
+  p.a.qp->OnWritable();
+  const size_t before = p.b.conn->send_calls();
+  p.b.qp->OnReadable();
+  // The first batch has one slot; the ring grows to a full batch for the rest.
+  EXPECT_LE(p.b.conn->send_calls() - before, 2u) << "one send per Read Response FPDU";
+  p.Pump();
+  ASSERT_EQ(p.a.sink.Count(Kind::kRdma), 1u);
+  EXPECT_EQ(sink, source);
+
+  // The socket takes two FPDUs and part of a third of a second Read's
+  // responses; the responder changes the source before the rest goes out.
+  // The part-sent FPDU goes out as it was framed (stashed), the refused ones
+  // are rebuilt from the changed region: the sink shows where the cut was.
+  std::fill(sink.begin(), sink.end(), 0);
+  p.b.conn->set_send_capacity(600);  // 264-byte FPDUs: 2 whole, 72 bytes of the third
+  wr.context = 2;
+  ASSERT_EQ(p.a.qp->PostRead(wr), QpStatus::kOk);
+  p.a.qp->OnWritable();
+  p.b.qp->OnReadable();
+  ASSERT_EQ(p.a.conn->pending(), 600u);
+  std::fill(source.begin(), source.end(), 0x77);
+  p.b.conn->set_send_capacity(1 << 30);
+  p.Pump();
+  EXPECT_EQ(p.b.sink.terminated, 0);
+  ASSERT_EQ(p.a.sink.Count(Kind::kRdma), 2u);
+  const ptrdiff_t cut = 3 * (256 - static_cast<ptrdiff_t>(wire::kDdpTaggedHeaderSize));
+  EXPECT_EQ(std::count(sink.begin(), sink.begin() + cut, 0x5a), cut) << "the first three FPDUs";
+  EXPECT_EQ(std::count(sink.begin() + cut, sink.end(), 0x77), 4096 - cut) << "rebuilt ones";
+}
+
 // The initiator sends its RTR and closes at once (fi_connect then
 // fi_shutdown): the responder reports the connection established, then ended.
 TEST(QpStartTest, RtrFollowedByCloseIsEstablishedThenEnded) {

@@ -456,6 +456,9 @@ class QueuePair {
   // --- qp_tx.cc
   void ProcessTx();
   bool BuildNext();  // false: nothing to send now
+  // BuildNext would build a Read Response now (not an Atomic Response, an
+  // SQ FPDU, a Terminate or the RTR).
+  bool ReadResponseIsNext() const;
   bool BuildSqFpdu();
   // The Atomic Request of SQ entry `seq` (its first or, for an XOR loop, a
   // later attempt), queued on the ORQ.
@@ -475,13 +478,14 @@ class QueuePair {
   // and free it as soon as it can take the engine lock.
   void StashBorrowedPayload(TxFpdu& f);
   // The last FPDU of the batch is a Read Response of which the connection
-  // took nothing (an RD stream whose window is full refuses whole FPDUs):
-  // drop it and give its bytes back to its IRQ entry, so it is built again,
-  // from the region resolved anew, when the connection takes more. Stashing
-  // it instead copied every 64 KiB response the window held back. Over TCP
-  // and SCTP too (a full socket): a source region closed before the rebuild
-  // then ends the Read with a Terminate one FPDU earlier than the stash did,
-  // as every later FPDU of that Read would have.
+  // took nothing (called newest first for each such FPDU; an RD stream whose
+  // window is full refuses whole FPDUs): drop it and give its bytes back to
+  // its IRQ entry, so it is built again, from the region resolved anew, when
+  // the connection takes more. Stashing it instead copied every 64 KiB
+  // response the window held back. Over TCP and SCTP too (a full socket): a
+  // source region closed before the rebuild then ends the Read with a
+  // Terminate one FPDU earlier than the stash did, as every later FPDU of
+  // that Read would have.
   void UnbuildReadResponse(TxFpdu& f);
   void FinishTxFpdu();
   bool SqHasWork() const;

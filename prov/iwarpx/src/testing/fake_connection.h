@@ -8,7 +8,8 @@
 // receive queue gives kWouldBlock, or kClosed once the peer called
 // ShutdownWrite()/Close(). Reset() makes both ends fail every later call with
 // kError ECONNRESET (unread data is discarded, as a TCP RST does).
-// recv_calls() counts the RecvV calls made on an end (syscall-count tests).
+// recv_calls() and send_calls() count the RecvV and SendV calls made on an end
+// (syscall-count tests).
 // SendWhole() is refused (kWouldBlock, as on TCP) unless set_whole_sends(true)
 // on that end: then it sends the ULPDU as a CRC-less FPDU image (length,
 // ULPDU, pad, zero CRC field), all or nothing, counted by whole_sends().
@@ -42,6 +43,7 @@ class FakeConnection final : public transport::Connection {
     size_t max_per_call = 0;
     size_t send_capacity = 0;        // 0 = unlimited
     size_t recv_calls[2] = {0, 0};   // RecvV calls made on end i
+    size_t send_calls[2] = {0, 0};   // SendV calls made on end i
     bool whole[2] = {false, false};  // SendWhole accepted on end i
     size_t whole_sends[2] = {0, 0};
   };
@@ -50,6 +52,7 @@ class FakeConnection final : public transport::Connection {
       : shared_(std::move(shared)), side_(side) {}
 
   transport::IoResult SendV(std::span<const iovec> iov) override {
+    ++shared_->send_calls[side_];
     if (shared_->reset) return transport::IoResult::Error(ECONNRESET);
     if (shared_->write_shut[side_]) return transport::IoResult::Error(EPIPE);
     std::deque<uint8_t>& q = shared_->queue[1 - side_];
@@ -151,6 +154,7 @@ class FakeConnection final : public transport::Connection {
   [[nodiscard]] size_t pending() const { return shared_->queue[side_].size(); }
   // RecvV calls made on this end so far (every outcome counts).
   [[nodiscard]] size_t recv_calls() const { return shared_->recv_calls[side_]; }
+  [[nodiscard]] size_t send_calls() const { return shared_->send_calls[side_]; }
 
  private:
   static constexpr int kBasePort = 40000;
