@@ -11,6 +11,9 @@
 #                   like an MPI_Get that reads the same window)
 #   udp_w64_mbs     the same over one UDP flow: 65000-byte datagrams sent from and received
 #   udp_w1_mbs      straight into the slots (one copy each way, as iwarpx's RD datagrams)
+#   tcp_crc_w64_mbs tcp_w64 and udp_w64 with iWARP's CRC32c (raw_floor --crc: computed by the
+#   udp_crc_w64_mbs sender over every 65000-byte chunk, checked by the receiver): what one flow
+#                   that keeps the CRC (WIRE.md: datagrams and MPA keep it) moves here
 # Prints a markdown table: median, min and max over the repeats. scripts/bench_report.py puts
 # these next to the issue targets: the latency floors bound what any transport over these
 # sockets can reach; for bandwidth the better of the two streams is what one flow with one
@@ -30,7 +33,8 @@
 #                       tagged bandwidth 1 MiB), and print a second table, "Ceilings": per
 #                       target, the raw sockets' ratio to the anchor within each round (the
 #                       round trip or one-way time for latency, the best of the four flows for
-#                       bandwidth). This host's speed moves in phases of minutes, so only
+#                       bandwidth; for the bandwidth rows of issues 4 and 6 also the better of
+#                       the two CRC flows, as iwarpx keeps the CRC). This host's speed moves in phases of minutes, so only
 #                       ratios within a round say what the sockets leave a transport here.
 #
 # Every server runs in the background under `timeout` with its PID recorded, binds port 0 on
@@ -171,6 +175,8 @@ for ((round = 0; round < repeat; ++round)); do  # alternating, so drift hits eve
   measure udp_w64_mbs --op udpstream -w 64 --sizes "$stream_size"
   ((anchors)) && anchor_rxm
   measure udp_w1_mbs --op udpstream -w 1 --sizes "$stream_size"
+  measure tcp_crc_w64_mbs --op stream -w 64 --crc --sizes "$stream_size"
+  measure udp_crc_w64_mbs --op udpstream -w 64 --crc --sizes "$stream_size"
 done
 
 echo "# $cmdline"
@@ -198,6 +204,8 @@ row tcp_w64_mbs "$stream_size" "MB/s" "one TCP stream, 64 distinct buffers (cold
 row tcp_w1_mbs "$stream_size" "MB/s" "one TCP stream, one buffer (hot)"
 row udp_w64_mbs "$stream_size" "MB/s" "one UDP flow, 64 distinct buffers (cold)"
 row udp_w1_mbs "$stream_size" "MB/s" "one UDP flow, one buffer (hot)"
+row tcp_crc_w64_mbs "$stream_size" "MB/s" "tcp_w64 with CRC32c per 65000-byte chunk"
+row udp_crc_w64_mbs "$stream_size" "MB/s" "udp_w64 with CRC32c per datagram"
 # ceiling ISSUE TEXT ANCHOR_KEY OP LIMIT RAW_KEY...: one row of the Ceilings table. Within each
 # round: the best raw value (the least time for OP <=, the most MB/s for >=) over the anchor's.
 ceiling() {
@@ -229,7 +237,7 @@ if ((anchors)); then
   flows=(tcp_w64_mbs tcp_w1_mbs udp_w64_mbs udp_w1_mbs)
   echo
   # One line: bench_report.py takes the line before a table as its caption.
-  echo "Ceilings, raw sockets / anchor within each round (latency: raw time / anchor time, a bound no transport over these sockets goes below; bandwidth: the best of the four raw flows / anchor, what one flow with one copy each way moves here):"
+  echo "Ceilings, raw sockets / anchor within each round (latency: raw time / anchor time, a bound no transport over these sockets goes below; bandwidth: the best of the four raw flows / anchor, what one flow with one copy each way moves here; rows "with CRC32c": the better of the two cold flows that compute and check it):"
   echo
   echo "| issue | target | anchor median | raw / anchor per round: median (min-max) | verdict |"
   echo "|---|---|---:|---|---|"
@@ -238,6 +246,9 @@ if ((anchors)); then
   ceiling 6 "$udp_size B latency / btl tcp" "btltcp_latency_$udp_size" "<=" 0.80 udp_oneway_us
   ceiling 6 "$stream_size bandwidth / btl tcp" "btltcp_bw_$bytes" ">=" 1.30 "${flows[@]}"
   ceiling 4 "$stream_size tagged bandwidth / tcp;ofi_rxm" rxm_bw ">=" 1.00 "${flows[@]}"
+  crc_flows=(tcp_crc_w64_mbs udp_crc_w64_mbs)
+  ceiling 6 "$stream_size bandwidth / btl tcp, flows with CRC32c" "btltcp_bw_$bytes" ">=" 1.30 "${crc_flows[@]}"
+  ceiling 4 "$stream_size tagged bandwidth / tcp;ofi_rxm, flows with CRC32c" rxm_bw ">=" 1.00 "${crc_flows[@]}"
 fi
 if ((failures)); then
   echo

@@ -48,6 +48,9 @@ constexpr uint64_t kMaxMeasuredIters = 10'000'000;
     fprintf(
         stderr,
         "  --op OP          udp (datagram ping-pong) | stream | udpstream (TCP / UDP bandwidth)\n");
+    fprintf(stderr,
+            "  --crc            client, stream ops: CRC32c over every 65000-byte chunk, checked\n"
+            "                   by the receiver (what iWARP's datagram and MPA CRC cost)\n");
   }
   if ((extras & kWindowAndAv) != 0) {
     fprintf(stderr, "  --av TYPE        address vector type: table | map (table)\n");
@@ -202,6 +205,8 @@ Options ParseArgs(int argc, char** argv, unsigned extras) {
       if (o.op != "udp" && o.op != "stream" && o.op != "udpstream") {
         Usage(prog, extras, "bad --op " + o.op);
       }
+    } else if (arg == "--crc" && (extras & kFloorOp) != 0) {
+      o.crc = true;
     } else if (arg == "--av" && (extras & kWindowAndAv) != 0) {
       o.av = value();
       if (o.av != "table" && o.av != "map") Usage(prog, extras, "bad --av " + o.av);

@@ -29,6 +29,16 @@
 //   keeps at most 2 messages unacknowledged, so nothing overflows. The program
 //   does not retransmit: a lost or reordered datagram fails the run.
 //
+// --crc (client, stream ops; the server follows the client's round header):
+//   also what iWARP's CRC32c costs (WIRE.md keeps it on datagrams, MPA on
+//   TCP): the sender computes it over every chunk of at most 65000 bytes with
+//   iwarpx's own fold (base/crc32c.h), the receiver over what it received, and
+//   a mismatch fails the run. udpstream carries each datagram's CRC in its
+//   header and computes it just before sending / just after receiving the
+//   datagram, as iwarpx does; stream computes a message's chunk CRCs in one
+//   pass before sending it whole with a trailer of them (one send of 1 MiB
+//   instead of 17 of 64 KiB) and checks them after receiving it.
+//
 // Every op checks every message's first and last byte (a per-message tag)
 // and, in the warm-up, the whole payload, so a floor that lost data fails
 // instead of looking fast. Contract of the sockets: raw_socket.h.
@@ -41,6 +51,7 @@
 #include <string>
 #include <vector>
 
+#include "base/crc32c.h"
 #include "bench_args.h"
 #include "raw_socket.h"
 
@@ -49,6 +60,12 @@ namespace {
 using bench::Options;
 
 constexpr size_t kMaxDatagram = 65507;  // IPv4 UDP payload limit
+
+constexpr size_t kChunk = 65000;  // payload bytes per datagram; the CRC's unit (--crc)
+
+uint32_t ChunkCrc(const uint8_t* p, size_t len) {
+  return iwarpx::Crc32c(iwarpx::ByteSpan(p, len));
+}
 
 uint8_t Tag(uint64_t round, uint64_t i) {
   return static_cast<uint8_t>(round * 29 + i * 3 + 1);
@@ -133,18 +150,28 @@ struct StreamHeader {
   uint64_t round;
   uint64_t window;
   uint64_t warm;
+  uint64_t crc;  // 1: --crc
 };
 
-double StreamRound(bench::TcpSocket& s, uint8_t* region, size_t size, size_t window, uint64_t iters,
-                   uint64_t round, bool warm) {
-  const StreamHeader h{size, iters, round, window, warm ? 1U : 0U};
+size_t Chunks(size_t size) {
+  return (size + kChunk - 1) / kChunk;
+}
+
+double StreamRound(const Options& o, bench::TcpSocket& s, uint8_t* region, size_t size,
+                   size_t window, uint64_t iters, uint64_t round, bool warm) {
+  const StreamHeader h{size, iters, round, window, warm ? 1U : 0U, o.crc ? 1U : 0U};
   s.SendAll(&h, sizeof(h));
+  std::vector<uint32_t> crcs(o.crc ? Chunks(size) : 0);
   const double start = bench::NowSeconds();
   for (uint64_t i = 0; i < iters; ++i) {
     for (size_t k = 0; k < window; ++k) {
       uint8_t* msg = region + k * size;
       bench::SetTag(msg, size, Tag(round, i * window + k));
+      for (size_t c = 0; c < crcs.size(); ++c) {
+        crcs[c] = ChunkCrc(msg + c * kChunk, std::min(kChunk, size - c * kChunk));
+      }
       s.SendAll(msg, size);
+      if (!crcs.empty()) s.SendAll(crcs.data(), crcs.size() * sizeof(uint32_t));
     }
     uint8_t ack = 0;
     s.RecvAll(&ack, 1);
@@ -160,9 +187,10 @@ int StreamClient(const Options& o) {
   for (const size_t size : o.sizes) {
     if (size < 2) bench::Fail(o, "--op stream takes sizes of at least 2 B");
     for (size_t k = 0; k < o.window; ++k) bench::FillPattern(region.data() + k * size, size);
-    const double warm_time = StreamRound(s, region.data(), size, o.window, o.warmup, ++round, true);
+    const double warm_time =
+        StreamRound(o, s, region.data(), size, o.window, o.warmup, ++round, true);
     const bench::Measurement m = bench::Measure(o, warm_time, o.warmup, [&](uint64_t iters) {
-      return StreamRound(s, region.data(), size, o.window, iters, ++round, false);
+      return StreamRound(o, s, region.data(), size, o.window, iters, ++round, false);
     });
     const double bytes =
         static_cast<double>(size) * static_cast<double>(o.window) * static_cast<double>(m.iters);
@@ -187,11 +215,18 @@ int StreamServer(const Options& o) {
                          " B; start the server with the same --sizes and -w");
     }
     const bool warm = h.warm != 0;
+    std::vector<uint32_t> crcs(h.crc != 0 ? Chunks(h.size) : 0);
     for (uint64_t i = 0; i < h.iters; ++i) {
       for (size_t k = 0; k < h.window; ++k) {
         uint8_t* msg = region.data() + k * h.size;
         if (warm) memset(msg, 0, h.size);
         s.RecvAll(msg, h.size);
+        if (!crcs.empty()) s.RecvAll(crcs.data(), crcs.size() * sizeof(uint32_t));
+        for (size_t c = 0; c < crcs.size(); ++c) {
+          if (ChunkCrc(msg + c * kChunk, std::min(kChunk, h.size - c * kChunk)) != crcs[c]) {
+            bench::Fail(o, "CRC32c mismatch in chunk " + std::to_string(c));
+          }
+        }
         Expect(o, msg, h.size, Tag(h.round, i * h.window + k), warm && i == 0);
       }
       const uint8_t ack = 1;
@@ -202,13 +237,13 @@ int StreamServer(const Options& o) {
 
 // ---- UDP stream ---------------------------------------------------------------
 
-constexpr size_t kChunk = 65000;        // payload bytes per datagram
 constexpr uint64_t kMaxUnacked = 2;     // messages in flight (2 MiB at 1 MiB)
 constexpr int kSocketBuffer = 4 << 20;  // asked for; capped at net.core.rmem_max
 
 struct ChunkHeader {
   uint64_t message;  // numbered from 0 within a round
   uint64_t offset;
+  uint64_t crc;  // CRC32c of the payload (--crc), else 0
 };
 
 void RaiseBuffers(const Options& o, int fd) {
@@ -229,7 +264,7 @@ uint64_t ReadAck(const Options& o, int fd) {
 
 double UdpStreamRound(const Options& o, int fd, uint8_t* region, size_t size, size_t window,
                       uint64_t iters, uint64_t round, bool warm) {
-  const StreamHeader h{size, iters, round, window, warm ? 1U : 0U};
+  const StreamHeader h{size, iters, round, window, warm ? 1U : 0U, o.crc ? 1U : 0U};
   if (send(fd, &h, sizeof(h), 0) != static_cast<ssize_t>(sizeof(h))) bench::SysFail(o, "send");
   const double start = bench::NowSeconds();
   const uint64_t total = iters * window;
@@ -239,8 +274,9 @@ double UdpStreamRound(const Options& o, int fd, uint8_t* region, size_t size, si
     uint8_t* msg = region + (m % window) * size;
     bench::SetTag(msg, size, Tag(round, m));
     for (size_t off = 0; off < size; off += kChunk) {
-      ChunkHeader ch{m, off};
-      iovec iov[2] = {{&ch, sizeof(ch)}, {msg + off, std::min(kChunk, size - off)}};
+      const size_t len = std::min(kChunk, size - off);
+      ChunkHeader ch{m, off, o.crc ? ChunkCrc(msg + off, len) : 0};
+      iovec iov[2] = {{&ch, sizeof(ch)}, {msg + off, len}};
       msghdr mh{};
       mh.msg_iov = iov;
       mh.msg_iovlen = 2;
@@ -278,7 +314,7 @@ int UdpStreamClient(const Options& o) {
 }
 
 // Receives message m's datagrams in order straight into its slot; anything else fails.
-void ReceiveMessage(const Options& o, int fd, uint8_t* msg, size_t size, uint64_t m) {
+void ReceiveMessage(const Options& o, int fd, uint8_t* msg, size_t size, uint64_t m, bool crc) {
   for (size_t off = 0; off < size; off += kChunk) {
     const size_t len = std::min(kChunk, size - off);
     ChunkHeader ch{};
@@ -301,6 +337,10 @@ void ReceiveMessage(const Options& o, int fd, uint8_t* msg, size_t size, uint64_
         (mh.msg_flags & MSG_TRUNC) != 0) {
       bench::Fail(o, "datagram lost or reordered: expected message " + std::to_string(m) +
                          " offset " + std::to_string(off));
+    }
+    if (crc && ChunkCrc(msg + off, len) != ch.crc) {
+      bench::Fail(
+          o, "CRC32c mismatch: message " + std::to_string(m) + " offset " + std::to_string(off));
     }
   }
 }
@@ -331,7 +371,7 @@ int UdpStreamServer(const Options& o) {
     for (uint64_t m = 0; m < total; ++m) {
       uint8_t* msg = region.data() + (m % h.window) * h.size;
       if (warm) memset(msg, 0, h.size);
-      ReceiveMessage(o, fd, msg, h.size, m);
+      ReceiveMessage(o, fd, msg, h.size, m, h.crc != 0);
       Expect(o, msg, h.size, Tag(h.round, m), warm && m < h.window);
       const uint64_t acked = m + 1;
       if (send(fd, &acked, sizeof(acked), 0) != static_cast<ssize_t>(sizeof(acked))) {
@@ -352,9 +392,9 @@ int main(int argc, char** argv) {
     return o.is_client() ? UdpClient(o) : UdpServer(o);
   }
   if (o.op == "udpstream") {
-    o.provider = "rawudp-w" + std::to_string(o.window);
+    o.provider = "rawudp-w" + std::to_string(o.window) + (o.crc ? "-crc" : "");
     return o.is_client() ? UdpStreamClient(o) : UdpStreamServer(o);
   }
-  o.provider = "rawtcp-w" + std::to_string(o.window);
+  o.provider = "rawtcp-w" + std::to_string(o.window) + (o.crc ? "-crc" : "");
   return o.is_client() ? StreamClient(o) : StreamServer(o);
 }
