@@ -339,30 +339,42 @@ TEST(QpReadMiscTest, SourceProtectionFailureTerminates) {
   EXPECT_EQ(ProvErrno(p.a.sink.completions[0].error.cause), 0x000102);
 }
 
+// The start of the Read Response tests below: a started pair with FPDUs of
+// `fpdu_payload` bytes, 4096 bytes of 0x5a registered at b for remote reads,
+// a zeroed sink of the same size at a, and the Read of one into the other.
+struct ReadSetup {
+  explicit ReadSetup(size_t fpdu_payload) : p(0, true, Config(fpdu_payload)) {
+    p.Start();
+    p.Pump();
+    wr.context = 9;
+    wr.local_stag = p.a.Register(sink, mem::kLocalWrite, 0);
+    wr.length = static_cast<uint32_t>(source.size());
+    wr.remote_stag = p.b.Register(source, mem::kRemoteRead, 0);
+  }
+  static QpConfig Config(size_t fpdu_payload) {
+    QpConfig cfg;
+    cfg.max_fpdu_payload = fpdu_payload;
+    return cfg;
+  }
+  QpPair p;
+  Bytes source = Bytes(4096, 0x5a);
+  Bytes sink = Bytes(4096, 0);
+  ReadWr wr;
+};
+
 // The source of a Read is resolved again for every Read Response FPDU: a
 // region deregistered while the response is being streamed is not read any
 // further; the responder terminates with the RDMAP protection cause instead.
 TEST(QpReadMiscTest, SourceDeregisteredMidResponseTerminates) {
-  QpConfig cfg;
-  cfg.max_fpdu_payload = 256;
-  QpPair p(0, true, cfg);
-  p.Start();
-  p.Pump();
-  Bytes source(4096, 0x5a);
-  const uint32_t src_stag = p.b.Register(source, mem::kRemoteRead, 0);
-  Bytes sink(4096, 0);
-  const uint32_t sink_stag = p.a.Register(sink, mem::kLocalWrite, 0);
+  ReadSetup r(256);
+  QpPair& p = r.p;
+  Bytes& sink = r.sink;
   p.b.conn->set_send_capacity(600);  // the responder stalls after a few FPDUs
-  ReadWr wr;
-  wr.context = 9;
-  wr.local_stag = sink_stag;
-  wr.length = static_cast<uint32_t>(source.size());
-  wr.remote_stag = src_stag;
-  ASSERT_EQ(p.a.qp->PostRead(wr), QpStatus::kOk);
+  ASSERT_EQ(p.a.qp->PostRead(r.wr), QpStatus::kOk);
   p.a.qp->OnWritable();
   p.b.qp->OnReadable();
   ASSERT_GT(p.a.conn->pending(), 0u) << "some Read Response FPDUs went out";
-  ASSERT_TRUE(p.b.stags.Deregister(src_stag));
+  ASSERT_TRUE(p.b.stags.Deregister(r.wr.remote_stag));
   p.b.conn->set_send_capacity(1 << 30);
   p.Pump();
   EXPECT_EQ(p.b.sink.term_cause, wire::term::kRdmapInvalidStag);
@@ -379,28 +391,17 @@ TEST(QpReadMiscTest, SourceDeregisteredMidResponseTerminates) {
 // memory as soon as the engine call returns. The rest of the FPDU goes out
 // from the QP's stash, with the bytes as they were when it was framed.
 TEST(QpReadMiscTest, HalfSentResponseNeverRereadsTheRegion) {
-  QpConfig cfg;
-  cfg.max_fpdu_payload = 256;
-  QpPair p(0, true, cfg);
-  p.Start();
-  p.Pump();
-  Bytes source(4096, 0x5a);
-  const uint32_t src_stag = p.b.Register(source, mem::kRemoteRead, 0);
-  Bytes sink(4096, 0);
-  const uint32_t sink_stag = p.a.Register(sink, mem::kLocalWrite, 0);
+  ReadSetup r(256);
+  QpPair& p = r.p;
+  Bytes& sink = r.sink;
   p.b.conn->set_send_capacity(600);  // stalls inside the third FPDU
-  ReadWr wr;
-  wr.context = 9;
-  wr.local_stag = sink_stag;
-  wr.length = static_cast<uint32_t>(source.size());
-  wr.remote_stag = src_stag;
-  ASSERT_EQ(p.a.qp->PostRead(wr), QpStatus::kOk);
+  ASSERT_EQ(p.a.qp->PostRead(r.wr), QpStatus::kOk);
   p.a.qp->OnWritable();
   p.b.qp->OnReadable();
   ASSERT_EQ(p.a.conn->pending(), 600u) << "600 bytes: two 264-byte FPDUs and part of a third";
   // The application takes the region back and reuses the memory.
-  ASSERT_TRUE(p.b.stags.Deregister(src_stag));
-  std::fill(source.begin(), source.end(), 0xee);
+  ASSERT_TRUE(p.b.stags.Deregister(r.wr.remote_stag));
+  std::fill(r.source.begin(), r.source.end(), 0xee);
   p.b.conn->set_send_capacity(1 << 30);
   p.Pump();
   EXPECT_EQ(std::count(sink.begin(), sink.end(), 0xee), 0) << "reused memory was sent";
@@ -456,20 +457,11 @@ TEST(QpReadMiscTest, RepeatedStallsAcrossManyReadResponses) {
 // the connection refused whole are built again later, from the region as
 // it is then.
 TEST(QpReadMiscTest, ReadResponsesShareSendsAndRefusedOnesAreRebuilt) {
-  QpConfig cfg;
-  cfg.max_fpdu_payload = 256;
-  QpPair p(0, true, cfg);
-  p.Start();
-  p.Pump();
-  Bytes source(4096, 0x5a);  // 16 Read Response FPDUs
-  const uint32_t src_stag = p.b.Register(source, mem::kRemoteRead, 0);
-  Bytes sink(4096, 0);
-  const uint32_t sink_stag = p.a.Register(sink, mem::kLocalWrite, 0);
-  ReadWr wr;
-  wr.context = 1;
-  wr.local_stag = sink_stag;
-  wr.length = static_cast<uint32_t>(source.size());
-  wr.remote_stag = src_stag;
+  ReadSetup r(256);  // 16 Read Response FPDUs
+  QpPair& p = r.p;
+  Bytes& source = r.source;
+  Bytes& sink = r.sink;
+  ReadWr& wr = r.wr;
   ASSERT_EQ(p.a.qp->PostRead(wr), QpStatus::kOk);
   p.a.qp->OnWritable();
   const size_t before = p.b.conn->send_calls();
