@@ -55,7 +55,7 @@ void QueuePair::ProcessTx() {
       // below): at 64 KiB per FPDU one send per FPDU cost a Read over TCP a
       // third of the rate of a Write, whose FPDUs go 16 to a send.
       if (tx_count_ > 0 && (Slot(tx_count_ - 1).stashed ||
-                            (Slot(tx_count_ - 1).borrowed && !ReadResponseIsNext()))) {
+                            (Slot(tx_count_ - 1).borrowed && Next() != NextFpdu::kReadResponse))) {
         break;
       }
       tx_ = &tx_ring_[(tx_head_ + tx_count_) % tx_ring_.size()];
@@ -101,42 +101,44 @@ bool QueuePair::SqHasWork() const {
   return true;
 }
 
-bool QueuePair::ReadResponseIsNext() const {
-  // BuildNext's choice, without building: a Read Response, not an Atomic one.
-  if (terminate_queued_ || state_ != QpState::kRts || tx_held_ || rtr_pending_) return false;
-  if (irq_count_ == 0 || irq_[irq_head_].atomic) return false;
-  return prefer_irq_ || !SqHasWork();
+QueuePair::NextFpdu QueuePair::Next() const {
+  if (terminate_queued_) return NextFpdu::kTerminate;
+  if (state_ != QpState::kRts || tx_held_) return NextFpdu::kNone;
+  if (rtr_pending_) return NextFpdu::kRtr;
+  const bool sq = SqHasWork();
+  if (irq_count_ > 0 && (!sq || prefer_irq_)) {
+    return irq_[irq_head_].atomic ? NextFpdu::kAtomicResponse : NextFpdu::kReadResponse;
+  }
+  return sq ? NextFpdu::kSq : NextFpdu::kNone;
 }
 
 bool QueuePair::BuildNext() {
   tx_->stream = 0;
   tx_->unordered = false;
-  if (terminate_queued_) {
+  const NextFpdu next = Next();
+  if (next == NextFpdu::kNone) return false;
+  if (next == NextFpdu::kTerminate) {
     terminate_queued_ = false;
     BuildTerminate();
     return Frame();
   }
-  if (state_ != QpState::kRts || tx_held_) return false;
   tx_->iov_count = 2;
   tx_->done = TxDone::kNothing;
   tx_->borrowed = false;
   tx_->stashed = false;
-  if (rtr_pending_) {
-    rtr_pending_ = false;
-    auto n = wire::EncodeWriteHeader(kRtrStag, 0, true, tx_->header);
-    if (!n.ok()) return false;
-    tx_->header_size = *n;
-    return Frame();
-  }
-  const bool sq = SqHasWork();
-  const bool irq = irq_count_ > 0;
-  if (irq && (!sq || prefer_irq_)) {
-    prefer_irq_ = false;
-    return irq_[irq_head_].atomic ? BuildAtomicResponse() : BuildReadResponse();
-  }
-  if (sq) {
-    prefer_irq_ = true;
-    return BuildSqFpdu();
+  switch (next) {
+    case NextFpdu::kRtr: {
+      rtr_pending_ = false;
+      auto n = wire::EncodeWriteHeader(kRtrStag, 0, true, tx_->header);
+      if (!n.ok()) return false;
+      tx_->header_size = *n;
+      return Frame();
+    }
+    case NextFpdu::kReadResponse: prefer_irq_ = false; return BuildReadResponse();
+    case NextFpdu::kAtomicResponse: prefer_irq_ = false; return BuildAtomicResponse();
+    case NextFpdu::kSq: prefer_irq_ = true; return BuildSqFpdu();
+    case NextFpdu::kNone:
+    case NextFpdu::kTerminate: break;  // handled above
   }
   return false;
 }

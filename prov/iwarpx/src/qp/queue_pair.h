@@ -455,10 +455,11 @@ class QueuePair {
 
   // --- qp_tx.cc
   void ProcessTx();
+  // What BuildNext builds now: a queued Terminate first, then (in RTS and not
+  // held) the RTR, then Read and Atomic Responses taking turns with the SQ.
+  enum class NextFpdu : uint8_t { kNone, kTerminate, kRtr, kReadResponse, kAtomicResponse, kSq };
+  NextFpdu Next() const;
   bool BuildNext();  // false: nothing to send now
-  // BuildNext would build a Read Response now (not an Atomic Response, an
-  // SQ FPDU, a Terminate or the RTR).
-  bool ReadResponseIsNext() const;
   bool BuildSqFpdu();
   // The Atomic Request of SQ entry `seq` (its first or, for an XOR loop, a
   // later attempt), queued on the ORQ.
