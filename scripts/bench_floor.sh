@@ -14,6 +14,9 @@
 #   tcp_crc_w64_mbs tcp_w64 and udp_w64 with iWARP's CRC32c (raw_floor --crc: computed by the
 #   udp_crc_w64_mbs sender over every 65000-byte chunk, checked by the receiver): what one flow
 #                   that keeps the CRC (WIRE.md: datagrams and MPA keep it) moves here
+#   tcp_splice_crc_w64_mbs  tcp_crc_w64 with the sender's copy gone (raw_floor --splice:
+#                   vmsplice + splice; the receiver's copy is the only one): what a zero-copy
+#                   send with the CRC would move here
 # Prints a markdown table: median, min and max over the repeats. scripts/bench_report.py puts
 # these next to the issue targets: the latency floors bound what any transport over these
 # sockets can reach; for bandwidth the better of the two streams is what one flow with one
@@ -178,6 +181,7 @@ for ((round = 0; round < repeat; ++round)); do  # alternating, so drift hits eve
   ((anchors)) && anchor_rxm
   measure udp_w1_mbs --op udpstream -w 1 --sizes "$stream_size"
   measure tcp_crc_w64_mbs --op stream -w 64 --crc --sizes "$stream_size"
+  measure tcp_splice_crc_w64_mbs --op stream -w 64 --crc --splice --sizes "$stream_size"
   measure udp_crc_w64_mbs --op udpstream -w 64 --crc --sizes "$stream_size"
 done
 
@@ -207,6 +211,7 @@ row tcp_w1_mbs "$stream_size" "MB/s" "one TCP stream, one buffer (hot)"
 row udp_w64_mbs "$stream_size" "MB/s" "one UDP flow, 64 distinct buffers (cold)"
 row udp_w1_mbs "$stream_size" "MB/s" "one UDP flow, one buffer (hot)"
 row tcp_crc_w64_mbs "$stream_size" "MB/s" "tcp_w64 with CRC32c per 65000-byte chunk"
+row tcp_splice_crc_w64_mbs "$stream_size" "MB/s" "tcp_crc_w64 sent by vmsplice + splice (no copy at the sender)"
 row udp_crc_w64_mbs "$stream_size" "MB/s" "udp_w64 with CRC32c per datagram"
 # ceiling ISSUE TEXT ANCHOR_KEY OP LIMIT RAW_KEY...: one row of the Ceilings table. Within each
 # round: the best raw value (the least time for OP <=, the most MB/s for >=) over the anchor's.
@@ -239,7 +244,7 @@ if ((anchors)); then
   flows=(tcp_w64_mbs tcp_w1_mbs udp_w64_mbs udp_w1_mbs)
   echo
   # One line: bench_report.py takes the line before a table as its caption.
-  echo "Ceilings, raw sockets / anchor within each round (latency: raw time / anchor time, a bound no transport over these sockets goes below; bandwidth: the best of the four raw flows / anchor, what one flow with one copy each way moves here; rows \"cold flows\": the better of the two flows from 64 buffers, as the benchmarks send, without and with the CRC32c iwarpx computes and checks):"
+  echo "Ceilings, raw sockets / anchor within each round (latency: raw time / anchor time, a bound no transport over these sockets goes below; bandwidth: the best of the four raw flows / anchor, what one flow with one copy each way moves here; rows \"cold flows\": the better of the two flows from 64 buffers, as the benchmarks send, without and with the CRC32c iwarpx computes and checks; \"cold UDP flow\": the UDP one alone, the bound of the datagram path; \"zero-copy send\": the cold TCP flow with the CRC32c sent by vmsplice + splice, not a bound of transports that copy at the sender but what sending without that copy would move):"
   echo
   echo "| issue | target | anchor median | raw / anchor per round: median (min-max) | verdict |"
   echo "|---|---|---:|---|---|"
@@ -256,6 +261,15 @@ if ((anchors)); then
   ceiling 6 "$stream_size bandwidth / btl tcp, cold flows with CRC32c" "btltcp_bw_$bytes" ">=" 1.30 "${crc_flows[@]}"
   ceiling 4 "$stream_size tagged bandwidth / tcp;ofi_rxm, cold flows" rxm_bw ">=" 1.00 "${cold_flows[@]}"
   ceiling 4 "$stream_size tagged bandwidth / tcp;ofi_rxm, cold flows with CRC32c" rxm_bw ">=" 1.00 "${crc_flows[@]}"
+  # The default RDM chain moves a rendezvous over datagrams: its bound is the UDP flow alone.
+  ceiling 4 "$stream_size tagged bandwidth / tcp;ofi_rxm, cold UDP flow with CRC32c" rxm_bw ">=" 1.00 \
+    udp_crc_w64_mbs
+  # Not a ceiling of the transports as built (they copy at the sender): what one would move
+  # that sends without that copy, as the next lever.
+  ceiling 4 "$stream_size tagged bandwidth / tcp;ofi_rxm, cold TCP flow, zero-copy send, CRC32c" \
+    rxm_bw ">=" 1.00 tcp_splice_crc_w64_mbs
+  ceiling 6 "$stream_size bandwidth / btl tcp, cold TCP flow, zero-copy send, CRC32c" \
+    "btltcp_bw_$bytes" ">=" 1.30 tcp_splice_crc_w64_mbs
 fi
 if ((failures)); then
   echo

@@ -199,6 +199,9 @@ bench_pair() {
 #           message: up to 2 KiB by RDMA Write into the peer's RC-FP ring, larger ones as rc
 #   write   the default chain with the RDMA-write rendezvous handshake (FI_IWARPX_RNDV=write)
 #   rc-write  rc with the RDMA-write rendezvous handshake
+#   rdma    size<=65504:ud_sr,any:rc_rdma,any:ud_zcopy, connection at the first message: eager
+#           sizes over datagrams, larger ones by a Read rendezvous over the connection (MPA/TCP)
+#   rdma-nocrc  rdma with the MPA CRC negotiated off (FI_IWARPX_MPA_CRC=0): what the CRC costs
 # Benchmarks take them as providers named iwarpx+MODE (bench_pingpong.sh, bench_rdm_bw.sh).
 bench_iwarpx_mode() {
   case $1 in
@@ -213,6 +216,11 @@ bench_iwarpx_mode() {
     write) echo "FI_IWARPX_RNDV=write" ;;
     rc-write) printf '%s\n' "FI_IWARPX_SEND_RULES=size<=8192:rc_sr,any:ud_sr,any:ud_zcopy" \
           FI_IWARPX_RC_THRESHOLD_MSGS=1 FI_IWARPX_MAX_RC=4096 FI_IWARPX_RNDV=write ;;
+    rdma | rdma-nocrc)
+      printf '%s\n' "FI_IWARPX_SEND_RULES=size<=65504:ud_sr,any:rc_rdma,any:ud_zcopy" \
+        FI_IWARPX_RC_THRESHOLD_MSGS=1 FI_IWARPX_MAX_RC=4096
+      if [[ $1 == rdma-nocrc ]]; then echo FI_IWARPX_MPA_CRC=0; fi
+      ;;
     *) return 1 ;;
   esac
 }

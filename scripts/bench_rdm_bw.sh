@@ -11,13 +11,14 @@
 #   --no-build       use DIR's tagged_bw and libiwarpx-fi.so as they are
 #   --anchors LIST   comma-separated providers to compare with
 #                    (default "tcp;ofi_rxm,udp;ofi_rxd"; "none": iwarpx alone); iwarpx+MODE
-#                    is iwarpx with a send-rule mode of bench_lib.sh (ud, hybrid, rc, fp), so
+#                    is iwarpx with a mode of bench_lib.sh (ud, hybrid, rc, fp, rdma, ...), so
 #                    --anchors "iwarpx+ud,iwarpx+rc,tcp;ofi_rxm" with FI_IWARPX_SEND_RULES set
 #                    for the iwarpx column compares channel choices in one run
 #   --sizes LIST     message sizes (default 8,1k,16k,64k,1m,4m; see tagged_bw --help)
 #   --repeat N       runs per provider, alternating, median reported (default 3); with
 #                    N > 1 the ratios within each round follow the table as comment lines
-#                    ("# paired: ..."), median (min-max) over the rounds
+#                    ("# paired: ..."), median (min-max) over the rounds, and so do those
+#                    of every iwarpx+MODE anchor against the other providers
 #   --min-time SEC / --iters N / --warmup N / -w N   passed to tagged_bw
 #   --timeout SEC    tagged_bw's bound on every single wait (default here 120: one
 #                    window of 64 x 4 MiB takes seconds through udp;ofi_rxd)
@@ -94,7 +95,7 @@ run() {
   if [[ $prov == iwarpx+* ]]; then  # an iwarpx send-rule mode (bench_lib.sh)
     mapfile -t mode_env < <(bench_iwarpx_mode "${prov#iwarpx+}")
     env_args+=(-u FI_IWARPX_SEND_RULES -u FI_IWARPX_RC_THRESHOLD_MSGS -u FI_IWARPX_MAX_RC
-               "${mode_env[@]}")
+               -u FI_IWARPX_MPA_CRC "${mode_env[@]}")
     prov=iwarpx
   fi
   [[ $prov = iwarpx ]] && env_args+=(FI_PROVIDER_PATH="$iwarpx_dir")
@@ -110,7 +111,7 @@ anchor_list=()
 [[ $anchors != none ]] && IFS=, read -ra anchor_list <<<"$anchors"
 for a in "${anchor_list[@]}"; do
   if [[ $a == iwarpx+* ]] && ! bench_iwarpx_mode "${a#iwarpx+}" >/dev/null; then
-    echo "bench_rdm_bw.sh: unknown iwarpx mode in $a (ud, hybrid, rc, fp)" >&2
+    echo "bench_rdm_bw.sh: unknown iwarpx mode in $a (see bench_iwarpx_mode in bench_lib.sh)" >&2
     exit 2
   fi
 done
@@ -163,6 +164,20 @@ if ((${#anchor_list[@]})) && ((run_iwarpx)) && ((repeat > 1)); then
       line+=" $a $(bench_paired "$work/data/iwarpx" "$work/data/$(file_of "$a")" "$s" 2 3);"
     done
     echo "${line%;}"
+  done
+fi
+# An iwarpx mode given as an anchor against the other providers, within each round too.
+if ((repeat > 1)); then
+  for m in "${anchor_list[@]}"; do
+    [[ $m == iwarpx+* ]] || continue
+    for s in $size_list; do
+      line="#   $s B, $m:"
+      for a in "${anchor_list[@]}"; do
+        [[ $a == iwarpx* ]] && continue
+        line+=" $a $(bench_paired "$work/data/$(file_of "$m")" "$work/data/$(file_of "$a")" "$s" 2 3);"
+      done
+      [[ $line == *\;* ]] && echo "${line%;}"
+    done
   done
 fi
 if ((failures)); then

@@ -3,8 +3,9 @@
 # Smoke test of scripts/bench_floor.sh --anchors (label "mpi"): one short round of the raw
 # measures and of the anchors (osc pt2pt and btl tcp through mpirun, `tcp;ofi_rxm` through
 # tagged_bw), --strict. The script must exit 0, and its Ceilings table must hold the five
-# targets, each with a numeric anchor, a numeric per-round ratio over 1 round and one of the
-# verdicts: an anchor whose result went missing reads "n/a" and fails this check.
+# targets and the datagram path's bound (the cold UDP flow with CRC32c against rxm), each
+# with a numeric anchor, a numeric per-round ratio over 1 round and one of the verdicts:
+# an anchor whose result went missing reads "n/a" and fails this check.
 # Bounded by timeout (the script also bounds every mpirun and every pair itself).
 set -uo pipefail
 src=$1
@@ -28,7 +29,8 @@ for target in "7 \\| MPI_Put 8 B lock/flush latency / osc pt2pt <= 0.30" \
   "7 \\| MPI_Get 1m lock/flush bandwidth / osc pt2pt >= 2.00" \
   "6 \\| 8 B latency / btl tcp <= 0.80" \
   "6 \\| 1m bandwidth / btl tcp >= 1.30" \
-  "4 \\| 1m tagged bandwidth / tcp;ofi_rxm >= 1.00"; do
+  "4 \\| 1m tagged bandwidth / tcp;ofi_rxm >= 1.00" \
+  "4 \\| 1m tagged bandwidth / tcp;ofi_rxm, cold UDP flow with CRC32c >= 1.00"; do
   row="^\\| $target \\| $num \\| $num \\($num-$num\\), 1 round \\| $verdicts \\|\$"
   grep -Eq "$row" "$out" || { echo "FAIL: no complete row for: ${target//\\/}"; fail=1; }
 done

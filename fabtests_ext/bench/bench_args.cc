@@ -50,7 +50,9 @@ constexpr uint64_t kMaxMeasuredIters = 10'000'000;
         "  --op OP          udp (datagram ping-pong) | stream | udpstream (TCP / UDP bandwidth)\n");
     fprintf(stderr,
             "  --crc            client, stream ops: CRC32c over every 65000-byte chunk, checked\n"
-            "                   by the receiver (what iWARP's datagram and MPA CRC cost)\n");
+            "                   by the receiver (what iWARP's datagram and MPA CRC cost)\n"
+            "  --splice         client, --op stream: send by vmsplice + splice (no copy at the\n"
+            "                   sender; the receiver's copy is the only one)\n");
   }
   if ((extras & kWindowAndAv) != 0) {
     fprintf(stderr, "  --av TYPE        address vector type: table | map (table)\n");
@@ -207,6 +209,8 @@ Options ParseArgs(int argc, char** argv, unsigned extras) {
       }
     } else if (arg == "--crc" && (extras & kFloorOp) != 0) {
       o.crc = true;
+    } else if (arg == "--splice" && (extras & kFloorOp) != 0) {
+      o.splice = true;
     } else if (arg == "--av" && (extras & kWindowAndAv) != 0) {
       o.av = value();
       if (o.av != "table" && o.av != "map") Usage(prog, extras, "bad --av " + o.av);

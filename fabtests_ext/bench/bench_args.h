@@ -36,6 +36,7 @@ struct Options {
   size_t window = 64;            // -w (rma_bw, tagged_bw)
   std::string op = "write";      // --op: rma_bw write | read | send; raw_floor udp | stream
   bool crc = false;              // --crc (raw_floor stream ops): CRC32c per 65000-byte chunk
+  bool splice = false;           // --splice (raw_floor --op stream): vmsplice + splice sends
   bool blocking = false;         // --blocking (tcp_pingpong only)
   std::string av = "table";      // --av (tagged_bw only): table | map
   uint64_t corrupt = 0;          // --corrupt (tagged_bw client): message number, 0 = none
@@ -57,7 +58,7 @@ enum ExtraOptions : unsigned {
   kCorrupt = 1U << 3,      // --corrupt (a test of the data check, not a benchmark option)
   kScale = 1U << 4,        // --peers, --procs, --rounds (rdm_scale)
   kDuration = 1U << 5,     // --seconds (soak_msg, soak_rdm)
-  kFloorOp = 1U << 6,      // -w, --op udp|stream|udpstream, --crc (raw_floor; default udp)
+  kFloorOp = 1U << 6,      // -w, --op udp|stream|udpstream, --crc, --splice (raw_floor)
 };
 
 Options ParseArgs(int argc, char** argv, unsigned extras);

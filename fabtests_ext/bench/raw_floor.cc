@@ -38,6 +38,11 @@
 //   datagram, as iwarpx does; stream computes a message's chunk CRCs in one
 //   pass before sending it whole with a trailer of them (one send of 1 MiB
 //   instead of 17 of 64 KiB) and checks them after receiving it.
+// --splice (client, --op stream): the sender hands each message's pages to
+//   the socket with vmsplice + splice instead of copying them (TcpSocket::
+//   SpliceAll); the receiver's copy out of them is the only one. What a
+//   zero-copy send would move here; a slot is changed only after the
+//   window's acknowledgement, so no page changes while the kernel holds it.
 //
 // Every op checks every message's first and last byte (a per-message tag)
 // and, in the warm-up, the whole payload, so a floor that lost data fails
@@ -170,7 +175,11 @@ double StreamRound(const Options& o, bench::TcpSocket& s, uint8_t* region, size_
       for (size_t c = 0; c < crcs.size(); ++c) {
         crcs[c] = ChunkCrc(msg + c * kChunk, std::min(kChunk, size - c * kChunk));
       }
-      s.SendAll(msg, size);
+      if (o.splice) {
+        s.SpliceAll(msg, size);
+      } else {
+        s.SendAll(msg, size);
+      }
       if (!crcs.empty()) s.SendAll(crcs.data(), crcs.size() * sizeof(uint32_t));
     }
     uint8_t ack = 0;
@@ -387,6 +396,7 @@ int UdpStreamServer(const Options& o) {
 
 int main(int argc, char** argv) {
   Options o = bench::ParseArgs(argc, argv, bench::kFloorOp);
+  if (o.splice && o.op != "stream") bench::Fail(o, "--splice is for --op stream only");
   if (o.op == "udp") {
     o.provider = "rawudp";
     return o.is_client() ? UdpClient(o) : UdpServer(o);
@@ -395,6 +405,7 @@ int main(int argc, char** argv) {
     o.provider = "rawudp-w" + std::to_string(o.window) + (o.crc ? "-crc" : "");
     return o.is_client() ? UdpStreamClient(o) : UdpStreamServer(o);
   }
-  o.provider = "rawtcp-w" + std::to_string(o.window) + (o.crc ? "-crc" : "");
+  o.provider =
+      "rawtcp-w" + std::to_string(o.window) + (o.splice ? "-splice" : "") + (o.crc ? "-crc" : "");
   return o.is_client() ? StreamClient(o) : StreamServer(o);
 }

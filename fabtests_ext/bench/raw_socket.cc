@@ -1,10 +1,12 @@
 #include "raw_socket.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -82,6 +84,35 @@ TcpSocket::TcpSocket(const Options& o, int fd) : o_(o), fd_(fd) {
 
 TcpSocket::~TcpSocket() {
   close(fd_);
+  if (pipe_[0] >= 0) {
+    close(pipe_[0]);
+    close(pipe_[1]);
+  }
+}
+
+void TcpSocket::SpliceAll(const void* data, size_t len) {
+  if (pipe_[0] < 0) {
+    if (pipe(pipe_) != 0) SysFail(o_, "pipe");
+    // As much in flight per call as one 1 MiB message (the kernel may cap it
+    // at /proc/sys/fs/pipe-max-size; a smaller pipe only means more calls).
+    (void)fcntl(pipe_[1], F_SETPIPE_SZ, 1 << 20);
+  }
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (len > 0) {
+    iovec v{const_cast<uint8_t*>(p), len};
+    const ssize_t n = vmsplice(pipe_[1], &v, 1, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) SysFail(o_, "vmsplice");
+    for (ssize_t moved = 0; moved < n;) {
+      const ssize_t m =
+          splice(pipe_[0], nullptr, fd_, nullptr, static_cast<size_t>(n - moved), SPLICE_F_MORE);
+      if (m < 0 && errno == EINTR) continue;
+      if (m <= 0) SysFail(o_, "splice");
+      moved += m;
+    }
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
 }
 
 void TcpSocket::SendAll(const void* data, size_t len) {

@@ -34,12 +34,19 @@ class TcpSocket {
   TcpSocket& operator=(const TcpSocket&) = delete;
 
   void SendAll(const void* data, size_t len);
+  // SendAll without the copy into socket buffers: vmsplice hands the pages of
+  // `data` to a pipe, splice moves them to the socket, and the receiver's
+  // recv copies from them. The pages are referenced, not copied: the caller
+  // must not change them until the peer has received them (raw_floor's stream
+  // changes a slot only after the window's acknowledgement).
+  void SpliceAll(const void* data, size_t len);
   // Exactly len bytes; a closed peer or the timeout fails the process.
   void RecvAll(void* data, size_t len);
 
  private:
   const Options& o_;
   int fd_;
+  int pipe_[2] = {-1, -1};  // SpliceAll's, made on first use
 };
 
 // Client side: connects to o.server:o.port. Returns the descriptor.
