@@ -264,8 +264,8 @@ if ((anchors)); then
   # The default RDM chain moves a rendezvous over datagrams: its bound is the UDP flow alone.
   ceiling 4 "$stream_size tagged bandwidth / tcp;ofi_rxm, cold UDP flow with CRC32c" rxm_bw ">=" 1.00 \
     udp_crc_w64_mbs
-  # Not a ceiling of the transports as built (they copy at the sender): what one would move
-  # that sends without that copy, as the next lever.
+  # Not a ceiling of the transports as built (they copy at the sender): what one that sent
+  # without that copy would move (docs/PERFORMANCE.md: no more than with it, on this host).
   ceiling 4 "$stream_size tagged bandwidth / tcp;ofi_rxm, cold TCP flow, zero-copy send, CRC32c" \
     rxm_bw ">=" 1.00 tcp_splice_crc_w64_mbs
   ceiling 6 "$stream_size bandwidth / btl tcp, cold TCP flow, zero-copy send, CRC32c" \
