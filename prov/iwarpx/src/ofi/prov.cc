@@ -131,11 +131,12 @@ void DefineParams() {
   fi_param_define(&g_provider, "rc_threshold_msgs", FI_PARAM_INT,
                   "RDM endpoints whose send rules name rc_sr or rc_rdma open an on-demand "
                   "connection (TCP iWARP, to the peer's UDP address and port number on TCP) "
-                  "to a peer once this many messages were sent to it, 1..2^31-1; the peer "
-                  "stays on datagrams until it is up. (default: 64)");
+                  "to a peer once this many messages were sent to it, counting only those "
+                  "the rules would put on a connection, 1..2^31-1; the peer stays on "
+                  "datagrams until it is up. (default: 64)");
   fi_param_define(&g_provider, "rc_threshold_bytes", FI_PARAM_INT,
-                  "The same trigger in bytes sent to the peer, 1..2^31-1; whichever comes "
-                  "first. (default: 1048576)");
+                  "The same trigger in bytes sent to the peer (of the messages counted "
+                  "there), 1..2^31-1; whichever comes first. (default: 1048576)");
   fi_param_define(&g_provider, "max_rc", FI_PARAM_INT,
                   "Most on-demand connections an RDM endpoint holds (opened, accepted and "
                   "pending), 0..4096; 0 keeps every peer on datagrams. (default: 16)");

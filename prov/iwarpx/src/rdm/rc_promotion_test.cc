@@ -80,6 +80,43 @@ TEST_F(RcPromotionTest, DefaultChainNeverListensOrConnects) {
   EXPECT_EQ(a.core->counters().rc_sr_msgs + a.core->counters().rc_rdma_msgs, 0u);
 }
 
+// Eager sizes on datagrams, rendezvous sizes on the connection: only the
+// messages the chain would put on a connection count toward the threshold
+// (100 messages here), so 300 small ones open nothing, and the connection
+// comes with the 100th large one (counting every message would open it with
+// the 100th small one, and every large one would then go on it).
+TEST_F(RcPromotionTest, CountsOnlyMessagesTheChainWouldPutOnTheConnection) {
+  const RdmConfig c = Config("size<=1000:ud_sr,any:rc_rdma,any:ud_zcopy");
+  Node& a = Add(c);
+  Node& b = Add(c);
+  ASSERT_TRUE(a.core->rc_available());
+  Flow f = MakeFlow(a, b, 600);
+  f.size_of = [](size_t i) { return i < 300 ? size_t{100} : size_t{30000}; };
+  f.paced = true;  // the receiver keeps up: no message overtakes the small phase
+  ASSERT_TRUE(Run({&f}, 120)) << Dump(a) << Dump(b);
+  f.Check();
+  const RdmCore::Counters& n = a.core->counters();
+  EXPECT_EQ(n.rc_opened, 1u) << Dump(a);
+  EXPECT_EQ(n.ud_sr_msgs, 300u) << Dump(a);
+  // The first 100 large ones went before any connect started.
+  EXPECT_GE(n.ud_zcopy_msgs, 100u) << Dump(a);
+  EXPECT_GT(n.rc_rdma_msgs, 0u) << Dump(a);
+  EXPECT_EQ(n.ud_zcopy_msgs + n.rc_rdma_msgs, 300u) << Dump(a);
+}
+
+TEST_F(RcPromotionTest, SmallMessagesAloneOpenNoConnection) {
+  const RdmConfig c = Config("size<=1000:ud_sr,any:rc_rdma,any:ud_zcopy");
+  Node& a = Add(c);
+  Node& b = Add(c);
+  Flow f = MakeFlow(a, b, 400);
+  f.size_of = [](size_t) { return size_t{100}; };
+  ASSERT_TRUE(Run({&f})) << Dump(a) << Dump(b);
+  f.Check();
+  EXPECT_TRUE(a.core->rc_available());  // listening, as the chain names rc_rdma
+  EXPECT_EQ(a.core->counters().rc_opened + b.core->counters().rc_opened, 0u) << Dump(a);
+  EXPECT_EQ(a.core->counters().ud_sr_msgs, 400u);
+}
+
 TEST_F(RcPromotionTest, MovesToTheConnectionMidStreamInOrder) {
   Node& a = Add(Config());
   Node& b = Add(Config());

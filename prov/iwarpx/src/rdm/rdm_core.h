@@ -45,7 +45,8 @@
 // * Connected channels (rdm_core_rc.cc, docs/design.md "Connected channels in
 //   the RDM endpoint"): when the chain names an rc_* channel, the core listens
 //   on TCP at its UDP address and port number; a peer that reaches
-//   config.rc.threshold_msgs/bytes sent gets a connected QP (MPA over TCP, at
+//   config.rc.threshold_msgs/bytes sent of messages the chain would put on
+//   a connection (ChainWantsLink) gets a connected QP (MPA over TCP, at
 //   most config.rc.max_links per core). Once it is established, sends to the
 //   peer go on it after a SWITCH on the RD QP; the receiver matches what
 //   arrives on the connection only after that SWITCH (order across the
@@ -755,7 +756,15 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // Connected channels (rdm_core_rc.cc).
   void OpenListener();
   // Sends counted; a connect started when the peer crossed a threshold.
+  // Until the peer has a connection, only sends that ChainWantsLink accepts
+  // are counted.
   void CountAndPromote(Peer& p, uint64_t bytes);
+  // Whether the chain would carry a message of `size` bytes on an rc_*
+  // channel if the peer had a connection (with RC-FP room for a slot's
+  // payload when the chain names rc_fp): a peer whose messages all stay on
+  // datagrams anyway is not worth a connection (the Aptus design opens one
+  // for a peer busy with what it would carry).
+  [[nodiscard]] bool ChainWantsLink(uint64_t size) const;
   // The SWITCH on the RD QP before the first send on the link.
   RdmStatus SendSwitch(Peer& p);
   void RcQpReady(RcLink& link, qp::QueuePair& q);

@@ -1,6 +1,7 @@
 // RdmCore's connected channels: listening, promotion, the tie-break, the
 // SWITCH order rule and failure (docs/design.md "Connected channels in the
 // RDM endpoint"; the contract is in rdm_core.h).
+#include <algorithm>
 #include <cerrno>
 
 #include "rdm/rc_hello.h"
@@ -70,7 +71,20 @@ void RdmCore::CollectStats(progress::EndpointStats* out) const {
   out->rdm_rc_rma_failed += counters_.rc_rma_failed;
 }
 
+bool RdmCore::ChainWantsLink(uint64_t size) const {
+  ChannelLimits limits;
+  limits.max_size[static_cast<int>(Channel::kUdSr)] = eager_limit();
+  limits.max_size[static_cast<int>(Channel::kRcSr)] = eager_limit();
+  limits.max_size[static_cast<int>(Channel::kRcFp)] =
+      FpWanted() ? std::min<uint64_t>(config_.rc.fp_max_payload, eager_limit()) : 0;
+  const ChannelSet all{Channel::kUdSr, Channel::kUdZcopy, Channel::kCopy,
+                       Channel::kRcSr, Channel::kRcRdma,  Channel::kRcFp};
+  const Channel c = config_.send_rules.Select(size, peers_.size(), all, limits);
+  return c == Channel::kRcSr || c == Channel::kRcRdma || c == Channel::kRcFp;
+}
+
 void RdmCore::CountAndPromote(Peer& p, uint64_t bytes) {
+  if (listener_ != nullptr && p.link == nullptr && !ChainWantsLink(bytes)) return;
   ++p.msgs_sent;
   p.bytes_sent += bytes;
   if (listener_ == nullptr || p.link != nullptr || links_ >= config_.rc.max_links || FbBusy(p) ||
