@@ -54,12 +54,13 @@ void QueuePair::ProcessTx() {
       // connection did not take can be given back (WriteBatch's caller
       // below): at 64 KiB per FPDU one send per FPDU cost a Read over TCP a
       // third of the rate of a Write, whose FPDUs go 16 to a send.
+      const NextFpdu next = Next();
       if (tx_count_ > 0 && (Slot(tx_count_ - 1).stashed ||
-                            (Slot(tx_count_ - 1).borrowed && Next() != NextFpdu::kReadResponse))) {
+                            (Slot(tx_count_ - 1).borrowed && next != NextFpdu::kReadResponse))) {
         break;
       }
       tx_ = &tx_ring_[(tx_head_ + tx_count_) % tx_ring_.size()];
-      if (!BuildNext()) break;
+      if (!BuildNext(next)) break;
       ++tx_count_;
       bytes += tx_->total;
     }
@@ -112,10 +113,9 @@ QueuePair::NextFpdu QueuePair::Next() const {
   return sq ? NextFpdu::kSq : NextFpdu::kNone;
 }
 
-bool QueuePair::BuildNext() {
+bool QueuePair::BuildNext(NextFpdu next) {
   tx_->stream = 0;
   tx_->unordered = false;
-  const NextFpdu next = Next();
   if (next == NextFpdu::kNone) return false;
   if (next == NextFpdu::kTerminate) {
     terminate_queued_ = false;

@@ -459,7 +459,8 @@ class QueuePair {
   // held) the RTR, then Read and Atomic Responses taking turns with the SQ.
   enum class NextFpdu : uint8_t { kNone, kTerminate, kRtr, kReadResponse, kAtomicResponse, kSq };
   NextFpdu Next() const;
-  bool BuildNext();  // false: nothing to send now
+  // Builds `next` (what Next() just said) into tx_; false: nothing to send now.
+  bool BuildNext(NextFpdu next);
   bool BuildSqFpdu();
   // The Atomic Request of SQ entry `seq` (its first or, for an XOR loop, a
   // later attempt), queued on the ORQ.

@@ -286,9 +286,7 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
     tx_free_.push_back(*index);
     return s;
   };
-  ChannelLimits limits;
-  limits.max_size[static_cast<int>(Channel::kUdSr)] = eager_limit();
-  limits.max_size[static_cast<int>(Channel::kRcSr)] = eager_limit();
+  ChannelLimits limits = EagerLimits();
   ChannelSet available{Channel::kUdSr, Channel::kUdZcopy, Channel::kCopy};
   if (rc != nullptr) {
     available.Add(Channel::kRcSr);

@@ -271,6 +271,13 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   RdmCore& operator=(const RdmCore&) = delete;
 
   [[nodiscard]] size_t eager_limit() const { return config_.bounce_size - wire::kRdmHeaderSize; }
+  // The eager channels' limits (UD-SR, RC-SR: eager_limit()); the rest any size.
+  [[nodiscard]] ChannelLimits EagerLimits() const {
+    ChannelLimits limits;
+    limits.max_size[static_cast<int>(Channel::kUdSr)] = eager_limit();
+    limits.max_size[static_cast<int>(Channel::kRcSr)] = eager_limit();
+    return limits;
+  }
   // Bounce buffers made so far (the pool only grows; tests and memory checks).
   [[nodiscard]] uint32_t bounces_made() const { return bounces_.count(); }
   [[nodiscard]] transport::SockAddr local_address() const { return channel_->local_address(); }

@@ -72,9 +72,7 @@ void RdmCore::CollectStats(progress::EndpointStats* out) const {
 }
 
 bool RdmCore::ChainWantsLink(uint64_t size) const {
-  ChannelLimits limits;
-  limits.max_size[static_cast<int>(Channel::kUdSr)] = eager_limit();
-  limits.max_size[static_cast<int>(Channel::kRcSr)] = eager_limit();
+  ChannelLimits limits = EagerLimits();
   limits.max_size[static_cast<int>(Channel::kRcFp)] =
       FpWanted() ? std::min<uint64_t>(config_.rc.fp_max_payload, eager_limit()) : 0;
   const ChannelSet all{Channel::kUdSr, Channel::kUdZcopy, Channel::kCopy,
