@@ -25,6 +25,12 @@
 #   --no-iwarpx      skip iwarpx (its columns read "n/a")
 #   --strict         exit 1 if any run failed (a failed run's numbers read "n/a")
 #   --keep-logs      keep the server/client logs (path printed)
+#   --phase-probe    before and after every run, ask fabtests_ext/bench/mem_probe whether the
+#                    two CPUs shared a path to memory (this host's fast phase) or were apart
+#                    (its slow one; docs/PERFORMANCE.md "The host's two speeds are where its
+#                    two vCPUs sit"), and print the paired ratios again over the rounds whose
+#                    probes all gave one verdict ("# paired, CPUs shared: ..." / "..., CPUs
+#                    apart: ..."; ~1.5 s per probe)
 #   --corrupt N      testing: the clients damage message N (tagged_bw --corrupt),
 #                    so every run must fail with "data check failed"
 #
@@ -43,6 +49,7 @@ repeat=3
 run_iwarpx=1
 strict=0
 keep_logs=0
+phase_probe=0
 prog_args=()
 client_args=()
 timeout_s=120
@@ -60,6 +67,7 @@ while (($#)); do
     --no-iwarpx) run_iwarpx=0 ;;
     --strict) strict=1 ;;
     --keep-logs) keep_logs=1 ;;
+    --phase-probe) phase_probe=1 ;;
     --corrupt) client_args+=(--corrupt "$2"); shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_rdm_bw.sh: unknown option $1" >&2; exit 2 ;;
@@ -72,6 +80,7 @@ prog_args+=(--timeout "$timeout_s")
 [[ $build = /* ]] || build=$root/$build
 if ((do_build)); then
   targets=(tagged_bw)
+  ((phase_probe)) && targets+=(mem_probe)
   ((run_iwarpx)) && targets+=(iwarpx-fi)
   cmake --build "$build" -j1 --target "${targets[@]}" >&2 ||
     { echo "bench_rdm_bw.sh: build failed" >&2; exit 1; }
@@ -79,6 +88,11 @@ fi
 prog=$build/fabtests_ext/bench/tagged_bw
 iwarpx_dir=$build/prov/iwarpx/src/ofi
 [[ -x $prog ]] || { echo "bench_rdm_bw.sh: $prog missing (build it first)" >&2; exit 1; }
+probe=$build/fabtests_ext/bench/mem_probe
+if ((phase_probe)) && [[ ! -x $probe ]]; then
+  echo "bench_rdm_bw.sh: $probe missing (build it first)" >&2
+  exit 1
+fi
 
 # shellcheck source=scripts/bench_lib.sh
 . scripts/bench_lib.sh  # the scripts run from the repository root (cd above)
@@ -103,8 +117,16 @@ run() {
   pair_server=("${env_args[@]}" "$prog" -p "$prov" --sizes "$sizes" "${prog_args[@]}")
   pair_client=("${env_args[@]}" "$prog" -p "$prov" --sizes "$sizes" "${prog_args[@]}"
                "${client_args[@]}")
+  ((phase_probe)) && probe_phase
   bench_pair "$prov" "$log" || return 1
   awk -F, -v r="$round" 'NR > 1 { print $4, $6, r }' "$log.client.out" >>"$work/data/$name"
+  ((phase_probe)) && probe_phase
+  return 0
+}
+# probe_phase: appends "ROUND VERDICT" to $work/phase (outside data/, whose files hold sizes);
+# run() probes before and after each run, so a phase that changed during it shows.
+probe_phase() {
+  echo "$round $(timeout 30 "$probe" | awk '{ print $NF }')" >>"$work/phase"
 }
 
 anchor_list=()
@@ -155,30 +177,53 @@ for s in $size_list; do
   for a in "${anchor_list[@]}"; do line+=" $(ratio "$i" "$(median "$work/data/$(file_of "$a")" "$s")") |"; done
   echo "$line"
 done
-if ((${#anchor_list[@]})) && ((run_iwarpx)) && ((repeat > 1)); then
-  echo
-  echo "# paired: iwarpx/anchor within each round, median (min-max)"
-  for s in $size_list; do
-    line="#   $s B:"
-    for a in "${anchor_list[@]}"; do
-      line+=" $a $(bench_paired "$work/data/iwarpx" "$work/data/$(file_of "$a")" "$s" 2 3);"
+# print_paired DIR LABEL: the paired lines over the data files in DIR (iwarpx against every
+# anchor, then every iwarpx+MODE anchor against the other providers).
+print_paired() {
+  local dir=$1 label=$2 s a m line
+  if ((${#anchor_list[@]})) && ((run_iwarpx)); then
+    echo
+    echo "# paired$label: iwarpx/anchor within each round, median (min-max)"
+    for s in $size_list; do
+      line="#   $s B:"
+      for a in "${anchor_list[@]}"; do
+        line+=" $a $(bench_paired "$dir/iwarpx" "$dir/$(file_of "$a")" "$s" 2 3);"
+      done
+      echo "${line%;}"
     done
-    echo "${line%;}"
-  done
-fi
-# An iwarpx mode given as an anchor against the other providers, within each round too.
-if ((repeat > 1)); then
+  fi
+  # An iwarpx mode given as an anchor against the other providers, within each round too.
   for m in "${anchor_list[@]}"; do
     [[ $m == iwarpx+* ]] || continue
     for s in $size_list; do
       line="#   $s B, $m:"
       for a in "${anchor_list[@]}"; do
         [[ $a == iwarpx* ]] && continue
-        line+=" $a $(bench_paired "$work/data/$(file_of "$m")" "$work/data/$(file_of "$a")" "$s" 2 3);"
+        line+=" $a $(bench_paired "$dir/$(file_of "$m")" "$dir/$(file_of "$a")" "$s" 2 3);"
       done
       [[ $line == *\;* ]] && echo "${line%;}"
     done
   done
+}
+if ((repeat > 1)); then
+  print_paired "$work/data" ""
+  if ((phase_probe)) && [[ -f $work/phase ]]; then
+    # A round's verdict: its runs' one verdict, or "mixed".
+    awk '{ if (!($1 in v)) v[$1] = $2; else if (v[$1] != $2) v[$1] = "mixed" }
+      END { for (r in v) print r, v[r] }' "$work/phase" >"$work/round_verdicts"
+    echo
+    echo "# phase (mem_probe before and after every run): rounds $(awk '{ n[$2]++ } END {
+      printf "shared %d, apart %d, mixed %d", n["shared"], n["apart"], n["mixed"] }' \
+      "$work/round_verdicts")"
+    for verdict in shared apart; do
+      mkdir -p "$work/$verdict"
+      for f in "$work"/data/*; do
+        awk -v want="$verdict" 'FNR == NR { if ($2 == want) keep[$1] = 1; next } ($3 in keep)' \
+          "$work/round_verdicts" "$f" >"$work/$verdict/${f##*/}"
+      done
+      print_paired "$work/$verdict" ", CPUs $verdict"
+    done
+  fi
 fi
 if ((failures)); then
   echo
