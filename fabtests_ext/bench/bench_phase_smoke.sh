@@ -2,7 +2,7 @@
 # Usage: bench_phase_smoke.sh <source dir> <build dir>
 # Smoke test of the phase probe (label "functional"):
 #   * mem_probe prints one line ending in a verdict, "shared" or "apart" with its ratio, or
-#     "n/a" when fewer than two CPUs are there; it refuses a bad --time with exit 2;
+#     "n/a" when fewer than two CPUs are there; it refuses a bad --time and a --threshold above 1 with exit 2;
 #   * scripts/bench_rdm_bw.sh --phase-probe over two rounds exits 0 and prints the phase
 #     line, whose round counts add up to the two rounds, and the paired lines for both
 #     verdicts ("# paired, CPUs shared: ..." and "..., CPUs apart: ...").
@@ -21,6 +21,9 @@ echo "mem_probe: $line"
 rc=0
 timeout -k 5 20 "$probe" --time -1 >/dev/null 2>&1 || rc=$?
 ((rc == 2)) || bad "mem_probe --time -1 exited $rc, not 2"
+rc=0
+timeout -k 5 20 "$probe" --threshold 1.5 >/dev/null 2>&1 || rc=$?
+((rc == 2)) || bad "mem_probe --threshold 1.5 exited $rc, not 2"
 
 rc=0
 out=$(timeout -k 5 80 "$src/scripts/bench_rdm_bw.sh" --build "$build" --no-build --phase-probe \
