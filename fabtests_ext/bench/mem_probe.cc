@@ -160,11 +160,7 @@ int main(int argc, char** argv) {
   std::sort(trials.begin(), trials.end(),
             [](const Trial& x, const Trial& y) { return x.ratio < y.ratio; });
   const Trial& m = trials[trials.size() / 2];
-  const double ratio = m.ratio;
-  const double alone = m.alone;
-  const double ga = m.ga;
-  const double gb = m.gb;
-  std::printf("mem_probe: alone %.1f GB/s, together %.1f and %.1f GB/s, ratio %.2f: %s\n", alone,
-              ga, gb, ratio, ratio < threshold ? "shared" : "apart");
+  std::printf("mem_probe: alone %.1f GB/s, together %.1f and %.1f GB/s, ratio %.2f: %s\n", m.alone,
+              m.ga, m.gb, m.ratio, m.ratio < threshold ? "shared" : "apart");
   return 0;
 }
