@@ -13,7 +13,7 @@ using transport::Poller;
 
 namespace {
 constexpr size_t kEventsPerPass = 64;
-constexpr uint32_t kInterestMask = Poller::kReadable | Poller::kWritable;
+constexpr uint32_t kInterestMask = Poller::kReadable | Poller::kWritable | Poller::kPeerHalfClosed;
 }  // namespace
 
 Result<std::unique_ptr<Engine>, transport::IoError> Engine::Create(const Clock& clock) {

@@ -90,7 +90,8 @@ class Pollable {
 
   // The descriptor to watch; -1 for none (then only timers and pending work).
   [[nodiscard]] virtual int fd() const = 0;
-  // transport::Poller::kReadable | kWritable wanted now (0: none).
+  // transport::Poller::kReadable | kWritable | kPeerHalfClosed wanted now
+  // (0: none).
   [[nodiscard]] virtual uint32_t interest() const = 0;
   // fd() is ready: Poller masks, possibly with kError/kHangup.
   virtual void OnReady(uint32_t events) = 0;

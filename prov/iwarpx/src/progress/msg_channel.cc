@@ -185,6 +185,8 @@ uint32_t MsgChannel::interest() const {
     case Phase::kRunning:
       want = (qp_->wants_read() ? Poller::kReadable : 0U) |
              (qp_->wants_write() ? Poller::kWritable : 0U);
+      // Blocked: still learn that the peer went ("Hang-up while blocked").
+      if (want == 0 && !doorbell_) return Poller::kPeerHalfClosed;
       break;
     case Phase::kDone: return 0;
   }
@@ -215,7 +217,7 @@ void MsgChannel::OnTimer() {
 }
 
 void MsgChannel::OnReady(uint32_t events) {
-  const bool failed = (events & (Poller::kError | Poller::kHangup)) != 0;
+  const bool failed = (events & (Poller::kError | Poller::kHangup | Poller::kPeerHalfClosed)) != 0;
   const bool readable = failed || (events & Poller::kReadable) != 0;
   // A rung doorbell may mean send space too: retry the blocked send.
   const bool writable = failed || (events & Poller::kWritable) != 0 || (doorbell_ && readable);
@@ -229,6 +231,10 @@ void MsgChannel::OnReady(uint32_t events) {
     case Phase::kRunning:
       if (writable && qp_->wants_write()) qp_->OnWritable();
       if (readable && qp_->wants_read()) qp_->OnReadable();
+      if (failed && !qp_->wants_read() && !qp_->wants_write() && sink_ != nullptr &&
+          sink_->EndWhenGoneWhileBlocked()) {
+        qp_->LinkLost();
+      }
       if (qp_->state() == qp::QpState::kError && !qp_->wants_write()) {
         Finish();
       } else if (failed && !qp_->wants_read() && !qp_->wants_write()) {

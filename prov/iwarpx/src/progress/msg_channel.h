@@ -36,11 +36,16 @@
 //                       Reply could not be sent).
 //   OnTerminated() / OnError()  (CompletionSink) as the QP reports them.
 //
-// Hang-up while blocked: epoll reports EPOLLHUP/EPOLLERR whatever the
-// interest, so a peer that is gone while the QP waits for a receive buffer
-// would wake the engine forever. The channel then parks: it leaves the
-// engine until AfterPost() (a new receive) lets the QP read the end of the
-// stream.
+// Hang-up while blocked: a QP that waits for a receive buffer, or holds the
+// peer's requests (QueuePair::HoldRequests), reads nothing, so it would not
+// see the end of the stream. While it wants neither to read nor to write the
+// channel asks for kPeerHalfClosed (not on a doorbell); epoll reports
+// EPOLLHUP/EPOLLERR whatever the interest. On any of them the sink decides
+// (ChannelSink::EndWhenGoneWhileBlocked): end the QP at once (the RDM
+// endpoint's connections: its RD session recovers or fails what was on it),
+// or park: leave the engine (else it would wake forever) until AfterPost()
+// (a new receive, the hold released) lets the QP read the end of the stream
+// (FI_EP_MSG: what the peer sent before closing is still delivered).
 //
 // Ownership and threads: the channel owns its Connection, Cep and QP and
 // borrows the Engine, the StagTable and the sink (all must outlive it). Every
@@ -75,6 +80,11 @@ class ChannelSink : public qp::CompletionSink {
   // Setup ended without a connection. For a rejected initiator
   // (error.wire_error == kMpaRejected) `reject_data` is the peer's reason.
   virtual void OnConnectFailed(const cm::CepError& error, ByteSpan reject_data) = 0;
+  // The connection ended (hang-up, reset, the peer's close) while the QP
+  // reads nothing (see "Hang-up while blocked"). True ends the QP at once
+  // (QueuePair::LinkLost: OnTerminated, its work flushed in error); false
+  // parks the channel until AfterPost() lets the QP read up to the end.
+  [[nodiscard]] virtual bool EndWhenGoneWhileBlocked() { return false; }
 };
 
 // The responder's Request arrived (MsgListener implements it).

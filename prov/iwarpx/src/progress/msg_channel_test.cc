@@ -48,11 +48,15 @@ class Sink final : public ChannelSink {
   cm::CepError failure;
   std::string reject_data;
   std::vector<qp::RecvWr> early_recvs;  // posted in OnQpReady
+  bool hold = false;                    // HoldRequests(true) in OnQpReady
+  bool end_when_gone = false;           // EndWhenGoneWhileBlocked()
 
   void OnQpReady(qp::QueuePair& qp) override {
     ++qp_ready;
     for (const auto& wr : early_recvs) EXPECT_EQ(qp.PostRecv(wr), qp::QpStatus::kOk);
+    if (hold) qp.HoldRequests(true);
   }
+  bool EndWhenGoneWhileBlocked() override { return end_when_gone; }
   void OnConnectFailed(const cm::CepError& e, ByteSpan reject) override {
     ++connect_failed;
     failure = e;
@@ -307,6 +311,82 @@ TEST_P(MsgChannelTcpTest, HangUpWhileWaitingForAReceiveParksInsteadOfSpinning) {
   }
   ASSERT_TRUE(RunUntil([&] { return server_sink.rec.terminated == 1; }));
   EXPECT_EQ(server_sink.rec.completions.size(), 1U);  // the receive: data or flushed
+}
+
+// The peer goes while our QP holds its requests (the RDM endpoint's
+// connection before the peer's SWITCH): nothing is read, yet the end is
+// seen, by the peer's reset or by its orderly close (a FIN, which epoll
+// reports only when asked: kPeerHalfClosed). A sink that ends such a
+// connection gets OnTerminated and its receive flushed; one that does not
+// has the channel parked, and releasing the hold reads the Send, then the
+// end.
+TEST_P(MsgChannelTcpTest, PeerGoneWhileRequestsAreHeldIsSeen) {
+  for (const bool reset : {true, false}) {
+    for (const bool end : {true, false}) {
+      SCOPED_TRACE(std::string(reset ? "reset" : "close") + (end ? ", ends" : ", parks"));
+      Sink client_sink;
+      Sink server_sink;
+      std::vector<uint8_t> buf(64);
+      qp::RecvWr r;
+      ASSERT_TRUE(r.sgl.Add(buf.data(), buf.size()));
+      server_sink.early_recvs.push_back(r);
+      server_sink.hold = true;
+      server_sink.end_when_gone = end;
+      auto client = Connect("", client_sink);
+      ASSERT_TRUE(RunUntil([&] { return !requests_.requests.empty(); }));
+      std::unique_ptr<MsgChannel> server;
+      {
+        std::lock_guard<std::mutex> lock(engine_->mu());
+        server = listener_->Take(requests_.requests[0]);
+        requests_.requests.clear();
+        ASSERT_EQ(server->Accept({}, stags_, 0, qp::QpConfig{}, server_sink), 0);
+      }
+      ASSERT_TRUE(RunUntil([&] { return client_sink.rec.established == 1; }));
+      const std::string msg = "held until a SWITCH that never comes";
+      {
+        std::lock_guard<std::mutex> lock(engine_->mu());
+        qp::SendWr s;
+        ASSERT_TRUE(s.sgl.Add(const_cast<char*>(msg.data()), msg.size()));
+        ASSERT_EQ(client->qp()->PostSend(s), qp::QpStatus::kOk);
+        client->AfterPost();
+      }
+      ASSERT_TRUE(RunUntil(
+          [&] { return server_sink.rec.established == 1 && !server->qp()->wants_read(); }));
+      if (reset) {
+        const linger hard{1, 0};
+        ASSERT_EQ(setsockopt(client->fd(), SOL_SOCKET, SO_LINGER, &hard, sizeof(hard)), 0);
+      }
+      const size_t before = engine_->registered();
+      {
+        std::lock_guard<std::mutex> lock(engine_->mu());
+        client.reset();
+      }
+      if (end) {
+        ASSERT_TRUE(RunUntil([&] { return server_sink.rec.terminated == 1; }))
+            << "the end of a held connection was not seen";
+        EXPECT_EQ(server_sink.rec.term_origin, qp::TermOrigin::kConnectionLost);
+        ASSERT_EQ(server_sink.rec.completions.size(), 1U);
+        EXPECT_EQ(server_sink.rec.completions[0].kind, qp::test::Completion::Kind::kError)
+            << "the held Send must not be delivered";
+        ASSERT_TRUE(RunUntil([&] { return engine_->registered() == before - 2; }));
+        continue;
+      }
+      ASSERT_TRUE(RunUntil([&] { return engine_->registered() == before - 2; }))
+          << "the server channel should have left the engine";
+      EXPECT_EQ(server_sink.rec.terminated, 0);
+      {
+        std::lock_guard<std::mutex> lock(engine_->mu());
+        server->qp()->HoldRequests(false);
+        server->AfterPost();
+      }
+      ASSERT_TRUE(RunUntil([&] { return server_sink.rec.terminated == 1; }));
+      ASSERT_EQ(server_sink.rec.completions.size(), 1U);
+      if (!reset) {  // a reset may discard the Send; an orderly close keeps it
+        EXPECT_EQ(server_sink.rec.completions[0].kind, qp::test::Completion::Kind::kRecv);
+        EXPECT_EQ(server_sink.rec.completions[0].bytes, msg.size());
+      }
+    }
+  }
 }
 
 // fi_connect then fi_shutdown at once: the responder still sees the

@@ -270,6 +270,87 @@ TEST_F(RdChannelTest, VanishedPeerIsReportedOnceAndANewQpFollows) {
   EXPECT_GE(st.rd_retransmitted, 1u);  // resent until the timeout
 }
 
+// B's Read reached A and was acknowledged, so B's stream has nothing in
+// flight; A holds it unanswered (its QP holds requests). A live A answers
+// B's PROBEs, so the Read waits (over two RD timeouts) and completes once A lets
+// it run. An A that failed B's session answers the next PROBE with a RESET;
+// an A that is gone answers nothing, and B gives up after the RD timeout.
+// Either way B's Read ends in an error completion instead of waiting forever
+// (rd_stream.h "Failure").
+TEST_F(RdChannelTest, AnUnansweredReadEndsWhenItsPeerForgotItOrWent) {
+  constexpr uint64_t kDeadAfterNs = 400'000'000;
+  for (const int how : {0, 1, 2}) {  // A stays and answers, fails B's session, is gone
+    SCOPED_TRACE(how == 0 ? "alive" : how == 1 ? "forgot" : "gone");
+    a_.reset();
+    b_.reset();
+    ca_ = RdChannelTestClient();
+    cb_ = RdChannelTestClient();
+    Open({}, {}, kDeadAfterNs);
+    std::vector<uint8_t> src(256, 0x5A), dst(256, 0);
+    const RdPeerKey ka = KeyOf(*a_);
+    const RdPeerKey kb = KeyOf(*b_);
+    uint32_t src_stag = 0;
+    uint32_t dst_stag = 0;
+    {
+      std::lock_guard<std::mutex> lock(engine_->mu());
+      auto s = stags_a_.Register(mem::RegionSpec{src.data(), src.size(), 0, mem::kRemoteRead, kPd});
+      auto d = stags_b_.Register(mem::RegionSpec{dst.data(), dst.size(), 0, mem::kLocalWrite, kPd});
+      ASSERT_TRUE(s.ok() && d.ok());
+      src_stag = *s;
+      dst_stag = *d;
+      a_->Peer(kb)->qp().HoldRequests(true);
+      qp::ReadWr r;
+      r.context = 7;
+      r.local_stag = dst_stag;
+      r.length = static_cast<uint32_t>(src.size());
+      r.remote_stag = src_stag;
+      ASSERT_EQ(b_->Peer(ka)->qp().PostRead(r), qp::QpStatus::kOk);
+      b_->AfterPost();
+    }
+    ASSERT_TRUE(RunUntil([&] {
+      const rd::RdQp* q = b_->Find(ka);
+      return q != nullptr && q->stream().settled();
+    }));
+    const auto start = std::chrono::steady_clock::now();
+    {
+      std::lock_guard<std::mutex> lock(engine_->mu());
+      if (how == 1) {
+        a_->Find(kb)->Fail(ECONNRESET);
+        a_->AfterPost();
+      }
+      if (how == 2) a_.reset();
+    }
+    if (how == 0) {
+      EXPECT_FALSE(RunUntil([&] { return !cb_.sink.completions.empty(); }, 1))
+          << "a live peer's unanswered Read was failed";
+      {
+        std::lock_guard<std::mutex> lock(engine_->mu());
+        a_->Find(kb)->qp().HoldRequests(false);
+        a_->AfterPost();
+      }
+      ASSERT_TRUE(RunUntil([&] { return !cb_.sink.completions.empty(); }, 5));
+      EXPECT_EQ(cb_.sink.completions[0].kind, Completion::Kind::kRdma);
+      EXPECT_EQ(dst, src);
+      EXPECT_TRUE(cb_.failed.empty());
+      continue;
+    }
+    ASSERT_TRUE(RunUntil([&] { return !cb_.sink.completions.empty(); }, 5))
+        << "the Read waited for a peer that will never answer it";
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(cb_.sink.completions[0].kind, Completion::Kind::kError);
+    EXPECT_EQ(cb_.failed.size(), 1u);
+    if (how == 1) {
+      EXPECT_LT(took, std::chrono::milliseconds(300)) << "the RESET should end it first";
+    } else {
+      EXPECT_GE(took, std::chrono::milliseconds(300));
+      EXPECT_LT(took, std::chrono::milliseconds(2500));
+    }
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    (void)stags_b_.Deregister(dst_stag);
+    if (a_ != nullptr) (void)stags_a_.Deregister(src_stag);
+  }
+}
+
 // A raw socket sends B datagrams of a session B never saw: data and a PROBE
 // without Y draw a RESET refusing that session; a stray RESET is dropped.
 // None of them makes a QP.

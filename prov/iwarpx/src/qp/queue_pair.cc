@@ -271,6 +271,12 @@ void QueuePair::Disconnect() {
   Fire(Event::kDisconnect, wire::term::kLlpStreamLost, {}, 0);
 }
 
+void QueuePair::LinkLost() {
+  if (rx_closed_) return;  // the end was read: the QP already had the event
+  rx_closed_ = true;
+  Fire(Event::kLinkDown, wire::term::kLlpStreamLost, {}, 0);
+}
+
 void QueuePair::OnWritable() {
   ProcessTx();
 }

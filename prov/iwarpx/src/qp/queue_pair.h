@@ -258,6 +258,11 @@ class QueuePair {
   // Orderly local close: flushes every WR (origin kLocalClose) and shuts the
   // write side after the FPDU in flight.
   void Disconnect();
+  // The LLP reported the connection ended (the peer's close or reset) while
+  // the QP reads nothing (a Send waits for a receive, or requests are held):
+  // ends it as reading the end would (kConnectionLost: OnTerminated, every
+  // WR flushed), without reading what came before the end.
+  void LinkLost();
 
   void OnWritable();
   void OnReadable();

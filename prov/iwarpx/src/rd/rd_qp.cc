@@ -71,6 +71,9 @@ void RdQp::Pump() {
     }
     if (write) qp_->OnWritable();
   }
+  // A failed stream ends a QP that reads nothing (a Send waiting for a
+  // receive, requests held) too: it would never read the error.
+  if (stream_->failed() && !qp_->wants_read()) qp_->LinkLost();
   pumping_ = false;
 }
 

@@ -24,7 +24,9 @@
 //
 // A stream that fails (peer silent for the RD timeout, RESET, Fail) makes the
 // QP report a lost link: OnTerminated, then an error completion for every
-// outstanding work request. failed() is then true and the owner discards it.
+// outstanding work request — also when the QP reads nothing (a Send waiting
+// for a receive, requests held: QueuePair::LinkLost). failed() is then true
+// and the owner discards it.
 #pragma once
 
 #include <cstdint>
@@ -143,6 +145,10 @@ class RdQp final : private RdStreamOwner {
  private:
   RdQp() = default;
   void OnStreamEvent() override { Pump(); }
+  // Read or Atomic Requests not yet answered (rd_stream.h "Failure").
+  [[nodiscard]] bool AwaitsPeer() const override {
+    return qp_ != nullptr && qp_->outstanding_reads() > 0;
+  }
   void OnStreamUsed() override {
     if (watcher_ == nullptr || watched_) return;
     watched_ = true;

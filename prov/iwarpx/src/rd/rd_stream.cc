@@ -585,15 +585,19 @@ void RdStream::SendReset(uint32_t session) {
   }
 }
 
-// Zero window with nothing in flight: probe at the RTO so a window update
-// that was lost cannot stall the stream, and give up on a silent peer.
+// Nothing in flight, yet something waits for the peer: a zero window (probe
+// at the RTO so a window update that was lost cannot stall the stream) or
+// the owner's requests awaiting their answers (probe once the peer has been
+// silent for AwaitProbeGap). Either way, give up on a silent peer.
 void RdStream::CheckProbe(uint64_t now) {
-  if (!tx_blocked_ || send_.outstanding() != 0 || send_.CanSend()) {
+  const bool closed_window = tx_blocked_ && !send_.CanSend();
+  if (send_.outstanding() != 0 || (!closed_window && !owner_.AwaitsPeer())) {
     probe_at_ = UINT64_MAX;
     return;
   }
+  const uint64_t gap = closed_window ? send_.rto() : AwaitProbeGap();
   if (probe_at_ == UINT64_MAX) {
-    probe_at_ = now + send_.rto();
+    probe_at_ = now + gap;
     return;
   }
   if (now < probe_at_) return;
@@ -601,8 +605,16 @@ void RdStream::CheckProbe(uint64_t now) {
     Fail(ETIMEDOUT);
     return;
   }
+  if (!closed_window && now - last_heard_ < gap) {
+    probe_at_ = last_heard_ + gap;  // heard lately: the answers are coming
+    return;
+  }
   SendProbe();
-  probe_at_ = now + send_.rto();
+  probe_at_ = now + gap;
+}
+
+uint64_t RdStream::AwaitProbeGap() const {
+  return std::max<uint64_t>(send_.rto(), dead_after_ns_ / 16);
 }
 
 void RdStream::Fail(int err) {

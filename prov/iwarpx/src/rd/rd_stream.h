@@ -64,7 +64,12 @@
 // Failure: the stream fails (RecvV and SendV return kError with `error()`)
 // when the peer stops acknowledging for dead_after_ns (FI_IWARPX_RD_TIMEOUT;
 // also while probing a closed window), when the peer RESETs our session
-// (rule 5), or by Fail(). The QP then reports a lost link and flushes its
+// (rule 5), or by Fail(). A stream with nothing in flight whose owner
+// AwaitsPeer() probes too once it has heard nothing from the peer for
+// max(RTO, dead_after_ns / 16): a live peer acks the PROBE, one that failed
+// our session answers RESET, a silent one fails the stream after
+// dead_after_ns, so a Read whose peer forgot it ends in an error completion
+// instead of waiting forever. The QP then reports a lost link and flushes its
 // work requests with errors; the owner discards QP and stream and makes a new
 // pair (a new session) for later traffic. A datagram that opens a new session
 // of a peer that already had one (the peer restarted, rule 3) returns
@@ -164,6 +169,11 @@ class RdStreamOwner {
   // deadline, want the socket or fail (the owner's owner watches it until it
   // is idle again: progress::RdChannel's active set). Must be cheap.
   virtual void OnStreamUsed() {}
+  // Work is waiting for the peer's answer although the stream may have
+  // nothing in flight (the QP's Read or Atomic Requests were acknowledged,
+  // their responses have not come): the stream then probes (see
+  // "Failure"). Must be cheap.
+  [[nodiscard]] virtual bool AwaitsPeer() const { return false; }
 };
 
 class RdStream final : public transport::Connection, private SendWindowSink, private mem::Borrower {
@@ -345,6 +355,7 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   [[nodiscard]] bool AckReachesHeld(const wire::DgramHeader& h) const;
   bool SendControl(const wire::DgramHeader& h);
   void CheckProbe(uint64_t now);
+  [[nodiscard]] uint64_t AwaitProbeGap() const;
 
   // Receive helpers.
   void AcceptData(const wire::DecodedDgram& d, uint64_t now);

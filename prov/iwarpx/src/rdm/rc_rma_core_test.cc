@@ -8,6 +8,8 @@
 // SWITCH); RMA on a connection that breaks completes with an error; an idle
 // close waits for RMA on the connection, and no RMA is routed while a
 // connection is being left.
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -217,6 +219,98 @@ TEST_F(RcRmaTest, WriteAndAtomicBeforeAMessageArePlacedWhenItIsMatched) {
   a.core->CollectStats(&st);
   EXPECT_EQ(st.rdm_rc_rma_ops, ca.rc_rma_ops);
   EXPECT_EQ(st.rdm_rd_rma_ops, ca.rd_rma_ops);
+}
+
+// The peer declares us dead (its RD session with us fails, as a timeout
+// under load would) while we move to, or run on, the connection through
+// datagram faults. The peer drops the connection with the session; we must
+// see that even when our side of the link reads nothing (the peer's TAKEN
+// report held until its SWITCH, which the dead session never delivers), and
+// every operation we posted ends, done or failed, exactly once, in bounded
+// time (it once stalled: msg_channel.h "Hang-up while blocked"). The held
+// state needs a lost SWITCH at the right moment (about one round in 100
+// before the fix): 40 rounds, each a fresh pair; IWARPX_DEAD_AT (one
+// receive count) and IWARPX_DEAD_SEEDS (seeds per count) widen the search.
+std::string Events(const Node& n) {
+  std::string out;
+  for (const auto& [e, err] : n.sink.events) {
+    out += std::string(" ") + PeerEventName(e) + (err != 0 ? "(" + std::to_string(err) + ")" : "");
+  }
+  return out;
+}
+
+TEST_F(RcRmaTest, APeerThatDeclaresUsDeadEndsEveryOperation) {
+  constexpr size_t kN = 600;
+  constexpr size_t kInFlight = 24;
+  std::vector<size_t> at = {40, 110, 160, 260, 400};
+  if (const char* e = getenv("IWARPX_DEAD_AT"); e != nullptr) at = {strtoul(e, nullptr, 10)};
+  const char* seeds_env = getenv("IWARPX_DEAD_SEEDS");
+  const size_t seeds = seeds_env != nullptr ? strtoul(seeds_env, nullptr, 10) : 8;
+  for (size_t seed = 0; seed < seeds; ++seed) {
+    for (const size_t dead_at : at) {
+      SCOPED_TRACE("dead at " + std::to_string(dead_at) + " seed " + std::to_string(seed));
+      auto faults = transport::FaultSpec::Parse("drop=200,dup=20,reorder=200,seed=" +
+                                                std::to_string(11 + dead_at + 1000 * seed));
+      ASSERT_TRUE(faults.ok());
+      Node& a = Add(Config(), *faults);
+      Node& b = Add(Config(), *faults);
+      Window w;
+      std::vector<uint64_t> vals(kN, 1), back(kN, 0);
+      std::vector<std::vector<uint8_t>> tx(kN, std::vector<uint8_t>(64)), rx(kN);
+      uint32_t back_stag = 0;
+      {
+        std::lock_guard<std::mutex> lock(engine_->mu());
+        w = MakeWindow(b, kN);
+        back_stag = RegisterSink(a, back);
+        PostRecvs(b, 0, kN, rx);
+      }
+      size_t next = 0;
+      int step = 0;  // as above: write, atomic, message, read
+      size_t rma_posted = 0;
+      size_t sends_posted = 0;
+      bool b_failed_us = false;
+      const bool ok = RunUntil(
+          [&] {
+            if (!b_failed_us && b.sink.recvs.size() >= dead_at) {
+              b_failed_us = b.core->FailRdForTest(a.core->local_address());
+            }
+            // (A session that times out by itself first ends the round too.)
+            b_failed_us = b_failed_us || b.core->counters().peers_failed > 0;
+            while (!b_failed_us && next < kN && next < b.sink.recvs.size() + kInFlight) {
+              RdmStatus st = RdmStatus::kOk;
+              switch (step) {
+                case 0: st = Write(a, b, 3 * next, &vals[next], w, next); break;
+                case 1: st = Add1(a, b, 3 * next + 1, w, kN); break;
+                case 2: st = SendMsg(a, b, next, tx[next]); break;
+                default: st = Read(a, b, 3 * next + 2, back_stag, &back[next], w, next); break;
+              }
+              if (st == RdmStatus::kAgain) break;
+              EXPECT_EQ(st, RdmStatus::kOk);
+              ++(step == 2 ? sends_posted : rma_posted);
+              if (++step == 4) {
+                step = 0;
+                ++next;
+              }
+            }
+            return b_failed_us && a.sink.rma_done.size() + a.sink.rma_failed.size() >= rma_posted &&
+                   a.sink.send_done + a.sink.send_failed >= sends_posted;
+          },
+          30);
+      ASSERT_TRUE(ok) << "rma posted " << rma_posted << " done " << a.sink.rma_done.size()
+                      << " failed " << a.sink.rma_failed.size() << ", sends posted " << sends_posted
+                      << testing_rc::Dump(a) << testing_rc::Dump(b) << "\n  events a:" << Events(a)
+                      << "\n  events b:" << Events(b);
+      {
+        std::lock_guard<std::mutex> lock(engine_->mu());
+        engine_->RunOnce(20);  // nothing more may come (no double report)
+      }
+      std::vector<int> seen(3 * kN, 0);
+      for (const uint64_t c : a.sink.rma_done) ++seen[c & 0xFFFFFF];
+      for (const auto& [c, e] : a.sink.rma_failed) ++seen[c & 0xFFFFFF];
+      EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<ptrdiff_t>(rma_posted));
+      EXPECT_EQ(a.sink.send_done + a.sink.send_failed, sends_posted);
+    }
+  }
 }
 
 // Writes posted on RD right before the switch, reads of the same slots on

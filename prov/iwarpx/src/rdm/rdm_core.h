@@ -385,6 +385,10 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // directions), so both ends see the connection fail (rdm_core_fallback.cc).
   // False if there is no established connection to `to`.
   bool BreakRcSocketForTest(const transport::SockAddr& to);
+  // Tests: fails the RD session with `to` as a peer that stopped answering
+  // would (err ECANCELED, to tell it from a real timeout): PeerFailed
+  // follows. False if there is none.
+  bool FailRdForTest(const transport::SockAddr& to);
 
   struct Counters {
     uint64_t eager_sent = 0;
@@ -601,6 +605,11 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     void OnTerminated(wire::TermCause /*cause*/, qp::TermOrigin /*origin*/) override {
       if (!dead) core->RcDown(*this);
     }
+    // Held until the peer's SWITCH, or out of bounces: the peer may have
+    // failed our RD session and will send neither. Falling back now loses
+    // nothing (what was unread is resent on RD), and a failed session is
+    // then seen there (its RESET).
+    bool EndWhenGoneWhileBlocked() override { return true; }
   };
   // A send: EAGER (header) or RTS (header, registrations, waiting for FIN).
   struct TxOp {

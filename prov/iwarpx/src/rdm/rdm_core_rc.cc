@@ -45,6 +45,14 @@ void RdmCore::DropRcForTest(const transport::SockAddr& to) {
   RcDown(*it->second->link);
 }
 
+bool RdmCore::FailRdForTest(const transport::SockAddr& to) {
+  rd::RdQp* q = channel_->Find({to.HostLocal(), kRdmQpn});
+  if (q == nullptr) return false;
+  q->Fail(ECANCELED);
+  channel_->AfterPost();
+  return true;
+}
+
 void RdmCore::CollectStats(progress::EndpointStats* out) const {
   channel_->CollectStats(out);
   progress::Add(links_gone_, out);
