@@ -91,6 +91,14 @@ class RdQp final : private RdStreamOwner {
   void OnSocketWritable();
   [[nodiscard]] bool wants_socket_write() const { return stream_->wants_socket_write(); }
   void Fail(int err) { stream_->Fail(err); }
+  // The owner's own work waits on the peer (an RDM rendezvous whose RTS or
+  // CTS was acknowledged): the stream probes while nothing is in flight, as
+  // for the QP's unanswered Reads (rd_stream.h "Failure").
+  void SetAwaited(bool on) {
+    if (awaited_ == on) return;
+    awaited_ = on;
+    if (on) stream_->AwaitsChanged();
+  }
   void FlushAck() { stream_->FlushAck(); }
   // Guesses for an in-place receive (DgramPort::PlacementPredictor): the
   // next datagrams of this peer, if they are the rest of the Read at the head
@@ -147,7 +155,7 @@ class RdQp final : private RdStreamOwner {
   void OnStreamEvent() override { Pump(); }
   // Read or Atomic Requests not yet answered (rd_stream.h "Failure").
   [[nodiscard]] bool AwaitsPeer() const override {
-    return qp_ != nullptr && qp_->outstanding_reads() > 0;
+    return awaited_ || (qp_ != nullptr && qp_->outstanding_reads() > 0);
   }
   void OnStreamUsed() override {
     if (watcher_ == nullptr || watched_) return;
@@ -162,6 +170,7 @@ class RdQp final : private RdStreamOwner {
   std::optional<RdStream> stream_;
   std::unique_ptr<qp::QueuePair> qp_;
   RdQpWatcher* watcher_ = nullptr;
+  bool awaited_ = false;    // SetAwaited
   bool pump_left_ = false;  // the last Pump stopped on its bound with work left
   bool pumping_ = false;
   bool watched_ = false;

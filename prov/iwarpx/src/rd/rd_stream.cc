@@ -613,6 +613,11 @@ void RdStream::CheckProbe(uint64_t now) {
   probe_at_ = now + gap;
 }
 
+void RdStream::AwaitsChanged() {
+  owner_.OnStreamUsed();
+  if (!failed()) CheckProbe(clock_.NowNs());
+}
+
 uint64_t RdStream::AwaitProbeGap() const {
   return std::max<uint64_t>(send_.rto(), dead_after_ns_ / 16);
 }

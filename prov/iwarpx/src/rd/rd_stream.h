@@ -215,6 +215,9 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   void FlushAck();
   // Fails the stream with `err` (errno-style, e.g. ECONNRESET); the owner is told.
   void Fail(int err);
+  // The owner's AwaitsPeer() turned true: the probe is scheduled now (see
+  // "Failure") instead of at the next datagram or timer.
+  void AwaitsChanged();
   // Gives back the copy buffer and the rings while they hold nothing
   // (nothing unacknowledged or waiting for the socket, no datagram held or
   // backlogged); each is made again, at its initial size, by the next

@@ -323,6 +323,7 @@ RdmStatus RdmCore::Send(const transport::SockAddr& to, const iovec* iov, size_t 
     wr.context = Ctx(Kind::kEager, *index);
   } else {
     op.kind = Kind::kRts;
+    ArmAwaitCheck();
     h.op = wire::RdmOp::kRts;
     op.msg_id = (next_msg_gen_++ << 16) | *index;
     h.msg_id = op.msg_id;
@@ -688,6 +689,7 @@ void RdmCore::StartRendezvous(const RecvRequest& r, const iovec* iov, PeerId src
     return;
   }
   RndvOp& op = rndv_[*index];
+  ArmAwaitCheck();
   op.context = r.context;
   op.peer = src;
   op.via = via;

@@ -536,8 +536,10 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
     [[nodiscard]] bool has_pending_work() const override {
       return !core->graveyard_.empty() || !core->flush_.empty();
     }
-    [[nodiscard]] std::optional<uint64_t> deadline() const override { return core->IdleDeadline(); }
-    void OnTimer() override { core->OnIdleTimer(); }
+    [[nodiscard]] std::optional<uint64_t> deadline() const override {
+      return core->TimerDeadline();
+    }
+    void OnTimer() override { core->OnTimers(); }
     void OnPendingWork() override { core->RunDeferred(); }
   };
   // The RC-FP state of one connection: our ring (registered for the peer's
@@ -831,6 +833,18 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   // Unexpected memory fell back under its limit: credits withheld go out.
   void ReleaseFpCredits();
 
+  // The deferred work's timers: the idle check and the await check, each run
+  // when due (rdm_core_await.cc).
+  [[nodiscard]] std::optional<uint64_t> TimerDeadline() const;
+  void OnTimers();
+  // Rendezvous that wait on a peer with nothing in flight on RD (our RTS or
+  // CTS acknowledged, the answer not come): every RD timeout / 16 while any
+  // rendezvous is open, the RD QPs of the peers they wait on are marked
+  // (rd::RdQp::SetAwaited) and probe, so a peer that failed our session or
+  // went ends them with errors (rdm_core_await.cc).
+  void ArmAwaitCheck();
+  void OnAwaitTimer();
+
   // Idle connections (rdm_core_idle.cc).
   [[nodiscard]] std::optional<uint64_t> IdleDeadline() const;
   void OnIdleTimer();
@@ -967,9 +981,11 @@ class RdmCore final : private progress::RdChannelClient, private progress::Liste
   int rc_listen_error_ = 0;
   uint32_t links_ = 0;
   uint32_t fp_links_ = 0;
-  uint64_t next_idle_check_ns_ = 0;  // 0: no timer
-  bool closing_ = false;             // CloseStep was called: no new connections
-  bool fp_withheld_ = false;         // credits held back over the unexpected limit
+  uint64_t next_idle_check_ns_ = 0;   // 0: no timer
+  uint64_t next_await_check_ns_ = 0;  // 0: no timer
+  std::vector<PeerId> awaited_;       // peers whose RD QP is marked (sorted)
+  bool closing_ = false;              // CloseStep was called: no new connections
+  bool fp_withheld_ = false;          // credits held back over the unexpected limit
   std::vector<std::unique_ptr<RcLink>> graveyard_;
   progress::EndpointStats links_gone_;  // counters of connections dropped (CollectStats)
   Deferred deferred_;

@@ -4,9 +4,11 @@
 // bit-exact, truncation, peek/claim/discard, remote write data, and a peer
 // that vanishes failing what waits on it; each with the read and the write
 // rendezvous handshake and the copy rendezvous (rdm_core_fixture.h). An
-// eager message for a posted receive is delivered without a bounce.
+// eager message for a posted receive is delivered without a bounce. A
+// rendezvous whose peer forgot it (failed our session) fails too.
 #include "rdm/rdm_core.h"
 
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -294,6 +296,34 @@ TEST_P(RdmCoreTest, VanishedPeerFailsWhatWaitsOnIt) {
   ASSERT_NE(failed, nullptr);
   EXPECT_EQ(failed->err, ECONNRESET);
   EXPECT_EQ(a_->counters().peers_failed, 1u);
+}
+
+// The peer took our RTS (its stream acknowledged it; no receive matches it
+// yet) and then failed our session (a timeout of its own, say): it will
+// never answer, and our RD stream has nothing in flight. The send still
+// ends, in an error, well within a second: the await check marks the peer,
+// its stream probes, the peer's RESET fails the session (rdm_core_await.cc).
+TEST_P(RdmCoreTest, ARendezvousThePeerForgotFailsInsteadOfWaiting) {
+  Open({}, 400'000'000);
+  std::vector<uint8_t> big = Pattern(100000, 3);
+  ASSERT_EQ(Send(*a_, *b_, big, 1), RdmStatus::kOk);
+  const auto posted = std::chrono::steady_clock::now();
+  // 100 ms of passes: the RTS arrives and is acknowledged, nothing answers.
+  ASSERT_TRUE(RunUntil([&] {
+    return !sa_.ev.empty() ||
+           std::chrono::steady_clock::now() - posted > std::chrono::milliseconds(100);
+  }));
+  ASSERT_TRUE(sa_.ev.empty()) << "the send ended before anything happened to the peer";
+  {
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    ASSERT_TRUE(b_->FailRdForTest(a_->local_address()));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(RunUntil([&] { return sa_.Find(Event::kSendFailed, 1) != nullptr; }, 5))
+      << "the send waits for an answer that will never come";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));
+  EXPECT_EQ(a_->counters().peers_failed, 1u);
+  EXPECT_EQ(sa_.Count(Event::kSendDone), 0u);
 }
 
 TEST_P(RdmCoreTest, MultiReceiveBufferFillsInOrderAndReleasesBelowTheMinimum) {
