@@ -8,6 +8,20 @@ namespace iwarpx::rd {
 using wire::SeqGt;
 using wire::SeqLt;
 
+namespace {
+
+// The backoff stops at dead_after_ns / 8, so about eight retransmissions fit
+// in the RD timeout whatever it is: a run of losses on a lossy path is not
+// taken for a dead peer as soon (doubling from 20 ms up to 1 s tries only
+// seven times in a 2 s timeout).
+RtoConfig CappedRto(const SendConfig& c) {
+  RtoConfig r = c.rto;
+  r.max_ns = std::max(r.min_ns, std::min(r.max_ns, c.dead_after_ns / 8));
+  return r;
+}
+
+}  // namespace
+
 SendWindow::SendWindow(const SendConfig& config, SendWindowSink& sink, uint32_t initial_seq,
                        uint16_t initial_credits)
     : dead_after_ns_(config.dead_after_ns),
@@ -15,7 +29,7 @@ SendWindow::SendWindow(const SendConfig& config, SendWindowSink& sink, uint32_t 
       probe_ack_delay_ns_(config.probe_ack_delay_ns),
       sink_(sink),
       ring_(config.capacity, kInitialRecords),
-      rto_(config.rto),
+      rto_(CappedRto(config)),
       snd_una_(initial_seq),
       snd_nxt_(initial_seq),
       right_edge_(initial_seq + initial_credits),

@@ -35,6 +35,8 @@
 // * The credit window's right edge (ack + credits) never moves back.
 // * Dead(now): data has been outstanding with no ack progress for
 //   dead_after_ns (FI_IWARPX_RD_TIMEOUT); the owner then fails the stream.
+//   The backoff stops at min(rto.max_ns, dead_after_ns / 8), so about eight
+//   retransmissions fit in that time.
 #pragma once
 
 #include <cstdint>

@@ -47,7 +47,7 @@ SendConfig SmallConfig() {
   SendConfig c;
   c.capacity = 64;
   c.rto = {.initial_ns = 10 * kMs, .min_ns = 2 * kMs, .max_ns = 80 * kMs};
-  c.dead_after_ns = 500 * kMs;
+  c.dead_after_ns = 800 * kMs;  // an eighth (100 ms) above max_ns: max_ns caps the backoff
   return c;
 }
 
@@ -145,6 +145,34 @@ TEST(SendWindowTest, TimeoutResendsTheOldestAndBacksOff) {
   EXPECT_EQ(w.Deadline(), UINT64_MAX);
 }
 
+// The backoff stops at an eighth of the RD timeout (below rto.max_ns): a
+// silent peer gets about eight retransmissions before it is declared dead,
+// however short the timeout.
+TEST(SendWindowTest, BackoffStopsAtAnEighthOfTheTimeout) {
+  RecordingSink sink;
+  SendConfig c = SmallConfig();
+  c.dead_after_ns = 240 * kMs;  // an eighth: 30 ms, below max_ns (80 ms)
+  SendWindow w(c, sink);
+  w.OnSent(0, 0);
+  uint64_t now = 0;
+  size_t resends = 0;
+  while (!w.Dead(now)) {
+    now = w.Deadline();
+    w.OnTimer(now);
+    EXPECT_LE(w.rto(), 30 * kMs);
+    resends = sink.resent.size();
+  }
+  EXPECT_EQ(w.rto(), 30 * kMs);
+  EXPECT_GE(resends, 8u);
+  // A timeout whose eighth is above max_ns leaves max_ns the cap.
+  RecordingSink sink2;
+  c.dead_after_ns = 2000 * kMs;
+  SendWindow w2(c, sink2);
+  w2.OnSent(0, 0);
+  for (int i = 0; i < 8; ++i) w2.OnTimer(w2.Deadline());
+  EXPECT_EQ(w2.rto(), 80 * kMs);
+}
+
 // A lost last datagram of a burst: nothing sent after it can be acked, so
 // loss detection cannot see it. The tail loss probe resends it with an ack
 // request 2 x srtt + 50 us after the last progress, long before the 2 ms
@@ -230,11 +258,11 @@ TEST(SendWindowTest, DeadAfterNoProgressForTheConfiguredTime) {
   EXPECT_FALSE(w.Dead(10'000 * kMs));  // nothing outstanding: never dead
   w.OnSent(0, 1000 * kMs);
   w.OnSent(1, 1000 * kMs);
-  EXPECT_FALSE(w.Dead(1499 * kMs));
+  EXPECT_FALSE(w.Dead(1799 * kMs));
   // Progress (one of two acked) restarts the clock.
   w.OnAck({.ack = 1, .credits = 16}, 1400 * kMs);
-  EXPECT_FALSE(w.Dead(1899 * kMs));
-  EXPECT_TRUE(w.Dead(1900 * kMs));
+  EXPECT_FALSE(w.Dead(2199 * kMs));
+  EXPECT_TRUE(w.Dead(2200 * kMs));
 }
 
 TEST(RecvWindowTest, InOrderEarlyDuplicateAndOutsideTheWindow) {
