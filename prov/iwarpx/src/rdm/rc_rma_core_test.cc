@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -133,6 +134,57 @@ class RcRmaTest : public RcCoreTest {
       ASSERT_EQ(n.core->PostRecv(r), RdmStatus::kOk);
     }
   }
+
+  // Rounds of `a`'s work for `b`, i = 0..n-1: write vals[i] into slot i of
+  // b's window, add 1 to its counter (slot n), send message i (tag i, 64
+  // bytes; b has a receive for each), read slot i back into back[i].
+  struct Rounds {
+    size_t n = 0;
+    Window w;
+    std::vector<uint64_t> vals, back;
+    std::vector<std::vector<uint8_t>> tx, rx;
+    uint32_t back_stag = 0;
+    size_t next = 0;  // the round being posted
+    int step = 0;     // of round `next`: write, atomic, message, read
+    size_t rma_posted = 0;
+    size_t sends_posted = 0;
+    size_t rc_writes = 0;  // writes routed to the connection
+  };
+  void Prepare(Node& a, Node& b, size_t n, uint64_t (*value)(size_t), Rounds* r) {
+    r->n = n;
+    r->vals.resize(n);
+    for (size_t i = 0; i < n; ++i) r->vals[i] = value(i);
+    r->back.assign(n, 0);
+    r->tx.assign(n, std::vector<uint8_t>(64));
+    r->rx.resize(n);
+    std::lock_guard<std::mutex> lock(engine_->mu());
+    r->w = MakeWindow(b, n);
+    r->back_stag = RegisterSink(a, r->back);
+    PostRecvs(b, 0, n, r->rx);
+  }
+  // Posts steps while fewer than `in_flight` rounds are ahead of b's
+  // receives, until one is refused for now (kAgain: again next pass).
+  static void PostSteps(Node& a, Node& b, size_t in_flight, Rounds& r) {
+    while (r.next < r.n && r.next < b.sink.recvs.size() + in_flight) {
+      const size_t i = r.next;
+      bool on_rc = false;
+      RdmStatus st = RdmStatus::kOk;
+      switch (r.step) {
+        case 0: st = Write(a, b, 3 * i, &r.vals[i], r.w, i, &on_rc); break;
+        case 1: st = Add1(a, b, 3 * i + 1, r.w, r.n); break;
+        case 2: st = SendMsg(a, b, i, r.tx[i]); break;
+        default: st = Read(a, b, 3 * i + 2, r.back_stag, &r.back[i], r.w, i); break;
+      }
+      if (st == RdmStatus::kAgain) return;
+      EXPECT_EQ(st, RdmStatus::kOk) << "round " << i << " step " << r.step;
+      ++(r.step == 2 ? r.sends_posted : r.rma_posted);
+      r.rc_writes += on_rc ? 1 : 0;
+      if (++r.step == 4) {
+        r.step = 0;
+        ++r.next;
+      }
+    }
+  }
 };
 
 // For each i: a writes i+1 into slot i of b's window, adds 1 to b's counter,
@@ -146,28 +198,19 @@ TEST_F(RcRmaTest, WriteAndAtomicBeforeAMessageArePlacedWhenItIsMatched) {
   constexpr size_t kInFlight = 24;
   auto faults = transport::FaultSpec::Parse("drop=200,dup=20,reorder=200,seed=11");
   ASSERT_TRUE(faults.ok());
-  RdmConfig c = Config();
-  Node& a = Add(c, *faults);
-  Node& b = Add(c, *faults);
-  Window w;
-  std::vector<uint64_t> vals(kN);
-  std::vector<uint64_t> back(kN, 0);
-  std::vector<std::vector<uint8_t>> tx(kN, std::vector<uint8_t>(64)), rx(kN);
-  uint32_t back_stag = 0;
-  {
-    std::lock_guard<std::mutex> lock(engine_->mu());
-    w = MakeWindow(b, kN);
-    back_stag = RegisterSink(a, back);
-    PostRecvs(b, 0, kN, rx);
-  }
-  for (size_t i = 0; i < kN; ++i) vals[i] = i + 1;
+  Node& a = Add(Config(), *faults);
+  Node& b = Add(Config(), *faults);
+  Rounds r;
+  Prepare(
+      a, b, kN, [](size_t i) -> uint64_t { return i + 1; }, &r);
+  const Window& w = r.w;
   std::string violation;
   size_t checked = 0;
-  b.sink.on_recv = [&](uint64_t ctx, const RecvResult& r) {
+  b.sink.on_recv = [&](uint64_t ctx, const RecvResult& res) {
     ++checked;
     if (!violation.empty()) return;
-    if (r.tag != ctx) {
-      violation = "receive " + std::to_string(ctx) + " matched message " + std::to_string(r.tag);
+    if (res.tag != ctx) {
+      violation = "receive " + std::to_string(ctx) + " matched message " + std::to_string(res.tag);
     } else if (w.slots[ctx] != ctx + 1) {
       violation = "message " + std::to_string(ctx) + " matched before its write was placed";
     } else if (w.slots[kN] < ctx + 1) {
@@ -175,28 +218,9 @@ TEST_F(RcRmaTest, WriteAndAtomicBeforeAMessageArePlacedWhenItIsMatched) {
                   std::to_string(w.slots[kN]) + ")";
     }
   };
-  size_t next = 0;
-  int step = 0;  // of round `next`: write, atomic, message, read (kAgain: again next pass)
-  size_t rc_writes = 0;
   const bool ok = RunUntil(
       [&] {
-        while (next < kN && next < b.sink.recvs.size() + kInFlight) {
-          bool on_rc = false;
-          RdmStatus st = RdmStatus::kOk;
-          switch (step) {
-            case 0: st = Write(a, b, 3 * next, &vals[next], w, next, &on_rc); break;
-            case 1: st = Add1(a, b, 3 * next + 1, w, kN); break;
-            case 2: st = SendMsg(a, b, next, tx[next]); break;
-            default: st = Read(a, b, 3 * next + 2, back_stag, &back[next], w, next); break;
-          }
-          if (st == RdmStatus::kAgain) break;
-          EXPECT_EQ(st, RdmStatus::kOk) << "round " << next << " step " << step;
-          rc_writes += on_rc ? 1 : 0;
-          if (++step == 4) {
-            step = 0;
-            ++next;
-          }
-        }
+        PostSteps(a, b, kInFlight, r);
         return b.sink.recvs.size() == kN && a.sink.rma_done.size() == 3 * kN;
       },
       120);
@@ -206,14 +230,14 @@ TEST_F(RcRmaTest, WriteAndAtomicBeforeAMessageArePlacedWhenItIsMatched) {
   EXPECT_EQ(checked, kN);
   EXPECT_TRUE(a.sink.rma_failed.empty());
   // RAW on one path: every read saw its write.
-  for (size_t i = 0; i < kN; ++i) ASSERT_EQ(back[i], i + 1) << "read " << i;
+  for (size_t i = 0; i < kN; ++i) ASSERT_EQ(r.back[i], i + 1) << "read " << i;
   EXPECT_EQ(w.slots[kN], kN);
   // The move happened, and RMA moved with the messages.
   const RdmCore::Counters& ca = a.core->counters();
   EXPECT_GT(ca.rc_sr_msgs, kN / 2) << testing_rc::Dump(a);
   EXPECT_GT(ca.rd_rma_ops, 0u);
   EXPECT_GT(ca.rc_rma_ops, kN) << "RMA did not follow the messages onto the connection";
-  EXPECT_GT(rc_writes, kN / 2);
+  EXPECT_GT(r.rc_writes, kN / 2);
   EXPECT_EQ(ca.rd_rma_ops + ca.rc_rma_ops, 3 * kN);
   progress::EndpointStats st;
   a.core->CollectStats(&st);
@@ -228,9 +252,13 @@ TEST_F(RcRmaTest, WriteAndAtomicBeforeAMessageArePlacedWhenItIsMatched) {
 // report held until its SWITCH, which the dead session never delivers), and
 // every operation we posted ends, done or failed, exactly once, in bounded
 // time (it once stalled: msg_channel.h "Hang-up while blocked"). The held
-// state needs a lost SWITCH at the right moment (about one round in 100
-// before the fix): 40 rounds, each a fresh pair; IWARPX_DEAD_AT (one
-// receive count) and IWARPX_DEAD_SEEDS (seeds per count) widen the search.
+// state needs a lost SWITCH at the right moment, most often met when the
+// peer fails us at its 160th receive, around the switch (before the fix, 3
+// of 4 runs of this test stalled there): 64 rounds, each a fresh pair, 32
+// of them at 160, the rest before, during and after the switch.
+// IWARPX_DEAD_AT (one receive count) and IWARPX_DEAD_SEEDS (rounds per
+// count) widen the search; MsgChannelTcpTest.PeerGoneWhileRequestsAreHeldIsSeen
+// shows the mechanism deterministically.
 std::string Events(const Node& n) {
   std::string out;
   for (const auto& [e, err] : n.sink.events) {
@@ -242,32 +270,26 @@ std::string Events(const Node& n) {
 TEST_F(RcRmaTest, APeerThatDeclaresUsDeadEndsEveryOperation) {
   constexpr size_t kN = 600;
   constexpr size_t kInFlight = 24;
-  std::vector<size_t> at = {40, 110, 160, 260, 400};
-  if (const char* e = getenv("IWARPX_DEAD_AT"); e != nullptr) at = {strtoul(e, nullptr, 10)};
+  // (receive count at which b fails us, rounds)
+  std::vector<std::pair<size_t, size_t>> at = {{40, 8}, {110, 8}, {160, 32}, {260, 8}, {400, 8}};
+  const char* at_env = getenv("IWARPX_DEAD_AT");
   const char* seeds_env = getenv("IWARPX_DEAD_SEEDS");
-  const size_t seeds = seeds_env != nullptr ? strtoul(seeds_env, nullptr, 10) : 8;
-  for (size_t seed = 0; seed < seeds; ++seed) {
-    for (const size_t dead_at : at) {
+  if (at_env != nullptr || seeds_env != nullptr) {
+    const size_t seeds = seeds_env != nullptr ? strtoul(seeds_env, nullptr, 10) : 8;
+    if (at_env != nullptr) at = {{strtoul(at_env, nullptr, 10), 0}};
+    for (auto& [count, rounds] : at) rounds = seeds;
+  }
+  for (const auto& [dead_at, rounds] : at) {
+    for (size_t seed = 0; seed < rounds; ++seed) {
       SCOPED_TRACE("dead at " + std::to_string(dead_at) + " seed " + std::to_string(seed));
       auto faults = transport::FaultSpec::Parse("drop=200,dup=20,reorder=200,seed=" +
                                                 std::to_string(11 + dead_at + 1000 * seed));
       ASSERT_TRUE(faults.ok());
       Node& a = Add(Config(), *faults);
       Node& b = Add(Config(), *faults);
-      Window w;
-      std::vector<uint64_t> vals(kN, 1), back(kN, 0);
-      std::vector<std::vector<uint8_t>> tx(kN, std::vector<uint8_t>(64)), rx(kN);
-      uint32_t back_stag = 0;
-      {
-        std::lock_guard<std::mutex> lock(engine_->mu());
-        w = MakeWindow(b, kN);
-        back_stag = RegisterSink(a, back);
-        PostRecvs(b, 0, kN, rx);
-      }
-      size_t next = 0;
-      int step = 0;  // as above: write, atomic, message, read
-      size_t rma_posted = 0;
-      size_t sends_posted = 0;
+      Rounds r;
+      Prepare(
+          a, b, kN, [](size_t) -> uint64_t { return 1; }, &r);
       bool b_failed_us = false;
       const bool ok = RunUntil(
           [&] {
@@ -276,30 +298,16 @@ TEST_F(RcRmaTest, APeerThatDeclaresUsDeadEndsEveryOperation) {
             }
             // (A session that times out by itself first ends the round too.)
             b_failed_us = b_failed_us || b.core->counters().peers_failed > 0;
-            while (!b_failed_us && next < kN && next < b.sink.recvs.size() + kInFlight) {
-              RdmStatus st = RdmStatus::kOk;
-              switch (step) {
-                case 0: st = Write(a, b, 3 * next, &vals[next], w, next); break;
-                case 1: st = Add1(a, b, 3 * next + 1, w, kN); break;
-                case 2: st = SendMsg(a, b, next, tx[next]); break;
-                default: st = Read(a, b, 3 * next + 2, back_stag, &back[next], w, next); break;
-              }
-              if (st == RdmStatus::kAgain) break;
-              EXPECT_EQ(st, RdmStatus::kOk);
-              ++(step == 2 ? sends_posted : rma_posted);
-              if (++step == 4) {
-                step = 0;
-                ++next;
-              }
-            }
-            return b_failed_us && a.sink.rma_done.size() + a.sink.rma_failed.size() >= rma_posted &&
-                   a.sink.send_done + a.sink.send_failed >= sends_posted;
+            if (!b_failed_us) PostSteps(a, b, kInFlight, r);
+            return b_failed_us &&
+                   a.sink.rma_done.size() + a.sink.rma_failed.size() >= r.rma_posted &&
+                   a.sink.send_done + a.sink.send_failed >= r.sends_posted;
           },
           30);
-      ASSERT_TRUE(ok) << "rma posted " << rma_posted << " done " << a.sink.rma_done.size()
-                      << " failed " << a.sink.rma_failed.size() << ", sends posted " << sends_posted
-                      << testing_rc::Dump(a) << testing_rc::Dump(b) << "\n  events a:" << Events(a)
-                      << "\n  events b:" << Events(b);
+      ASSERT_TRUE(ok) << "rma posted " << r.rma_posted << " done " << a.sink.rma_done.size()
+                      << " failed " << a.sink.rma_failed.size() << ", sends posted "
+                      << r.sends_posted << testing_rc::Dump(a) << testing_rc::Dump(b)
+                      << "\n  events a:" << Events(a) << "\n  events b:" << Events(b);
       {
         std::lock_guard<std::mutex> lock(engine_->mu());
         engine_->RunOnce(20);  // nothing more may come (no double report)
@@ -307,8 +315,8 @@ TEST_F(RcRmaTest, APeerThatDeclaresUsDeadEndsEveryOperation) {
       std::vector<int> seen(3 * kN, 0);
       for (const uint64_t c : a.sink.rma_done) ++seen[c & 0xFFFFFF];
       for (const auto& [c, e] : a.sink.rma_failed) ++seen[c & 0xFFFFFF];
-      EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<ptrdiff_t>(rma_posted));
-      EXPECT_EQ(a.sink.send_done + a.sink.send_failed, sends_posted);
+      EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<ptrdiff_t>(r.rma_posted));
+      EXPECT_EQ(a.sink.send_done + a.sink.send_failed, r.sends_posted);
     }
   }
 }
