@@ -128,7 +128,34 @@ class MsgChannelTest : public ::testing::TestWithParam<Llp> {
 };
 
 // Raw TCP peers and socket options: TCP only.
-class MsgChannelTcpTest : public MsgChannelTest {};
+class MsgChannelTcpTest : public MsgChannelTest {
+ protected:
+  // A client connected and the server's channel accepted (taken from the
+  // listener); then the client's Send of `msg`, run until the server's QP
+  // has stopped reading (no receive, or its requests held).
+  void ConnectAndBlockTheServer(Sink& client_sink, Sink& server_sink, const std::string& msg,
+                                std::unique_ptr<MsgChannel>* client,
+                                std::unique_ptr<MsgChannel>* server) {
+    *client = Connect("", client_sink);
+    ASSERT_TRUE(RunUntil([&] { return !requests_.requests.empty(); }));
+    {
+      std::lock_guard<std::mutex> lock(engine_->mu());
+      *server = listener_->Take(requests_.requests[0]);
+      requests_.requests.clear();
+      ASSERT_EQ((*server)->Accept({}, stags_, 0, qp::QpConfig{}, server_sink), 0);
+    }
+    ASSERT_TRUE(RunUntil([&] { return client_sink.rec.established == 1; }));
+    {
+      std::lock_guard<std::mutex> lock(engine_->mu());
+      qp::SendWr s;
+      ASSERT_TRUE(s.sgl.Add(const_cast<char*>(msg.data()), msg.size()));
+      ASSERT_EQ((*client)->qp()->PostSend(s), qp::QpStatus::kOk);
+      (*client)->AfterPost();
+    }
+    ASSERT_TRUE(RunUntil(
+        [&] { return server_sink.rec.established == 1 && !(*server)->qp()->wants_read(); }));
+  }
+};
 // Raw SCTP peers: SCTP only.
 class MsgChannelSctpTest : public MsgChannelTest {};
 
@@ -269,25 +296,10 @@ TEST_P(MsgChannelTcpTest, MpaTimeoutFailsASilentPeer) {
 TEST_P(MsgChannelTcpTest, HangUpWhileWaitingForAReceiveParksInsteadOfSpinning) {
   Sink client_sink;
   Sink server_sink;  // posts no receive: the Send blocks the server's QP
-  auto client = Connect("", client_sink);
-  ASSERT_TRUE(RunUntil([&] { return !requests_.requests.empty(); }));
+  std::unique_ptr<MsgChannel> client;
   std::unique_ptr<MsgChannel> server;
-  {
-    std::lock_guard<std::mutex> lock(engine_->mu());
-    server = listener_->Take(requests_.requests[0]);
-    ASSERT_EQ(server->Accept({}, stags_, 0, qp::QpConfig{}, server_sink), 0);
-  }
-  ASSERT_TRUE(RunUntil([&] { return client_sink.rec.established == 1; }));
-  const std::string msg = "nobody is ready for this";
-  {
-    std::lock_guard<std::mutex> lock(engine_->mu());
-    qp::SendWr s;
-    ASSERT_TRUE(s.sgl.Add(const_cast<char*>(msg.data()), msg.size()));
-    ASSERT_EQ(client->qp()->PostSend(s), qp::QpStatus::kOk);
-    client->AfterPost();
-  }
-  ASSERT_TRUE(
-      RunUntil([&] { return server_sink.rec.established == 1 && !server->qp()->wants_read(); }));
+  ConnectAndBlockTheServer(client_sink, server_sink, "nobody is ready for this", &client, &server);
+  if (HasFatalFailure()) return;
   // The client resets the connection (SO_LINGER 0): the server's socket
   // reports EPOLLHUP|EPOLLERR although it asked for nothing.
   const linger hard{1, 0};
@@ -332,26 +344,11 @@ TEST_P(MsgChannelTcpTest, PeerGoneWhileRequestsAreHeldIsSeen) {
       server_sink.early_recvs.push_back(r);
       server_sink.hold = true;
       server_sink.end_when_gone = end;
-      auto client = Connect("", client_sink);
-      ASSERT_TRUE(RunUntil([&] { return !requests_.requests.empty(); }));
-      std::unique_ptr<MsgChannel> server;
-      {
-        std::lock_guard<std::mutex> lock(engine_->mu());
-        server = listener_->Take(requests_.requests[0]);
-        requests_.requests.clear();
-        ASSERT_EQ(server->Accept({}, stags_, 0, qp::QpConfig{}, server_sink), 0);
-      }
-      ASSERT_TRUE(RunUntil([&] { return client_sink.rec.established == 1; }));
       const std::string msg = "held until a SWITCH that never comes";
-      {
-        std::lock_guard<std::mutex> lock(engine_->mu());
-        qp::SendWr s;
-        ASSERT_TRUE(s.sgl.Add(const_cast<char*>(msg.data()), msg.size()));
-        ASSERT_EQ(client->qp()->PostSend(s), qp::QpStatus::kOk);
-        client->AfterPost();
-      }
-      ASSERT_TRUE(RunUntil(
-          [&] { return server_sink.rec.established == 1 && !server->qp()->wants_read(); }));
+      std::unique_ptr<MsgChannel> client;
+      std::unique_ptr<MsgChannel> server;
+      ConnectAndBlockTheServer(client_sink, server_sink, msg, &client, &server);
+      if (HasFatalFailure()) return;
       if (reset) {
         const linger hard{1, 0};
         ASSERT_EQ(setsockopt(client->fd(), SOL_SOCKET, SO_LINGER, &hard, sizeof(hard)), 0);
