@@ -153,7 +153,8 @@ class RdQp final : private RdStreamOwner {
  private:
   RdQp() = default;
   void OnStreamEvent() override { Pump(); }
-  // Read or Atomic Requests not yet answered (rd_stream.h "Failure").
+  // Read or Atomic Requests not yet answered, or the owner's mark
+  // (SetAwaited); rd_stream.h "Failure".
   [[nodiscard]] bool AwaitsPeer() const override {
     return awaited_ || (qp_ != nullptr && qp_->outstanding_reads() > 0);
   }

@@ -749,6 +749,33 @@ TEST_F(RdQpTest, SilentPeerFailsOutstandingWorkWithinTheTimeout) {
   EXPECT_EQ(a_->Qp().stream().error(), ETIMEDOUT);
 }
 
+// Work that starts waiting on the peer after a long quiet (the owner's mark,
+// SetAwaited: an RDM rendezvous) probes first: a live peer answers and is
+// not taken for dead although it was silent for three RD timeouts; once it
+// goes silent the stream fails one RD timeout after it was last heard.
+TEST_F(RdQpTest, AMarkAfterALongQuietProbesBeforeItGivesUp) {
+  std::vector<uint8_t> rx(64);
+  ASSERT_EQ(b_->Qp().qp().PostRecv({1, Sgl(rx.data(), rx.size())}), qp::QpStatus::kOk);
+  std::vector<uint8_t> msg(10, 1);
+  qp::SendWr s;
+  s.context = 1;
+  s.sgl = Sgl(msg.data(), msg.size());
+  ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+  ASSERT_TRUE(Run([&] { return b_->sink.Count(Completion::Kind::kRecv) == 1; }));
+  ASSERT_TRUE(Run([&] { return a_->Deadline() == UINT64_MAX; }));
+  const uint64_t dead = SmallSegments().stream.send.dead_after_ns;
+  clock_.Set(clock_.NowNs() + 3 * dead);
+  a_->Qp().SetAwaited(true);
+  EXPECT_FALSE(Run([&] { return a_->Qp().stream().failed(); }, 2 * dead))
+      << "a live peer was taken for dead after a quiet";
+  EXPECT_GE(a_->Qp().stream().stats().probes_sent, 2u);
+  b_->sim().set_cut(true);
+  const uint64_t start = clock_.NowNs();
+  ASSERT_TRUE(Run([&] { return a_->Qp().stream().failed(); }, 3 * dead));
+  EXPECT_LE(clock_.NowNs() - start, dead + dead / 8);
+  EXPECT_EQ(a_->Qp().stream().error(), ETIMEDOUT);
+}
+
 TEST_F(RdQpTest, RestartedPeerIsDetectedAndTheNewSessionWorks) {
   std::vector<uint8_t> rx_a(64), rx_b(64);
   ASSERT_EQ(b_->Qp().qp().PostRecv({1, Sgl(rx_b.data(), rx_b.size())}), qp::QpStatus::kOk);

@@ -598,10 +598,13 @@ void RdStream::CheckProbe(uint64_t now) {
   const uint64_t gap = closed_window ? send_.rto() : AwaitProbeGap();
   if (probe_at_ == UINT64_MAX) {
     probe_at_ = now + gap;
+    probing_since_ = now;
     return;
   }
   if (now < probe_at_) return;
-  if (now - last_heard_ >= dead_after_ns_) {
+  // Silent for the RD timeout since we last heard it or, after a long quiet,
+  // since probing began: a quiet peer gets its probes before it is dead.
+  if (now - std::max(last_heard_, probing_since_) >= dead_after_ns_) {
     Fail(ETIMEDOUT);
     return;
   }

@@ -67,9 +67,10 @@
 // (rule 5), or by Fail(). A stream with nothing in flight whose owner
 // AwaitsPeer() probes too once it has heard nothing from the peer for
 // max(RTO, dead_after_ns / 16): a live peer acks the PROBE, one that failed
-// our session answers RESET, a silent one fails the stream after
-// dead_after_ns, so a Read whose peer forgot it ends in an error completion
-// instead of waiting forever. The QP then reports a lost link and flushes its
+// our session answers RESET, a silent one fails the stream dead_after_ns
+// after it was last heard (or, after a long quiet, after probing began), so
+// a Read whose peer forgot it ends in an error completion instead of
+// waiting forever. The QP then reports a lost link and flushes its
 // work requests with errors; the owner discards QP and stream and makes a new
 // pair (a new session) for later traffic. A datagram that opens a new session
 // of a peer that already had one (the peer restarted, rule 3) returns
@@ -171,8 +172,8 @@ class RdStreamOwner {
   virtual void OnStreamUsed() {}
   // Work is waiting for the peer's answer although the stream may have
   // nothing in flight (the QP's Read or Atomic Requests were acknowledged,
-  // their responses have not come): the stream then probes (see
-  // "Failure"). Must be cheap.
+  // their responses have not come; or the owner's own protocol waits): the
+  // stream then probes (see "Failure"). Must be cheap.
   [[nodiscard]] virtual bool AwaitsPeer() const { return false; }
 };
 
@@ -442,7 +443,8 @@ class RdStream final : public transport::Connection, private SendWindowSink, pri
   size_t pending_count_ = 0;
   uint64_t held_from_ = 0;
   uint64_t probe_at_ = UINT64_MAX;
-  uint64_t last_heard_ = 0;  // last datagram from the peer (dead check while probing)
+  uint64_t last_heard_ = 0;     // last datagram from the peer (dead check while probing)
+  uint64_t probing_since_ = 0;  // when the current run of probes was scheduled
 
   // Receive: the backlog is [consume_seq_, rcv_nxt); the datagram
   // inflight_seq_ may still be in the caller's buffer (inflight_), every
