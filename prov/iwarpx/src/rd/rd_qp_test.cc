@@ -187,6 +187,19 @@ class RdQpTest : public ::testing::Test {
     return done();
   }
 
+  // A 10-byte Send from A into a 64-byte receive at B, run until B has it:
+  // both ends then know each other's session.
+  void DeliverOneMessage() {
+    one_rx_.assign(64, 0);
+    ASSERT_EQ(b_->Qp().qp().PostRecv({1, Sgl(one_rx_.data(), one_rx_.size())}), qp::QpStatus::kOk);
+    one_msg_.assign(10, 1);
+    qp::SendWr s;
+    s.context = 1;
+    s.sgl = Sgl(one_msg_.data(), one_msg_.size());
+    ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
+    ASSERT_TRUE(Run([&] { return b_->sink.Count(Completion::Kind::kRecv) == 1; }));
+  }
+
   static qp::Sgl Sgl(void* p, size_t n) {
     qp::Sgl s;
     s.sge[0] = {p, n};
@@ -206,6 +219,7 @@ class RdQpTest : public ::testing::Test {
 
   SimDatagramNet net_;
   FakeClock clock_;
+  std::vector<uint8_t> one_rx_, one_msg_;  // DeliverOneMessage's buffers
   std::unique_ptr<Host> a_;
   std::unique_ptr<Host> b_;
 };
@@ -720,14 +734,8 @@ TEST_F(RdQpTest, ALostSendKeepsTheQpUnsettledUntilItsResendIsAcknowledged) {
 }
 
 TEST_F(RdQpTest, SilentPeerFailsOutstandingWorkWithinTheTimeout) {
-  std::vector<uint8_t> rx(64);
-  ASSERT_EQ(b_->Qp().qp().PostRecv({1, Sgl(rx.data(), rx.size())}), qp::QpStatus::kOk);
-  std::vector<uint8_t> msg(10, 1);
-  qp::SendWr s;
-  s.context = 1;
-  s.sgl = Sgl(msg.data(), msg.size());
-  ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
-  ASSERT_TRUE(Run([&] { return b_->sink.Count(Completion::Kind::kRecv) == 1; }));
+  DeliverOneMessage();
+  if (HasFatalFailure()) return;
   // B goes silent; A reads from it.
   b_->sim().set_cut(true);
   std::vector<uint8_t> sink_buf(64);
@@ -754,14 +762,8 @@ TEST_F(RdQpTest, SilentPeerFailsOutstandingWorkWithinTheTimeout) {
 // not taken for dead although it was silent for three RD timeouts; once it
 // goes silent the stream fails one RD timeout after it was last heard.
 TEST_F(RdQpTest, AMarkAfterALongQuietProbesBeforeItGivesUp) {
-  std::vector<uint8_t> rx(64);
-  ASSERT_EQ(b_->Qp().qp().PostRecv({1, Sgl(rx.data(), rx.size())}), qp::QpStatus::kOk);
-  std::vector<uint8_t> msg(10, 1);
-  qp::SendWr s;
-  s.context = 1;
-  s.sgl = Sgl(msg.data(), msg.size());
-  ASSERT_EQ(a_->Qp().qp().PostSend(s), qp::QpStatus::kOk);
-  ASSERT_TRUE(Run([&] { return b_->sink.Count(Completion::Kind::kRecv) == 1; }));
+  DeliverOneMessage();
+  if (HasFatalFailure()) return;
   ASSERT_TRUE(Run([&] { return a_->Deadline() == UINT64_MAX; }));
   const uint64_t dead = SmallSegments().stream.send.dead_after_ns;
   clock_.Set(clock_.NowNs() + 3 * dead);
