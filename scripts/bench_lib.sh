@@ -202,6 +202,8 @@ bench_pair() {
 #   rdma    size<=65504:ud_sr,any:rc_rdma,any:ud_zcopy, connection at the first message: eager
 #           sizes over datagrams, larger ones by a Read rendezvous over the connection (MPA/TCP)
 #   rdma-nocrc  rdma with the MPA CRC negotiated off (FI_IWARPX_MPA_CRC=0): what the CRC costs
+#   nocrc   the default chain with the datagram CRC32c off (FI_IWARPX_DGRAM_CRC=0): what the CRC
+#           costs the default path (a measurement, not a configuration to run: docs/wire.md §3.4)
 # Benchmarks take them as providers named iwarpx+MODE (bench_pingpong.sh, bench_rdm_bw.sh).
 bench_iwarpx_mode() {
   case $1 in
@@ -216,6 +218,7 @@ bench_iwarpx_mode() {
     write) echo "FI_IWARPX_RNDV=write" ;;
     rc-write) printf '%s\n' "FI_IWARPX_SEND_RULES=size<=8192:rc_sr,any:ud_sr,any:ud_zcopy" \
           FI_IWARPX_RC_THRESHOLD_MSGS=1 FI_IWARPX_MAX_RC=4096 FI_IWARPX_RNDV=write ;;
+    nocrc) echo "FI_IWARPX_DGRAM_CRC=0" ;;
     rdma | rdma-nocrc)
       printf '%s\n' "FI_IWARPX_SEND_RULES=size<=65504:ud_sr,any:rc_rdma,any:ud_zcopy" \
         FI_IWARPX_RC_THRESHOLD_MSGS=1 FI_IWARPX_MAX_RC=4096

@@ -96,7 +96,7 @@ run() {
     prov=iwarpx
   fi
   local env_args=(env -u FI_IWARPX_SEND_RULES -u FI_IWARPX_RC_THRESHOLD_MSGS -u FI_IWARPX_MAX_RC
-                  -u FI_IWARPX_LLP "${mode_env[@]}")
+                  -u FI_IWARPX_LLP -u FI_IWARPX_MPA_CRC -u FI_IWARPX_DGRAM_CRC "${mode_env[@]}")
   ((${#mode_env[@]})) || env_args=(env)
   local n=$iters
   if ((budget > 0 && budget / size < n)); then

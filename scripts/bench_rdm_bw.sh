@@ -109,7 +109,7 @@ run() {
   if [[ $prov == iwarpx+* ]]; then  # an iwarpx send-rule mode (bench_lib.sh)
     mapfile -t mode_env < <(bench_iwarpx_mode "${prov#iwarpx+}")
     env_args+=(-u FI_IWARPX_SEND_RULES -u FI_IWARPX_RC_THRESHOLD_MSGS -u FI_IWARPX_MAX_RC
-               -u FI_IWARPX_MPA_CRC "${mode_env[@]}")
+               -u FI_IWARPX_MPA_CRC -u FI_IWARPX_DGRAM_CRC "${mode_env[@]}")
     prov=iwarpx
   fi
   [[ $prov = iwarpx ]] && env_args+=(FI_PROVIDER_PATH="$iwarpx_dir")
