@@ -41,12 +41,19 @@ void RdmCore::ArmAwaitCheck() {
 
 void RdmCore::OnAwaitTimer() {
   next_await_check_ns_ = 0;
+  // Work on the connection (or none yet) keeps the check running too: it
+  // may move to RD (a fall-back).
+  bool open = false;
   std::vector<PeerId> waiting;
   for (const TxOp& op : tx_) {
-    if (op.used && op.kind == Kind::kRts && op.via == Via::kRd) waiting.push_back(op.peer);
+    if (!op.used || op.kind != Kind::kRts) continue;
+    open = true;
+    if (op.via == Via::kRd) waiting.push_back(op.peer);
   }
   for (const RndvOp& op : rndv_) {
-    if (op.used && op.via == Via::kRd) waiting.push_back(op.peer);
+    if (!op.used) continue;
+    open = true;
+    if (op.via == Via::kRd) waiting.push_back(op.peer);
   }
   std::sort(waiting.begin(), waiting.end());
   waiting.erase(std::unique(waiting.begin(), waiting.end()), waiting.end());
@@ -61,12 +68,6 @@ void RdmCore::OnAwaitTimer() {
   }
   for (const PeerId id : waiting) mark(id, true);
   awaited_ = std::move(waiting);
-  // Work on the connection (or none yet) keeps the check running too: it
-  // may move to RD (a fall-back).
-  const bool open =
-      std::any_of(tx_.begin(), tx_.end(),
-                  [](const TxOp& op) { return op.used && op.kind == Kind::kRts; }) ||
-      std::any_of(rndv_.begin(), rndv_.end(), [](const RndvOp& op) { return op.used; });
   if (open) ArmAwaitCheck();
   channel_->AfterPost();  // marked streams have a probe deadline now
 }
