@@ -286,8 +286,8 @@ UsrsctpConnection::UsrsctpConnection(struct socket* so, UniqueFd doorbell, bool 
   // Keep this order (the header's "Accepted connections"): the doorbell is
   // registered (the caller did it), then LearnAssociation's SCTP_STATUS
   // takes the association's lock, so a packet usrsctp began to process
-  // while the association waited in the accept queue (its upcall aimed at
-  // the listener) has queued its data; then the ring reports that data.
+  // before the accept (its upcall aimed at the listener) has queued its
+  // data; then the ring reports that data.
   if (connected_) LearnAssociation();
   // Send space matters while connecting; once connected only after EAGAIN.
   WantWrite(!connected_);
@@ -566,6 +566,7 @@ Result<std::unique_ptr<UsrsctpListener>, IoError> UsrsctpListener::Listen(
   }
   if (e != 0) return fail(e);
   if (usrsctp_listen(so.get(), options.backlog) != 0) return fail(errno);
+  UsrsctpStack::MakeListener(so.get(), options.backlog);
   const SockAddr local = FirstAddress(so.get(), false);
   auto l = std::unique_ptr<UsrsctpListener>(
       new UsrsctpListener(so.Release(), std::move(sock.doorbell), local.valid() ? local : addr));
@@ -576,14 +577,17 @@ Result<std::unique_ptr<UsrsctpListener>, IoError> UsrsctpListener::Listen(
 constexpr int kMaxBacklogDrain = 1024;
 
 UsrsctpListener::~UsrsctpListener() {
-  // usrsctp's threads also take a reference on the listener, through
-  // so_head, for each packet of an association still queued on it, without
-  // checking that the listener is closing (usrsctp_stack.h "Quiet close").
-  // Accepting first detaches what the stack completed (accept clears
-  // so_head under the accept lock); each such association then closes
-  // quietly on its own. Only a handshake finishing during the close is
-  // still exposed. Bounded: a peer that keeps connecting cannot hold the
-  // close up.
+  // What the upcall accepted and nobody took closes quietly. What usrsctp
+  // completed past the listener's backlog is accepted here first: usrsctp's
+  // threads also take a reference on the listener, through so_head, for
+  // each packet of an association still queued on it, without checking
+  // that the listener is closing (usrsctp_stack.h "Quiet close"), and
+  // accept clears so_head. Only a handshake finishing during the close is
+  // still exposed (to both races). Bounded: a peer that keeps connecting
+  // cannot hold the close up.
+  for (const UsrsctpStack::Accepted& a : UsrsctpStack::UnregisterListener(so_)) {
+    UsrsctpStack::Close(a.so);
+  }
   for (int i = 0; i < kMaxBacklogDrain; ++i) {
     struct socket* queued = usrsctp_accept(so_, nullptr, nullptr);
     if (queued == nullptr) break;
@@ -594,20 +598,34 @@ UsrsctpListener::~UsrsctpListener() {
 }
 
 Result<std::unique_ptr<SctpConnection>, IoError> UsrsctpListener::AcceptSctp() {
-  sockaddr_storage from{};
-  socklen_t fromlen = sizeof(from);
-  struct socket* raw = usrsctp_accept(so_, reinterpret_cast<sockaddr*>(&from), &fromlen);
-  if (raw == nullptr) {
-    const int e = errno;
-    if (e == EAGAIN || e == EWOULDBLOCK) {
-      UsrsctpStack::Drain(doorbell_.get());
-      if ((usrsctp_get_events(so_) & (SCTP_EVENT_READ | SCTP_EVENT_ERROR)) != 0) {
-        UsrsctpStack::Ring(doorbell_.get());
-      }
+  // The upcall accepted, on usrsctp's thread (usrsctp_stack.h "Accept on
+  // the stack's thread"); this thread accepts only past the backlog.
+  UsrsctpStack::Taken taken = UsrsctpStack::TakeAccepted(so_);
+  if (!taken.accepted && taken.overflowed) {
+    UsrsctpStack::Accepted a;
+    a.fromlen = sizeof(a.from);
+    a.so = usrsctp_accept(so_, reinterpret_cast<sockaddr*>(&a.from), &a.fromlen);
+    if (a.so != nullptr) {
+      taken.accepted = a;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      UsrsctpStack::ClearOverflow(so_);
+      taken.overflowed = false;
+    } else {
+      return Err{ErrnoError(errno)};
     }
-    return Err{ErrnoError(e)};
   }
-  SocketGuard so(raw);
+  if (!taken.accepted) {
+    // Empty the doorbell, then ring it again if a connection came meanwhile
+    // (the upcall rings after it queued one) or the listener has an error.
+    UsrsctpStack::Drain(doorbell_.get());
+    const int events = usrsctp_get_events(so_);
+    if (UsrsctpStack::HasWaiting(so_) || (events & SCTP_EVENT_ERROR) != 0 ||
+        (taken.overflowed && (events & SCTP_EVENT_READ) != 0)) {
+      UsrsctpStack::Ring(doorbell_.get());
+    }
+    return Err{ErrnoError(EAGAIN)};
+  }
+  SocketGuard so(taken.accepted->so);
   StackRef stack;
   if (auto port = stack.Acquire(); !port.ok()) return Err{port.error()};
   // Inherited from the listener: the SCTP options; set again what a
@@ -622,7 +640,8 @@ Result<std::unique_ptr<SctpConnection>, IoError> UsrsctpListener::AcceptSctp() {
       new UsrsctpConnection(so.Release(), std::move(bell).value(), true));
   stack.Keep();
   if (!conn->peer_.valid()) {
-    if (auto a = SockAddr::FromRaw(reinterpret_cast<sockaddr*>(&from), fromlen)) conn->peer_ = *a;
+    const auto* from = reinterpret_cast<const sockaddr*>(&taken.accepted->from);
+    if (auto a = SockAddr::FromRaw(from, taken.accepted->fromlen)) conn->peer_ = *a;
   }
   return std::unique_ptr<SctpConnection>(std::move(conn));
 }

@@ -21,10 +21,14 @@
 //   from a timer that rings no doorbell (the .cc, ReadNotification). After
 //   kClosed, RecvMsg keeps returning kClosed.
 // - fd() is the eventfd doorbell (sctp.h "Readiness"); doorbell() is true.
-// - Accepted connections: the doorbell rings once at construction, so data
-//   queued before it existed is read. That covers data whose packet's upcall
-//   went to the listener (usrsctp aims it at so_head while the association
-//   waits to be accepted): usrsctp queues such data under the association's
+// - Accepted connections: the listener's upcall accepts them on usrsctp's
+//   thread and keeps them until AcceptSctp (usrsctp_stack.h "Accept on the
+//   stack's thread"; at most SctpOptions::backlog, past it AcceptSctp
+//   accepts from usrsctp's queue itself). The doorbell rings once at
+//   construction, so data queued before it existed is read. That covers
+//   data whose packet's upcall went to the listener (usrsctp aims it at
+//   so_head until the accept; a waiting connection's upcall rings the
+//   listener's doorbell): usrsctp queues such data under the association's
 //   lock, and the constructor takes that lock (SCTP_STATUS) after the
 //   doorbell is registered and before it rings (docs/design.md "Accepted
 //   connections"; usrsctp_accept_wakeup_test.cc).

@@ -10,6 +10,10 @@
 // be noticed only with the association's next packet, i.e. never for a peer
 // that sent its one request and waits for the answer.
 //
+// (The accept itself now runs in the listener's upcall, on usrsctp's thread:
+// usrsctp_stack.h "Accept on the stack's thread"; the window is the same,
+// from the accept to AcceptSctp's registration of the new doorbell.)
+//
 // The first test forces the extreme of that window deterministically: the
 // data packet is processed entirely before the accept (the listener's
 // doorbell rings for it: its upcall went there), then the connection is
@@ -17,7 +21,10 @@
 // later packet can ring it instead. It fails when UsrsctpConnection's
 // constructor does not ring the new doorbell after its SCTP_STATUS query.
 // The second test races a client's first message against the accept, many
-// times, and bounds each wait for it.
+// times, and bounds each wait for it. The last two: the accept past the
+// listener's backlog, and accepts racing a flow of data.
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -139,6 +146,71 @@ TEST(UsrsctpAcceptWakeupTest, FirstMessageRacingTheAcceptIsAlwaysNoticed) {
     ASSERT_TRUE(r.ok()) << "the first message was not noticed within " << kRingWithinMs
                         << " ms (status " << static_cast<int>(r.status) << ")";
     EXPECT_EQ(r.bytes, 3u);
+  }
+}
+
+// usrsctp_stack.h "Accept on the stack's thread", past the backlog: the
+// upcall keeps one connection, the second waits in usrsctp's queue, and no
+// packet comes to move it (no heartbeats, the clients send nothing), so
+// only AcceptSctp's own accept of an overflowed listener can return it.
+TEST(UsrsctpAcceptWakeupTest, PastTheBacklogTheListenersOwnerAccepts) {
+  SctpOptions opt = QuietOptions();
+  opt.backlog = 1;  // usrsctp itself then keeps at most one more (3 * backlog / 2)
+  auto l = SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4(), opt);
+  ASSERT_TRUE(l.ok());
+  std::unique_ptr<SctpListener> listener = std::move(l).value();
+  std::unique_ptr<SctpConnection> first = ConnectedClient(*listener);
+  std::unique_ptr<SctpConnection> second = ConnectedClient(*listener);
+  ASSERT_TRUE(first && second) << "no usrsctp association on loopback";
+  std::vector<std::unique_ptr<SctpConnection>> accepted;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (accepted.size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    auto s = listener->AcceptSctp();
+    if (s.ok()) {
+      accepted.push_back(std::move(s).value());
+    } else {
+      EXPECT_EQ(s.error().err, EAGAIN);
+      (void)Readable(listener->fd(), 50);
+    }
+  }
+  ASSERT_EQ(accepted.size(), 2u) << "a connection past the backlog was never accepted";
+  EXPECT_FALSE(listener->AcceptSctp().ok());
+  // Each accepted connection is its own association: the ports differ.
+  EXPECT_NE(accepted[0]->peer_address().port(), accepted[1]->peer_address().port());
+}
+
+// usrsctp_stack.h "Accept on the stack's thread": accepts while the new
+// association's data keeps arriving. An accept on this thread (as before
+// that change) crashed usrsctp's input thread under ASan in 4 of 4 runs of
+// 2000 rounds (SEGV locking the NULL so_head it had just checked); the
+// crash needs no assertion to be seen.
+TEST(UsrsctpAcceptWakeupTest, AcceptWhileTheNewAssociationsDataFlowsIsSafe) {
+  auto l = SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4(), QuietOptions());
+  ASSERT_TRUE(l.ok());
+  std::unique_ptr<SctpListener> listener = std::move(l).value();
+  constexpr int kRounds = 2000;
+  for (int round = 0; round < kRounds; ++round) {
+    SCOPED_TRACE(round);
+    std::unique_ptr<SctpConnection> client;
+    std::atomic<bool> stop{false};
+    std::thread peer([&] {
+      client = ConnectedClient(*listener);
+      if (!client) return;
+      uint8_t msg[200] = {};
+      const iovec v{msg, sizeof(msg)};
+      while (!stop.load(std::memory_order_relaxed)) (void)client->SendMsg({&v, 1}, MessageInfo{});
+    });
+    // Spin on AcceptSctp, no doorbell: the accept lands anywhere among the
+    // data packets.
+    std::unique_ptr<SctpConnection> server;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!server && std::chrono::steady_clock::now() < deadline) {
+      auto s = listener->AcceptSctp();
+      if (s.ok()) server = std::move(s).value();
+    }
+    stop = true;
+    peer.join();
+    ASSERT_TRUE(client && server) << "no usrsctp association on loopback";
   }
 }
 

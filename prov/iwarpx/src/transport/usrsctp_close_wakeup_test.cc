@@ -172,7 +172,11 @@ TEST(UsrsctpCloseWakeupTest, AssociationFreedLateAfterShutdownStillWakesTheReade
 // With the sockets closed at once instead, the first test failed under
 // ASan (double free) in 4 of 5 runs; the second, without the listener's
 // accept-first, in none of 5 (its window is narrower): it keeps that path
-// running under the sanitizers. A listener held over all rounds keeps the
+// running under the sanitizers. With that accept-first on the closing
+// thread, the second crashed once in CI under ASan (2026-11-28: usrsctp's
+// input thread locked the NULL so_head the accept had just cleared); the
+// listener's upcall now accepts instead (usrsctp_stack.h "Accept on the
+// stack's thread"). A listener held over all rounds keeps the
 // stack up (its last release takes ~300 ms in usrsctp_finish).
 constexpr int kCloseRaceRounds = 100;
 
@@ -201,7 +205,8 @@ TEST(UsrsctpCloseRaceTest, ConnectionClosedWhileDataArrives) {
 
 TEST(UsrsctpCloseRaceTest, ListenerClosedWhileItsQueuedAssociationReceives) {
   CloseRaceRounds([](Pair& p) {
-    // A second association that stays in the accept queue.
+    // A second association that nobody accepts (the listener's upcall
+    // took it into the listener's own queue).
     std::unique_ptr<SctpConnection> queued = ConnectTo(p.listener->local_address());
     ASSERT_TRUE(queued);
     ASSERT_GT(FillClient(*queued), 0u);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -48,9 +49,17 @@ struct Doorbell {
   bool want_write = true;
 };
 
+// A listener's own accept queue (usrsctp_stack.h "Accept on the stack's thread").
+struct AcceptQueue {
+  size_t backlog = 1;
+  std::deque<UsrsctpStack::Accepted> waiting;
+  bool overflowed = false;
+};
+
 struct Registry {
   std::mutex mu;
   std::unordered_map<struct socket*, Doorbell> doorbells;
+  std::unordered_map<struct socket*, AcceptQueue> listeners;
 };
 
 Registry& Doorbells() {
@@ -78,6 +87,37 @@ Result<uint16_t, IoError> ProbeUdpPort(uint16_t wanted) {
   return port;
 }
 
+void Upcall(struct socket* so, void* arg, int flags);
+
+constexpr int kMaxAcceptsPerUpcall = 64;
+
+// Moves what usrsctp completed on `listener` into `q`, each connection with
+// the upcall and the listener's doorbell `fd`; true when it moved any.
+// Caller holds r.mu: usrsctp calls upcalls with none of its locks held, and
+// nothing holding r.mu waits for usrsctp, so taking usrsctp's locks here
+// cannot deadlock; usrsctp_accept calls no upcall.
+bool AcceptWaiting(Registry& r, struct socket* listener, AcceptQueue& q, int fd) {
+  bool moved = false;
+  // Bounded: a peer that keeps connecting cannot hold usrsctp's thread here.
+  for (int attempt = 0; attempt < kMaxAcceptsPerUpcall && q.waiting.size() < q.backlog; ++attempt) {
+    UsrsctpStack::Accepted a;
+    a.fromlen = sizeof(a.from);
+    a.so = usrsctp_accept(listener, reinterpret_cast<sockaddr*>(&a.from), &a.fromlen);
+    if (a.so == nullptr) {
+      if (errno == ECONNABORTED) continue;  // that one died in the queue; others may follow
+      // EWOULDBLOCK (the listener is non-blocking): usrsctp's queue is empty.
+      q.overflowed = false;
+      return moved;
+    }
+    r.doorbells[a.so] = Doorbell{fd, false};
+    (void)usrsctp_set_upcall(a.so, Upcall, nullptr);
+    q.waiting.push_back(a);
+    moved = true;
+  }
+  q.overflowed = true;  // full, or out of attempts: usrsctp's queue may hold more
+  return moved;
+}
+
 void Upcall(struct socket* so, void* /*arg*/, int /*flags*/) {
   // Read before taking the registry lock: no lock order between the
   // registry and usrsctp's socket lock.
@@ -86,9 +126,13 @@ void Upcall(struct socket* so, void* /*arg*/, int /*flags*/) {
   std::lock_guard lock(r.mu);
   auto it = r.doorbells.find(so);
   if (it == r.doorbells.end()) return;
-  const bool ring = events < 0 || (events & (SCTP_EVENT_READ | SCTP_EVENT_ERROR)) != 0 ||
-                    (it->second.want_write && (events & SCTP_EVENT_WRITE) != 0);
-  if (ring) UsrsctpStack::Ring(it->second.fd);
+  const int fd = it->second.fd;  // AcceptWaiting may rehash r.doorbells
+  bool ring = events < 0 || (events & (SCTP_EVENT_READ | SCTP_EVENT_ERROR)) != 0 ||
+              (it->second.want_write && (events & SCTP_EVENT_WRITE) != 0);
+  if (auto l = r.listeners.find(so); l != r.listeners.end()) {
+    ring = AcceptWaiting(r, so, l->second, fd) || ring;
+  }
+  if (ring) UsrsctpStack::Ring(fd);
 }
 
 // Whether usrsctp may still hand `so` a packet of its association: one
@@ -219,6 +263,53 @@ void UsrsctpStack::Unregister(struct socket* so) {
   Registry& r = Doorbells();
   std::lock_guard lock(r.mu);
   r.doorbells.erase(so);
+  r.listeners.erase(so);  // a listener's waiting connections: UnregisterListener took them
+}
+
+void UsrsctpStack::MakeListener(struct socket* so, int backlog) {
+  Registry& r = Doorbells();
+  std::lock_guard lock(r.mu);
+  r.listeners[so].backlog = static_cast<size_t>(std::max(backlog, 1));
+}
+
+UsrsctpStack::Taken UsrsctpStack::TakeAccepted(struct socket* listener) {
+  Registry& r = Doorbells();
+  std::lock_guard lock(r.mu);
+  Taken out;
+  auto l = r.listeners.find(listener);
+  if (l == r.listeners.end()) return out;
+  AcceptQueue& q = l->second;
+  if (!q.waiting.empty()) {
+    out.accepted = q.waiting.front();
+    q.waiting.pop_front();
+  }
+  out.overflowed = q.overflowed;
+  return out;
+}
+
+bool UsrsctpStack::HasWaiting(struct socket* listener) {
+  Registry& r = Doorbells();
+  std::lock_guard lock(r.mu);
+  auto l = r.listeners.find(listener);
+  return l != r.listeners.end() && !l->second.waiting.empty();
+}
+
+void UsrsctpStack::ClearOverflow(struct socket* listener) {
+  Registry& r = Doorbells();
+  std::lock_guard lock(r.mu);
+  if (auto l = r.listeners.find(listener); l != r.listeners.end()) l->second.overflowed = false;
+}
+
+std::vector<UsrsctpStack::Accepted> UsrsctpStack::UnregisterListener(struct socket* listener) {
+  Registry& r = Doorbells();
+  std::lock_guard lock(r.mu);
+  r.doorbells.erase(listener);
+  std::vector<Accepted> left;
+  if (auto l = r.listeners.find(listener); l != r.listeners.end()) {
+    left.assign(l->second.waiting.begin(), l->second.waiting.end());
+    r.listeners.erase(l);
+  }
+  return left;
 }
 
 void UsrsctpStack::SetWantWrite(struct socket* so, bool want) {

@@ -26,6 +26,25 @@
 //   socket it is called for, under the registry's mutex, so Unregister()
 //   followed by closing the eventfd can never race with a write. Upcalls for
 //   a socket no longer registered are ignored.
+// - Accept on the stack's thread (usrsctp 0.9.5 race, fixed upstream by
+//   sctplab/usrsctp#698 after that release): usrsctp's input thread reads
+//   the so_head of a packet's association twice without the accept lock
+//   (NULL check, then use), and usrsctp_accept clears so_head under that
+//   lock; an accept on another thread between the two reads makes the
+//   input thread lock a NULL socket (SEGV, seen in CI under ASan:
+//   UsrsctpCloseRaceTest; usrsctp_accept_wakeup_test.cc's stress test hits
+//   it in every run without this). So a listener's upcall accepts: after
+//   MakeListener(), each upcall on the listener (on the thread that
+//   processes the association's packets, after the packet) moves what
+//   usrsctp completed into the listener's own queue, at most `backlog`
+//   waiting; TakeAccepted() pops from it. An association waiting there has
+//   the upcall installed with the listener's doorbell, as usrsctp aimed its
+//   upcalls at so_head before. Past the backlog the rest stays in usrsctp's
+//   queue (its own backlog then refuses handshakes), the listener is marked
+//   `overflowed`, and its owner accepts those from its own thread, the old
+//   exposure, only once the queue is empty. Still exposed: an association
+//   whose packets come in on the other family's thread (a dual-stack
+//   listener with IPv4 and IPv6 handshakes at the same moment).
 // - Quiet close (usrsctp 0.9.5 race, upstream sctplab/usrsctp#709): the
 //   stack's threads take a reference on a socket for each inbound packet of
 //   its association, checking only without a lock that the socket is not
@@ -52,8 +71,12 @@
 //   rang ~75 times per round trip (docs/PERFORMANCE.md, SCTP section).
 #pragma once
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include <usrsctp.h>
 
@@ -91,6 +114,27 @@ class UsrsctpStack {
   // Routes upcalls for `so` to `doorbell_fd` and installs the upcall.
   static int Register(struct socket* so, int doorbell_fd);
   static void Unregister(struct socket* so);
+
+  // "Accept on the stack's thread". MakeListener: `so` (registered,
+  // non-blocking, listening) accepts in its upcall from now on, keeping at
+  // most `backlog` (at least 1) connections for TakeAccepted.
+  static void MakeListener(struct socket* so, int backlog);
+  struct Accepted {
+    struct socket* so = nullptr;  // owned by the caller once taken
+    sockaddr_storage from{};
+    socklen_t fromlen = 0;
+  };
+  struct Taken {
+    std::optional<Accepted> accepted;  // the oldest waiting connection
+    bool overflowed = false;           // usrsctp's queue may hold more (see above)
+  };
+  static Taken TakeAccepted(struct socket* listener);
+  // Whether a connection waits in the listener's queue.
+  static bool HasWaiting(struct socket* listener);
+  // The listener's owner found usrsctp's queue empty: clears `overflowed`.
+  static void ClearOverflow(struct socket* listener);
+  // Unregisters the listener; returns the connections nobody took (to Close).
+  static std::vector<Accepted> UnregisterListener(struct socket* listener);
   // Whether send space alone rings the doorbell (see "Filtered rings").
   static void SetWantWrite(struct socket* so, bool want);
   // Unregisters `so` and closes it as "Quiet close" says. The caller's
