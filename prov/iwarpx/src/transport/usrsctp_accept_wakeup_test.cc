@@ -51,6 +51,15 @@ SctpOptions QuietOptions() {
   return opt;
 }
 
+// A usrsctp listener on loopback with QuietOptions, or nullptr.
+std::unique_ptr<SctpListener> QuietListener(int backlog = SctpOptions{}.backlog) {
+  SctpOptions opt = QuietOptions();
+  opt.backlog = backlog;
+  auto l = SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4(), opt);
+  if (!l.ok()) return nullptr;
+  return std::move(l).value();
+}
+
 std::unique_ptr<SctpConnection> ConnectedClient(const SctpListener& listener) {
   return ConnectUsrsctp(listener.local_address(), QuietOptions());
 }
@@ -69,6 +78,20 @@ bool Readable(int fd, int timeout_ms) {
   return r.ok() && r->count == 1;
 }
 
+// AcceptSctp until a connection comes, for at most 5 s. Between tries it
+// waits for the listener's doorbell (at most 50 ms), or tries again at once
+// when `spin`.
+std::unique_ptr<SctpConnection> AcceptWithin5s(SctpListener& listener, bool spin) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto s = listener.AcceptSctp();
+    if (s.ok()) return std::move(s).value();
+    EXPECT_EQ(s.error().err, EAGAIN);
+    if (!spin) (void)Readable(listener.fd(), 50);
+  }
+  return nullptr;
+}
+
 IoResult ReadOne(SctpConnection& conn, std::vector<uint8_t>& buf) {
   const iovec v{buf.data(), buf.size()};
   MessageInfo info;
@@ -76,9 +99,8 @@ IoResult ReadOne(SctpConnection& conn, std::vector<uint8_t>& buf) {
 }
 
 TEST(UsrsctpAcceptWakeupTest, DataProcessedBeforeTheAcceptRingsTheAcceptedConnection) {
-  auto l = SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4(), QuietOptions());
-  ASSERT_TRUE(l.ok());
-  std::unique_ptr<SctpListener> listener = std::move(l).value();
+  std::unique_ptr<SctpListener> listener = QuietListener();
+  ASSERT_TRUE(listener);
   for (int round = 0; round < 4; ++round) {
     SCOPED_TRACE(round);
     std::unique_ptr<SctpConnection> client = ConnectedClient(*listener);
@@ -107,9 +129,8 @@ TEST(UsrsctpAcceptWakeupTest, DataProcessedBeforeTheAcceptRingsTheAcceptedConnec
 }
 
 TEST(UsrsctpAcceptWakeupTest, FirstMessageRacingTheAcceptIsAlwaysNoticed) {
-  auto l = SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4(), QuietOptions());
-  ASSERT_TRUE(l.ok());
-  std::unique_ptr<SctpListener> listener = std::move(l).value();
+  std::unique_ptr<SctpListener> listener = QuietListener();
+  ASSERT_TRUE(listener);
   constexpr int kRounds = 40;
   for (int round = 0; round < kRounds; ++round) {
     SCOPED_TRACE(round);
@@ -124,16 +145,7 @@ TEST(UsrsctpAcceptWakeupTest, FirstMessageRacingTheAcceptIsAlwaysNoticed) {
       const iovec v{const_cast<uint8_t*>(msg), sizeof(msg)};
       (void)client->SendMsg({&v, 1}, MessageInfo{});
     });
-    std::unique_ptr<SctpConnection> server;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (!server && std::chrono::steady_clock::now() < deadline) {
-      auto s = listener->AcceptSctp();
-      if (s.ok()) {
-        server = std::move(s).value();
-      } else {
-        (void)Readable(listener->fd(), 50);
-      }
-    }
+    std::unique_ptr<SctpConnection> server = AcceptWithin5s(*listener, false);
     peer.join();
     ASSERT_TRUE(client && server) << "no usrsctp association on loopback";
     // As the engine does: read only when the doorbell rang.
@@ -154,29 +166,18 @@ TEST(UsrsctpAcceptWakeupTest, FirstMessageRacingTheAcceptIsAlwaysNoticed) {
 // packet comes to move it (no heartbeats, the clients send nothing), so
 // only AcceptSctp's own accept of an overflowed listener can return it.
 TEST(UsrsctpAcceptWakeupTest, PastTheBacklogTheListenersOwnerAccepts) {
-  SctpOptions opt = QuietOptions();
-  opt.backlog = 1;  // usrsctp itself then keeps at most one more (3 * backlog / 2)
-  auto l = SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4(), opt);
-  ASSERT_TRUE(l.ok());
-  std::unique_ptr<SctpListener> listener = std::move(l).value();
+  // Backlog 1: usrsctp itself then keeps at most one more (3 * backlog / 2).
+  std::unique_ptr<SctpListener> listener = QuietListener(1);
+  ASSERT_TRUE(listener);
   std::unique_ptr<SctpConnection> first = ConnectedClient(*listener);
   std::unique_ptr<SctpConnection> second = ConnectedClient(*listener);
   ASSERT_TRUE(first && second) << "no usrsctp association on loopback";
-  std::vector<std::unique_ptr<SctpConnection>> accepted;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (accepted.size() < 2 && std::chrono::steady_clock::now() < deadline) {
-    auto s = listener->AcceptSctp();
-    if (s.ok()) {
-      accepted.push_back(std::move(s).value());
-    } else {
-      EXPECT_EQ(s.error().err, EAGAIN);
-      (void)Readable(listener->fd(), 50);
-    }
-  }
-  ASSERT_EQ(accepted.size(), 2u) << "a connection past the backlog was never accepted";
+  std::unique_ptr<SctpConnection> a = AcceptWithin5s(*listener, false);
+  std::unique_ptr<SctpConnection> b = AcceptWithin5s(*listener, false);
+  ASSERT_TRUE(a && b) << "a connection past the backlog was never accepted";
   EXPECT_FALSE(listener->AcceptSctp().ok());
   // Each accepted connection is its own association: the ports differ.
-  EXPECT_NE(accepted[0]->peer_address().port(), accepted[1]->peer_address().port());
+  EXPECT_NE(a->peer_address().port(), b->peer_address().port());
 }
 
 // usrsctp_stack.h "Accept on the stack's thread": accepts while the new
@@ -185,9 +186,8 @@ TEST(UsrsctpAcceptWakeupTest, PastTheBacklogTheListenersOwnerAccepts) {
 // 2000 rounds (SEGV locking the NULL so_head it had just checked); the
 // crash needs no assertion to be seen.
 TEST(UsrsctpAcceptWakeupTest, AcceptWhileTheNewAssociationsDataFlowsIsSafe) {
-  auto l = SctpListen(SctpBackend::kUsrsctp, SockAddr::Loopback4(), QuietOptions());
-  ASSERT_TRUE(l.ok());
-  std::unique_ptr<SctpListener> listener = std::move(l).value();
+  std::unique_ptr<SctpListener> listener = QuietListener();
+  ASSERT_TRUE(listener);
   constexpr int kRounds = 2000;
   for (int round = 0; round < kRounds; ++round) {
     SCOPED_TRACE(round);
@@ -202,12 +202,7 @@ TEST(UsrsctpAcceptWakeupTest, AcceptWhileTheNewAssociationsDataFlowsIsSafe) {
     });
     // Spin on AcceptSctp, no doorbell: the accept lands anywhere among the
     // data packets.
-    std::unique_ptr<SctpConnection> server;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (!server && std::chrono::steady_clock::now() < deadline) {
-      auto s = listener->AcceptSctp();
-      if (s.ok()) server = std::move(s).value();
-    }
+    std::unique_ptr<SctpConnection> server = AcceptWithin5s(*listener, true);
     stop = true;
     peer.join();
     ASSERT_TRUE(client && server) << "no usrsctp association on loopback";
