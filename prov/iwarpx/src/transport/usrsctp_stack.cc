@@ -47,6 +47,7 @@ StackState& State() {
 struct Doorbell {
   int fd = -1;
   bool want_write = true;
+  bool listener = false;  // has an AcceptQueue in Registry::listeners
 };
 
 // A listener's own accept queue (usrsctp_stack.h "Accept on the stack's thread").
@@ -129,8 +130,10 @@ void Upcall(struct socket* so, void* /*arg*/, int /*flags*/) {
   const int fd = it->second.fd;  // AcceptWaiting may rehash r.doorbells
   bool ring = events < 0 || (events & (SCTP_EVENT_READ | SCTP_EVENT_ERROR)) != 0 ||
               (it->second.want_write && (events & SCTP_EVENT_WRITE) != 0);
-  if (auto l = r.listeners.find(so); l != r.listeners.end()) {
-    ring = AcceptWaiting(r, so, l->second, fd) || ring;
+  if (it->second.listener) {  // a connection's upcall (every packet) needs no second lookup
+    if (auto l = r.listeners.find(so); l != r.listeners.end()) {
+      ring = AcceptWaiting(r, so, l->second, fd) || ring;
+    }
   }
   if (ring) UsrsctpStack::Ring(fd);
 }
@@ -269,6 +272,9 @@ void UsrsctpStack::Unregister(struct socket* so) {
 void UsrsctpStack::MakeListener(struct socket* so, int backlog) {
   Registry& r = Doorbells();
   std::lock_guard lock(r.mu);
+  auto it = r.doorbells.find(so);
+  if (it == r.doorbells.end()) return;  // not registered: nothing would reach its upcall
+  it->second.listener = true;
   r.listeners[so].backlog = static_cast<size_t>(std::max(backlog, 1));
 }
 

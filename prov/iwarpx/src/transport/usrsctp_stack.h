@@ -117,7 +117,8 @@ class UsrsctpStack {
 
   // "Accept on the stack's thread". MakeListener: `so` (registered,
   // non-blocking, listening) accepts in its upcall from now on, keeping at
-  // most `backlog` (at least 1) connections for TakeAccepted.
+  // most `backlog` (at least 1) connections for TakeAccepted. A socket not
+  // registered is left alone (it would stay in usrsctp's queue).
   static void MakeListener(struct socket* so, int backlog);
   struct Accepted {
     struct socket* so = nullptr;  // owned by the caller once taken
